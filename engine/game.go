@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// Params are a game's parameters as read from YAML or JSON. Each game
+// decodes them into its own struct with DecodeParams.
+type Params map[string]any
+
+// DecodeParams decodes p into v (a pointer to a struct already holding the
+// defaults). Unknown keys are errors.
+func DecodeParams(p Params, v any) error {
+	if len(p) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("engine: encode params: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("engine: params: %w", err)
+	}
+	return nil
+}
+
+// SeatSpec describes a seat of a game before an episode assigns hidden roles.
+type SeatSpec struct {
+	Name string `json:"name"`
+	// Role is the seat's role when it is fixed by the game (e.g. "buyer");
+	// empty when roles are dealt per episode (Werewolf).
+	Role string `json:"role,omitempty"`
+}
+
+// Seat is a seat of a running episode. Role and Team may be private: the
+// engine never sends them anywhere; episodes decide what to reveal.
+type Seat struct {
+	Index int    `json:"index"`
+	Name  string `json:"name"`
+	Role  string `json:"role"`
+	Team  string `json:"team,omitempty"`
+}
+
+// Game is an immutable environment definition.
+type Game interface {
+	// ID is the versioned environment id, e.g. "dealornodeal_v1".
+	ID() string
+	Description() string
+	// Seats lists the seats for parameters p (nil p means defaults).
+	Seats(p Params) ([]SeatSpec, error)
+	// RewardRange bounds every seat's terminal reward.
+	RewardRange() (lo, hi float64)
+	// NewEpisode validates p and deals a new episode from seed.
+	NewEpisode(seed uint64, p Params) (Episode, error)
+	// Policies lists the game's scripted policies; the first is the default
+	// used by "--agents scripted". A policy named "random" (uniformly random
+	// legal play) must exist: the conformance suite uses it.
+	Policies() []Policy
+}
+
+// Episode is the mutable state of one game.
+type Episode interface {
+	// Seats are the episode's seats with their (possibly hidden) roles.
+	Seats() []Seat
+	// Scenario is everything dealt at the start, private fields included,
+	// as a JSON-encodable value: enough to recompute every reward.
+	Scenario() any
+	// Run plays the episode to the end through rt. It returns an error only
+	// when ctx is cancelled or the runtime fails; bad moves are game events.
+	Run(ctx context.Context, rt *Runtime) error
+	// Outcome is valid after Run returned nil.
+	Outcome() Outcome
+}
+
+// Outcome is the end of an episode.
+type Outcome struct {
+	// Rewards holds each seat's terminal reward, by seat index.
+	Rewards []float64 `json:"rewards"`
+	// Result is a short machine-readable verdict ("deal", "no_deal",
+	// "werewolves", "villagers", "draw", "timeout", …).
+	Result string `json:"result"`
+	// Terms are the game-specific details (deal terms, winner, …).
+	Terms any `json:"terms,omitempty"`
+	// Metrics are per-episode numbers for reports.
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+}
+
+// Validate checks the rewards against the game's declared range.
+func (o Outcome) Validate(nSeats int, lo, hi float64) error {
+	if len(o.Rewards) != nSeats {
+		return fmt.Errorf("engine: outcome has %d rewards for %d seats", len(o.Rewards), nSeats)
+	}
+	for i, r := range o.Rewards {
+		if math.IsNaN(r) || math.IsInf(r, 0) || r < lo-1e-9 || r > hi+1e-9 {
+			return fmt.Errorf("engine: seat %d reward %v outside [%v, %v]", i, r, lo, hi)
+		}
+	}
+	return nil
+}
+
+// Turn is what an agent receives when it is asked to act.
+type Turn struct {
+	Notification Notification
+	Seat         Seat
+	// View is everything this seat may see so far, in order, ending with the
+	// notification event. Agents must not modify it.
+	View []Event
+}
+
+// Agent is a participant. Act returns the action for t.Notification. An
+// agent that cannot answer in time returns an error wrapping
+// context.DeadlineExceeded (or ErrTimeout); the runtime then applies the
+// inert default.
+type Agent interface {
+	Act(ctx context.Context, t Turn) (Action, error)
+}
+
+// AgentFunc adapts a function to Agent.
+type AgentFunc func(ctx context.Context, t Turn) (Action, error)
+
+// Act calls f.
+func (f AgentFunc) Act(ctx context.Context, t Turn) (Action, error) { return f(ctx, t) }
+
+// Policy is a named scripted policy of a game.
+type Policy struct {
+	Name        string
+	Description string
+	// New makes the agent for one seat of one episode; seed makes it
+	// deterministic.
+	New func(seat Seat, seed uint64) Agent
+}
+
+// FindPolicy returns the policy of g named name.
+func FindPolicy(g Game, name string) (Policy, error) {
+	for _, p := range g.Policies() {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	names := []string{}
+	for _, p := range g.Policies() {
+		names = append(names, p.Name)
+	}
+	return Policy{}, fmt.Errorf("engine: %s has no scripted policy %q (have %v)", g.ID(), name, names)
+}

@@ -1,0 +1,108 @@
+// Package inference is the one seam between "the model" and the rest of omar.
+//
+// A Backend turns requests into sampled tokens. Requests are token-in/token-out:
+// a trainable backend receives the exact prompt token ids and returns the exact
+// sampled ids together with their log-probabilities, so that training never
+// re-tokenises decoded text. Backends that only speak chat messages (Ollama)
+// read Messages instead and cannot be trained on.
+//
+// Implementations live in sub-packages: llama (embedded llama.cpp with
+// continuous batching), ollama (HTTP) and scripted (rule-based, for tests and
+// baselines).
+package inference
+
+import (
+	"context"
+	"errors"
+)
+
+// Message is one chat message, used by backends that take messages rather
+// than tokens and by chat templates.
+type Message struct {
+	Role    string `json:"role"` // "system", "user" or "assistant"
+	Content string `json:"content"`
+}
+
+// Sampling holds the sampler settings of one request. The zero value means
+// greedy decoding (temperature 0).
+type Sampling struct {
+	Temperature float32 `json:"temperature"`
+	TopK        int     `json:"top_k,omitempty"`
+	TopP        float32 `json:"top_p,omitempty"` // 0 or 1 disables
+	MinP        float32 `json:"min_p,omitempty"` // 0 disables
+	Seed        uint64  `json:"seed"`
+}
+
+// Request asks for one continuation of one sequence.
+type Request struct {
+	// Key names the sequence (for example "ep12/seat3"). A backend with a KV
+	// cache reuses the cached prefix of the previous request with the same
+	// key, so a seat's next turn decodes only its new tokens.
+	Key string
+	// Prompt is the complete token stream of the sequence so far.
+	Prompt []int32
+	// Messages is used instead of Prompt by message-level backends.
+	Messages []Message
+
+	MaxTokens int
+	Sampling  Sampling
+	// Grammar is a GBNF grammar (root rule "root") constraining the reply.
+	Grammar string
+	// Stop ends generation when the decoded reply ends with one of these
+	// strings; the stop string stays in the reply.
+	Stop []string
+	// StopTokens end generation when sampled (in addition to end-of-generation
+	// tokens of the vocabulary). The stop token is part of the reply.
+	StopTokens []int32
+}
+
+// StopReason says why a generation ended.
+type StopReason string
+
+const (
+	StopEOG    StopReason = "eog"    // an end-of-generation token was sampled
+	StopString StopReason = "stop"   // a stop string or stop token matched
+	StopLength StopReason = "length" // MaxTokens reached
+	StopFull   StopReason = "full"   // the context has no room left
+)
+
+// Response is the result of one Request.
+type Response struct {
+	// Tokens are the sampled token ids, exactly as sampled.
+	Tokens []int32
+	// Logprobs[i] is the log-probability of Tokens[i] under the distribution
+	// it was sampled from (after temperature and filters). Behaviour
+	// log-probabilities for importance ratios.
+	Logprobs []float32
+	// RawLogprobs[i] is the log-probability of Tokens[i] under the model's
+	// untempered, unfiltered softmax. This is what a trainer recomputes.
+	RawLogprobs []float32
+	Text        string
+	Stop        StopReason
+	// PolicyVersion identifies the weights (adapter) that produced the reply.
+	PolicyVersion int
+	// ReusedTokens counts prompt tokens served from the KV cache.
+	ReusedTokens int
+}
+
+// Backend generates continuations. Generate is safe for concurrent use:
+// batching backends merge the requests of concurrent callers into one decode
+// loop, so many goroutines (one per episode) keep the batch full.
+type Backend interface {
+	Generate(ctx context.Context, reqs []Request) ([]Response, error)
+	Close() error
+}
+
+// Tokenizer is implemented by token-level backends.
+type Tokenizer interface {
+	Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error)
+	Detokenize(tokens []int32) (string, error)
+	// ChatTemplate renders messages with the model's chat template.
+	// addAssistant appends the opening of an assistant turn.
+	ChatTemplate(msgs []Message, addAssistant bool) (string, error)
+	// EOG reports whether a token ends generation (end of turn/text).
+	EOG(token int32) bool
+}
+
+// ErrContextFull is returned (wrapped) when a prompt does not fit the context.
+var ErrContextFull = errors.New("inference: prompt does not fit the context")
