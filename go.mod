@@ -1,23 +1,10 @@
 module github.com/omar-selfplay/omar
 
-go 1.26
+go 1.26.0
+
+require golang.org/x/term v0.48.0
 
 require (
-	github.com/ebitengine/purego v0.11.3
-	github.com/ollama/ollama v0.17.4
-	github.com/schollz/progressbar/v3 v3.19.1
-	golang.org/x/term v0.48.0
-	gopkg.in/yaml.v3 v3.0.1
-)
-
-require (
-	github.com/bahlo/generic-list-go v0.2.0 // indirect
-	github.com/buger/jsonparser v1.1.1 // indirect
-	github.com/google/uuid v1.6.0 // indirect
-	github.com/mailru/easyjson v0.7.7 // indirect
-	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
-	github.com/rivo/uniseg v0.4.7 // indirect
-	github.com/wk8/go-ordered-map/v2 v2.1.8 // indirect
-	golang.org/x/crypto v0.43.0 // indirect
+	github.com/ebitengine/purego v0.11.3 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )
