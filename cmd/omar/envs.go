@@ -1,0 +1,28 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/omar-selfplay/omar/engine"
+)
+
+// games lists every environment the CLI knows. Each environment package
+// adds itself here with one line.
+var games = []engine.Game{}
+
+// findGame returns the game whose id is id, or whose id without its
+// version suffix is id.
+func findGame(id string) (engine.Game, error) {
+	var ids []string
+	for _, g := range games {
+		name, _ := engine.SplitID(g.ID())
+		if g.ID() == id || name == id {
+			return g, nil
+		}
+		ids = append(ids, g.ID())
+	}
+	sort.Strings(ids)
+	return nil, fmt.Errorf("unknown environment %q (have %s)", id, strings.Join(ids, ", "))
+}
