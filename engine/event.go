@@ -77,9 +77,9 @@ type Event struct {
 
 // Notification is a request for a decision addressed to one seat.
 type Notification struct {
-	ID    string `json:"id"`
-	Seat  int    `json:"seat"`
-	Text  string `json:"text"`
+	ID    string   `json:"id"`
+	Seat  int      `json:"seat"`
+	Text  string   `json:"text"`
 	Legal []string `json:"legal,omitempty"`
 	// Grammar (GBNF) describes every syntactically valid reply.
 	Grammar string `json:"grammar,omitempty"`
