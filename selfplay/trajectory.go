@@ -1,0 +1,195 @@
+package selfplay
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Trajectory is one seat's token stream of one episode (one segment of it
+// when the stream had to be restarted), with everything a trainer needs.
+//
+// Tokens is the whole stream: rendered prompts and observations
+// interleaved with the model's replies. Mask is true only on the tokens the
+// policy sampled (including the end-of-turn token when generation stopped
+// there); those ids are exactly the sampled ids, never a re-tokenisation of
+// decoded text.
+type Trajectory struct {
+	Env      string `json:"env"`
+	Episode  int    `json:"episode"`  // index of the episode in the run
+	Seed     uint64 `json:"seed"`     // the episode's seed
+	Scenario string `json:"scenario"` // scenario id: env + seed, the GRPO group key with Role
+	Seat     int    `json:"seat"`
+	SeatName string `json:"seat_name"`
+	Role     string `json:"role"`
+	Team     string `json:"team,omitempty"`
+	Agent    string `json:"agent"`   // the label of the policy that played the seat
+	Segment  int    `json:"segment"` // 0 unless the stream was restarted
+
+	Tokens []int32 `json:"tokens"`
+	Mask   Mask    `json:"mask"`
+	// Logprobs are the behaviour log-probabilities (under the distribution
+	// the token was sampled from), 0 off the mask.
+	Logprobs []float32 `json:"logprobs"`
+	// RawLogprobs are the untempered model log-probabilities, 0 off the mask.
+	RawLogprobs []float32 `json:"raw_logprobs"`
+	// TurnEnds[k] is the index in Tokens of the last generated token of
+	// turn k (the end-of-turn token when generation stopped there).
+	TurnEnds []int `json:"turn_ends"`
+	// TurnRewards[k] is an optional per-turn reward (process reward); zero
+	// for games without shaping.
+	TurnRewards []float64 `json:"turn_rewards"`
+	// Reward is the seat's terminal reward.
+	Reward float64 `json:"reward"`
+	// PolicyVersions[k] is the policy version that produced turn k.
+	PolicyVersions []int `json:"policy_versions"`
+}
+
+// Group is the GRPO group of the trajectory: same scenario and role.
+func (t *Trajectory) Group() string { return t.Scenario + "/" + t.Role }
+
+// Generated returns the number of tokens on the mask.
+func (t *Trajectory) Generated() int {
+	n := 0
+	for _, m := range t.Mask {
+		if m {
+			n++
+		}
+	}
+	return n
+}
+
+// Validate checks the invariants a trainer relies on.
+func (t *Trajectory) Validate() error {
+	n := len(t.Tokens)
+	if len(t.Mask) != n || len(t.Logprobs) != n || len(t.RawLogprobs) != n {
+		return fmt.Errorf("selfplay: trajectory %s seat %d: tokens %d, mask %d, logprobs %d, raw logprobs %d",
+			t.Scenario, t.Seat, n, len(t.Mask), len(t.Logprobs), len(t.RawLogprobs))
+	}
+	if len(t.TurnRewards) != len(t.TurnEnds) || len(t.PolicyVersions) != len(t.TurnEnds) {
+		return fmt.Errorf("selfplay: trajectory %s seat %d: %d turns, %d turn rewards, %d policy versions",
+			t.Scenario, t.Seat, len(t.TurnEnds), len(t.TurnRewards), len(t.PolicyVersions))
+	}
+	prev := -1
+	for k, e := range t.TurnEnds {
+		if e <= prev || e >= n {
+			return fmt.Errorf("selfplay: trajectory %s seat %d: turn %d ends at %d (previous %d, %d tokens)",
+				t.Scenario, t.Seat, k, e, prev, n)
+		}
+		if !t.Mask[e] {
+			return fmt.Errorf("selfplay: trajectory %s seat %d: turn %d ends on an unmasked token", t.Scenario, t.Seat, k)
+		}
+		prev = e
+	}
+	for i, m := range t.Mask {
+		if !m && (t.Logprobs[i] != 0 || t.RawLogprobs[i] != 0) {
+			return fmt.Errorf("selfplay: trajectory %s seat %d: logprob at unmasked token %d", t.Scenario, t.Seat, i)
+		}
+		if m && i > prev {
+			return fmt.Errorf("selfplay: trajectory %s seat %d: masked token %d after the last turn end", t.Scenario, t.Seat, i)
+		}
+	}
+	return nil
+}
+
+// TurnSpans returns [start, end] (inclusive) of the generated tokens of
+// each turn: the masked tokens after the previous turn's end up to and
+// including TurnEnds[k].
+func (t *Trajectory) TurnSpans() [][2]int {
+	spans := make([][2]int, len(t.TurnEnds))
+	prev := -1
+	for k, e := range t.TurnEnds {
+		s := e
+		for s-1 > prev && t.Mask[s-1] {
+			s--
+		}
+		spans[k] = [2]int{s, e}
+		prev = e
+	}
+	return spans
+}
+
+// Mask marks the generated tokens of a stream. It is encoded in JSON as a
+// string of '0' and '1', one character per token, which keeps trajectory
+// files readable and small.
+type Mask []bool
+
+// MarshalJSON encodes m as a 0/1 string.
+func (m Mask) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(m)+2)
+	b = append(b, '"')
+	for _, v := range m {
+		if v {
+			b = append(b, '1')
+		} else {
+			b = append(b, '0')
+		}
+	}
+	return append(b, '"'), nil
+}
+
+// UnmarshalJSON decodes a 0/1 string.
+func (m *Mask) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("selfplay: mask: %w", err)
+	}
+	out := make(Mask, len(s))
+	for i := range len(s) {
+		switch s[i] {
+		case '0':
+		case '1':
+			out[i] = true
+		default:
+			return fmt.Errorf("selfplay: mask: character %q at %d, want 0 or 1", s[i], i)
+		}
+	}
+	*m = out
+	return nil
+}
+
+// TrajectoryWriter writes trajectories as JSONL, one per line.
+type TrajectoryWriter struct {
+	w   *bufio.Writer
+	enc *json.Encoder
+}
+
+// NewTrajectoryWriter returns a writer on w. Call Flush at the end.
+func NewTrajectoryWriter(w io.Writer) *TrajectoryWriter {
+	bw := bufio.NewWriter(w)
+	return &TrajectoryWriter{w: bw, enc: json.NewEncoder(bw)}
+}
+
+// Write appends one trajectory.
+func (tw *TrajectoryWriter) Write(t *Trajectory) error {
+	if err := tw.enc.Encode(t); err != nil {
+		return fmt.Errorf("selfplay: write trajectory: %w", err)
+	}
+	return nil
+}
+
+// Flush writes buffered lines.
+func (tw *TrajectoryWriter) Flush() error { return tw.w.Flush() }
+
+// ReadTrajectories reads a JSONL file of trajectories and validates each.
+func ReadTrajectories(r io.Reader) ([]Trajectory, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var out []Trajectory
+	for line := 1; ; line++ {
+		var t Trajectory
+		err := dec.Decode(&t)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("selfplay: trajectory %d: %w", line, err)
+		}
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("selfplay: trajectory %d: %w", line, err)
+		}
+		out = append(out, t)
+	}
+}
