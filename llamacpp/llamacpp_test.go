@@ -1,0 +1,516 @@
+package llamacpp
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+)
+
+// testLib loads the libraries from lib/llama/cpu or skips the test when the
+// install script has not run (make test runs it first, so there it never
+// skips).
+func testLib(t testing.TB) {
+	t.Helper()
+	dir := llamatest.LibDir()
+	if dir == "" {
+		t.Skip("llama.cpp libraries not installed in lib/llama/cpu (run scripts/install-llama.sh cpu)")
+	}
+	if err := Load(dir); err != nil {
+		t.Fatalf("Load(%s): %v", dir, err)
+	}
+}
+
+var tinyPath string
+
+// testModel writes the tiny model once per test binary and loads it.
+func testModel(t testing.TB) *Model {
+	t.Helper()
+	testLib(t)
+	if tinyPath == "" {
+		dir, err := os.MkdirTemp("", "llamacpp-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "tiny.gguf")
+		if err := llamatest.WriteModel(p, llamatest.Tiny()); err != nil {
+			t.Fatal(err)
+		}
+		tinyPath = p
+	}
+	m, err := LoadModel(tinyPath, ModelOptions{}.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tinyPath != "" {
+		os.RemoveAll(filepath.Dir(tinyPath))
+	}
+	os.Exit(code)
+}
+
+func TestLoadErrors(t *testing.T) {
+	tmp := t.TempDir()
+	wrong := filepath.Join(tmp, "wrong")
+	os.MkdirAll(wrong, 0o755)
+	os.WriteFile(filepath.Join(wrong, "libggml-base.so"), []byte("not an ELF file"), 0o644)
+	tests := []struct {
+		name, dir, want string
+	}{
+		{"missing dir", filepath.Join(tmp, "nope"), "install the libraries"},
+		{"empty dir", tmp, "none of"},
+		{"not a library", wrong, "open"},
+	}
+	if Loaded() {
+		t.Skip("libraries already loaded in this process; load errors are tested before any successful load")
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Load(tt.dir)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Load(%s): got %v, want an error containing %q", tt.dir, err, tt.want)
+			}
+		})
+	}
+	// A successful load is still possible afterwards.
+	testLib(t)
+	if err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "already loaded") {
+		t.Errorf("second Load with another dir: got %v, want already-loaded error", err)
+	}
+}
+
+func TestVersionMatches(t *testing.T) {
+	for _, tt := range []struct {
+		v    string
+		want bool
+	}{{"0.5.0", true}, {"0.5.0-dev", true}, {"0.5.1", false}, {"0.5.01", false}, {"0.4.9-dev", false}, {"", false}} {
+		if got := versionMatches(tt.v); got != tt.want {
+			t.Errorf("versionMatches(%q): got %v, want %v", tt.v, got, tt.want)
+		}
+	}
+}
+
+func TestModelFileErrors(t *testing.T) {
+	m := testModel(t) // also writes tinyPath
+	_ = m
+	good, err := os.ReadFile(tinyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	corrupt := append([]byte{}, good...)
+	copy(corrupt[24:], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}) // first key length
+	tests := []struct {
+		name, path, want string
+	}{
+		{"missing", filepath.Join(dir, "nope.gguf"), "no such file"},
+		{"empty", write("empty.gguf", nil), "too short"},
+		{"bad magic", write("magic.gguf", []byte("GGML and some more bytes here")), "bad magic"},
+		{"truncated header", write("hdr.gguf", good[:20]), "truncated"},
+		{"truncated metadata", write("meta.gguf", good[:4000]), "truncated"},
+		{"truncated data", write("data.gguf", good[:len(good)-100]), "truncated"},
+		{"corrupt length", write("corrupt.gguf", corrupt), "corrupt"},
+		{"directory", dir, "directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadModel(tt.path, ModelOptions{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+			if tt.name != "missing" && !errors.Is(err, ErrBadModelFile) {
+				t.Errorf("got %v, want errors.Is ErrBadModelFile", err)
+			}
+		})
+	}
+}
+
+func TestModelInfo(t *testing.T) {
+	m := testModel(t)
+	c := llamatest.Tiny()
+	if got := m.Vocab().NTokens(); got != c.Vocab() {
+		t.Errorf("n_vocab: got %d, want %d", got, c.Vocab())
+	}
+	if got := m.NEmbd(); got != c.Embd {
+		t.Errorf("n_embd: got %d, want %d", got, c.Embd)
+	}
+	if got := m.NLayer(); got != c.Layers {
+		t.Errorf("n_layer: got %d, want %d", got, c.Layers)
+	}
+	if got, ok := m.Meta("general.name"); !ok || got != "omar-tiny-test" {
+		t.Errorf("general.name: got %q %v", got, ok)
+	}
+	if _, ok := m.Meta("no.such.key"); ok {
+		t.Errorf("missing key reported present")
+	}
+	v := m.Vocab()
+	imEnd := c.SpecialID("<|im_end|>")
+	if !v.IsEOG(imEnd) {
+		t.Errorf("<|im_end|> (%d) is not end-of-generation", imEnd)
+	}
+	if v.IsEOG(100) {
+		t.Errorf("byte token 100 is end-of-generation")
+	}
+}
+
+func TestTokenizeRoundTrip(t *testing.T) {
+	m := testModel(t)
+	v := m.Vocab()
+	for _, text := range []string{
+		"the quick brown fox",
+		"i offer you three books and two hats.",
+		"Ünïcödé — 日本語 🐺",
+		"  leading spaces and\nnewlines\t",
+		"",
+	} {
+		t.Run(text, func(t *testing.T) {
+			toks, err := v.Tokenize(text, false, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := v.Detokenize(toks, false, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != text {
+				t.Errorf("round trip: got %q, want %q (tokens %v)", got, text, toks)
+			}
+			var b []byte
+			for _, tok := range toks {
+				b = v.AppendPiece(b, tok, false)
+			}
+			if string(b) != text {
+				t.Errorf("pieces: got %q, want %q", b, text)
+			}
+		})
+	}
+	// Merges make common words shorter than their bytes.
+	toks, _ := v.Tokenize(" the", false, false)
+	if len(toks) != 1 {
+		t.Errorf(`" the": got %d tokens %v, want 1 (merged)`, len(toks), toks)
+	}
+	// Special tokens parse only with parseSpecial.
+	s := "<|im_start|>user"
+	toks, _ = v.Tokenize(s, false, true)
+	if toks[0] != llamatest.Tiny().SpecialID("<|im_start|>") {
+		t.Errorf("parse special: got %v", toks)
+	}
+	toks, _ = v.Tokenize(s, false, false)
+	if len(toks) < 5 {
+		t.Errorf("without parse special: got %v, want plain text tokens", toks)
+	}
+}
+
+func TestChatTemplate(t *testing.T) {
+	m := testModel(t)
+	tmpl, ok := m.ChatTemplate("")
+	if !ok || tmpl != llamatest.ChatTemplate {
+		t.Fatalf("chat template: got %q %v", tmpl, ok)
+	}
+	got, err := ApplyChatTemplate(tmpl, []ChatMessage{{"system", "be brief"}, {"user", "hi"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if _, err := ApplyChatTemplate("no template I know", []ChatMessage{{"user", "hi"}}, true); !errors.Is(err, ErrUnknownTemplate) {
+		t.Errorf("unknown template: got %v, want ErrUnknownTemplate", err)
+	}
+}
+
+// logSoftmax returns log p of every token.
+func logSoftmax(l []float32) []float64 {
+	mx := math.Inf(-1)
+	for _, x := range l {
+		mx = math.Max(mx, float64(x))
+	}
+	var s float64
+	for _, x := range l {
+		s += math.Exp(float64(x) - mx)
+	}
+	out := make([]float64, len(l))
+	for i, x := range l {
+		out[i] = float64(x) - mx - math.Log(s)
+	}
+	return out
+}
+
+func newTestLlamaContext(t *testing.T, m *Model, seqs int) *LlamaContext {
+	t.Helper()
+	o := ContextOptions{}.Defaults()
+	o.NCtx, o.NSeqMax, o.NBatch, o.TypeK, o.TypeV = 256*seqs, seqs, 256, KVTypeF32, KVTypeF32
+	c, err := NewLlamaContext(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestDecodeMemory checks decode, logits and the memory operations: a
+// sequence copied with SeqCp continues exactly like the original, and
+// SeqRm + re-decode reproduces the logits.
+func TestDecodeMemory(t *testing.T) {
+	m := testModel(t)
+	c := newTestLlamaContext(t, m, 2)
+	if c.NSeqMax() != 2 || c.NCtxSeq() != 256 {
+		t.Fatalf("n_seq_max %d, n_ctx_seq %d", c.NSeqMax(), c.NCtxSeq())
+	}
+	b, err := NewBatch(64, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	toks, _ := m.Vocab().Tokenize("the werewolf is among us", false, false)
+	for i, tok := range toks {
+		if _, err := b.Add(tok, int32(i), 0, i == len(toks)-1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Logits(len(toks) - 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := append([]float32(nil), l...)
+	if _, err := c.Logits(0); err == nil {
+		t.Errorf("logits of a token without the flag: got no error")
+	}
+	mem := c.Memory()
+	if got := mem.SeqPosMax(0); got != int32(len(toks)-1) {
+		t.Errorf("pos max: got %d, want %d", got, len(toks)-1)
+	}
+	if err := mem.SeqCp(0, 1, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	if got := mem.SeqPosMax(1); got != int32(len(toks)-1) {
+		t.Errorf("copied pos max: got %d, want %d", got, len(toks)-1)
+	}
+	// Remove the last token of seq 0 and decode it again.
+	if err := mem.SeqRm(0, int32(len(toks)-1), -1); err != nil {
+		t.Fatal(err)
+	}
+	b.Clear()
+	b.Add(toks[len(toks)-1], int32(len(toks)-1), 0, true)
+	if err := c.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	l, _ = c.Logits(0)
+	for i := range l {
+		if math.Abs(float64(l[i]-first[i])) > 1e-4 {
+			t.Fatalf("logit %d after seq_rm + re-decode: got %v, want %v", i, l[i], first[i])
+		}
+	}
+	// Both sequences continue with the same token: same logits.
+	b.Clear()
+	b.Add(toks[0], int32(len(toks)), 0, true)
+	b.Add(toks[0], int32(len(toks)), 1, true)
+	if err := c.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	l0, _ := c.Logits(0)
+	l1, _ := c.Logits(1)
+	for i := range l0 {
+		if math.Abs(float64(l0[i]-l1[i])) > 1e-4 {
+			t.Fatalf("logit %d: seq 0 %v, copied seq 1 %v", i, l0[i], l1[i])
+		}
+	}
+	// Ids outside 0..n_seq_max-1 are errors in Go (llama.cpp would abort).
+	if err := mem.SeqKeep(2); err == nil {
+		t.Errorf("seq_keep(2) with 2 sequences: got no error")
+	}
+	if err := mem.SeqCp(0, 7, -1, -1); err == nil {
+		t.Errorf("seq_cp to 7: got no error")
+	}
+	if err := mem.SeqRm(0, -1, -1); err != nil || mem.SeqPosMax(0) != -1 {
+		t.Errorf("seq_rm whole sequence: err %v, pos max %d", err, mem.SeqPosMax(0))
+	}
+	// A position that does not follow the cache is an invalid batch, not a crash.
+	b.Clear()
+	b.Add(toks[0], 100, 1, true)
+	if err := c.Decode(b); !errors.Is(err, ErrInvalidBatch) {
+		t.Errorf("gap in positions: got %v, want ErrInvalidBatch", err)
+	}
+	b.Clear()
+	b.Add(toks[0], 0, 5, true)
+	if err := c.Decode(b); !errors.Is(err, ErrInvalidBatch) {
+		t.Errorf("seq id ≥ n_seq_max: got %v, want ErrInvalidBatch", err)
+	}
+}
+
+func TestSamplers(t *testing.T) {
+	m := testModel(t)
+	c := newTestLlamaContext(t, m, 1)
+	b, _ := NewBatch(16, 1)
+	defer b.Close()
+	toks, _ := m.Vocab().Tokenize("the deal", false, false)
+	for i, tok := range toks {
+		b.Add(tok, int32(i), 0, i == len(toks)-1)
+	}
+	if err := c.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	logits, _ := c.Logits(-1)
+	argmax := 0
+	for i, l := range logits {
+		if l > logits[argmax] {
+			argmax = i
+		}
+	}
+	t.Run("greedy", func(t *testing.T) {
+		g := NewGreedySampler()
+		defer g.Close()
+		if got := g.Sample(c, -1); got != int32(argmax) {
+			t.Errorf("got %d, want argmax %d", got, argmax)
+		}
+	})
+	t.Run("seeded dist", func(t *testing.T) {
+		draw := func(seed uint32) []int32 {
+			s := NewDistSampler(seed)
+			defer s.Close()
+			var out []int32
+			for range 20 {
+				out = append(out, s.Sample(c, -1))
+			}
+			return out
+		}
+		a, b2, other := draw(7), draw(7), draw(8)
+		if !equal(a, b2) {
+			t.Errorf("same seed: %v vs %v", a, b2)
+		}
+		if equal(a, other) {
+			t.Errorf("different seeds gave the same 20 draws %v", a)
+		}
+	})
+	t.Run("chain top-k", func(t *testing.T) {
+		ch, _ := NewSamplerChain()
+		defer ch.Close()
+		ch.Add(NewTopKSampler(3))
+		ch.Add(NewTempSampler(0.7))
+		if ch.Len() != 2 {
+			t.Fatalf("chain length %d", ch.Len())
+		}
+		cand := NewCandidates(len(logits))
+		cand.Fill(logits)
+		cand.Apply(ch)
+		d := cand.Data()
+		if len(d) != 3 {
+			t.Fatalf("top-k 3 left %d candidates", len(d))
+		}
+		for _, td := range d {
+			if math.Abs(float64(td.Logit-logits[td.ID]/0.7)) > 1e-4 {
+				t.Errorf("token %d: logit %v, want %v", td.ID, td.Logit, logits[td.ID]/0.7)
+			}
+		}
+	})
+	t.Run("grammar", func(t *testing.T) {
+		if _, err := NewGrammarSampler(m.Vocab(), "root ::= (", "root"); !errors.Is(err, ErrGrammar) {
+			t.Errorf("bad grammar: got %v, want ErrGrammar", err)
+		}
+		g, err := NewGrammarSampler(m.Vocab(), `root ::= "yes" | "no"`, "root")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		cand := NewCandidates(len(logits))
+		cand.Fill(logits)
+		cand.Apply(g)
+		for _, td := range cand.Data() {
+			p := m.Vocab().Piece(td.ID, false)
+			ok := !math.IsInf(float64(td.Logit), -1)
+			allowed := p != "" && (strings.HasPrefix("yes", p) || strings.HasPrefix("no", p))
+			if ok != allowed {
+				t.Errorf("token %d %q: allowed %v, want %v", td.ID, p, ok, allowed)
+			}
+		}
+	})
+}
+
+func equal(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestAdapterRoundTrip(t *testing.T) {
+	m := testModel(t)
+	c := newTestLlamaContext(t, m, 1)
+	lp := filepath.Join(t.TempDir(), "lora.gguf")
+	if err := llamatest.WriteLoRA(lp, llamatest.Tiny(), llamatest.LoRAConfig{Rank: 4, Alpha: 8, Seed: 3, Scale: 0.2}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := LoadAdapter(m, lp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if got, ok := a.Meta("adapter.type"); !ok || got != "lora" {
+		t.Errorf("adapter.type: got %q %v", got, ok)
+	}
+	b, _ := NewBatch(16, 1)
+	defer b.Close()
+	toks, _ := m.Vocab().Tokenize("the deal", false, false)
+	logits := func() []float32 {
+		c.Memory().Clear(true)
+		b.Clear()
+		for i, tok := range toks {
+			b.Add(tok, int32(i), 0, i == len(toks)-1)
+		}
+		if err := c.Decode(b); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := c.Logits(-1)
+		return append([]float32(nil), l...)
+	}
+	maxDiff := func(x, y []float32) float64 {
+		d := 0.0
+		for i := range x {
+			d = math.Max(d, math.Abs(float64(x[i]-y[i])))
+		}
+		return d
+	}
+	base := logits()
+	if err := c.SetAdapters([]*Adapter{a}, []float32{1}); err != nil {
+		t.Fatal(err)
+	}
+	adapted := logits()
+	if d := maxDiff(base, adapted); d < 1e-3 {
+		t.Errorf("adapter changed the logits by only %g", d)
+	}
+	if err := c.SetAdapters(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := maxDiff(base, logits()); d > 1e-5 {
+		t.Errorf("after removing the adapter the logits differ from the base by %g", d)
+	}
+	// A model file is not an adapter.
+	if _, err := LoadAdapter(m, tinyPath); err == nil {
+		t.Errorf("loading the model as an adapter: got no error")
+	}
+}
