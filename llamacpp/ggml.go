@@ -1,0 +1,453 @@
+package llamacpp
+
+// ggml.h: contexts, tensors, operators, graphs and automatic differentiation.
+//
+// These bindings cover what the trainer needs to build a model graph from Go,
+// differentiate it with ggml_build_backward_expand and step AdamW. Pointers to
+// C objects are kept as typed uintptr-sized handles; the only struct read from
+// Go is ggml_tensor, whose layout is pinned in layout_ggml_test.go.
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// Type is enum ggml_type.
+type Type int32
+
+// The ggml types the trainer uses.
+const (
+	TypeF32  Type = 0
+	TypeF16  Type = 1
+	TypeBF16 Type = 30
+	TypeI32  Type = 26
+)
+
+// Tensor flags (enum ggml_tensor_flag).
+const (
+	TensorFlagInput  = 1
+	TensorFlagOutput = 2
+	TensorFlagParam  = 4
+	TensorFlagLoss   = 8
+)
+
+// RopeTypeNeox is GGML_ROPE_TYPE_NEOX (rotate the two halves of a head
+// instead of adjacent pairs); 0 is the normal (llama) mode.
+const RopeTypeNeox = 2
+
+// maxDims is GGML_MAX_DIMS.
+const maxDims = 4
+
+// TensorStruct mirrors struct ggml_tensor of ggml 0.25.1 byte for byte
+// (size 336, see /work/shared/design/llama-v0.5.0-layout.txt).
+type TensorStruct struct {
+	Type     Type
+	_        [4]byte
+	Buffer   uintptr
+	Ne       [maxDims]int64
+	Nb       [maxDims]uintptr
+	Op       int32
+	OpParams [16]int32
+	Flags    int32
+	Src      [10]uintptr
+	ViewSrc  uintptr
+	ViewOffs uintptr
+	Data     uintptr
+	Name     [64]byte
+	Extra    uintptr
+	Padding  [8]byte
+}
+
+// Tensor is a struct ggml_tensor * owned by a ggml context.
+type Tensor = *TensorStruct
+
+// Context is a struct ggml_context *.
+type Context uintptr
+
+// Graph is a struct ggml_cgraph *.
+type Graph uintptr
+
+// initParams mirrors struct ggml_init_params (size 24).
+type initParams struct {
+	MemSize   uintptr
+	MemBuffer uintptr
+	NoAlloc   bool
+	_         [7]byte
+}
+
+// Raw symbols. Tensor arguments and results are uintptr so that purego never
+// has to reason about Go pointers into C memory.
+var (
+	ggmlInit                func(p initParams) uintptr                   // struct ggml_context * ggml_init(struct ggml_init_params params)
+	ggmlFree                func(ctx uintptr)                            // void ggml_free(struct ggml_context * ctx)
+	ggmlTensorOverhead      func() uintptr                               // size_t ggml_tensor_overhead(void)
+	ggmlGraphOverheadCustom func(size uintptr, grads bool) uintptr       // size_t ggml_graph_overhead_custom(size_t size, bool grads)
+	ggmlNewTensor1D         func(ctx uintptr, t Type, ne0 int64) uintptr // ggml_new_tensor_1d
+	ggmlNewTensor2D         func(ctx uintptr, t Type, ne0, ne1 int64) uintptr
+	ggmlNewTensor3D         func(ctx uintptr, t Type, ne0, ne1, ne2 int64) uintptr
+	ggmlNewTensor4D         func(ctx uintptr, t Type, ne0, ne1, ne2, ne3 int64) uintptr
+	ggmlSetName             func(t uintptr, name string) uintptr // struct ggml_tensor * ggml_set_name(struct ggml_tensor * tensor, const char * name)
+	ggmlSetInput            func(t uintptr)                      // void ggml_set_input(struct ggml_tensor * tensor)
+	ggmlSetOutput           func(t uintptr)                      // void ggml_set_output(struct ggml_tensor * tensor)
+	ggmlSetParam            func(t uintptr)                      // void ggml_set_param(struct ggml_tensor * tensor)
+	ggmlSetLoss             func(t uintptr)                      // void ggml_set_loss(struct ggml_tensor * tensor)
+	ggmlNbytes              func(t uintptr) uintptr              // size_t ggml_nbytes(const struct ggml_tensor * tensor)
+	ggmlNelements           func(t uintptr) int64                // int64_t ggml_nelements(const struct ggml_tensor * tensor)
+	ggmlGetRows             func(ctx, a, b uintptr) uintptr
+	ggmlRMSNorm             func(ctx, a uintptr, eps float32) uintptr
+	ggmlMul                 func(ctx, a, b uintptr) uintptr
+	ggmlAdd                 func(ctx, a, b uintptr) uintptr
+	ggmlSub                 func(ctx, a, b uintptr) uintptr
+	ggmlDiv                 func(ctx, a, b uintptr) uintptr
+	ggmlMulMat              func(ctx, a, b uintptr) uintptr
+	ggmlOutProd             func(ctx, a, b uintptr) uintptr
+	ggmlRopeExt             func(ctx, a, b, c uintptr, nDims, mode, nCtxOrig int32, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow float32) uintptr
+	ggmlSoftMax             func(ctx, a uintptr) uintptr
+	ggmlSoftMaxExt          func(ctx, a, mask uintptr, scale, maxBias float32) uintptr
+	ggmlScale               func(ctx, a uintptr, s float32) uintptr
+	ggmlScaleBias           func(ctx, a uintptr, s, b float32) uintptr
+	ggmlPermute             func(ctx, a uintptr, ax0, ax1, ax2, ax3 int32) uintptr
+	ggmlTranspose           func(ctx, a uintptr) uintptr
+	ggmlCont                func(ctx, a uintptr) uintptr
+	ggmlReshape2D           func(ctx, a uintptr, ne0, ne1 int64) uintptr
+	ggmlReshape3D           func(ctx, a uintptr, ne0, ne1, ne2 int64) uintptr
+	ggmlReshape4D           func(ctx, a uintptr, ne0, ne1, ne2, ne3 int64) uintptr
+	ggmlView1D              func(ctx, a uintptr, ne0 int64, offset uintptr) uintptr
+	ggmlView2D              func(ctx, a uintptr, ne0, ne1 int64, nb1, offset uintptr) uintptr
+	ggmlSilu                func(ctx, a uintptr) uintptr
+	ggmlSumRows             func(ctx, a uintptr) uintptr
+	ggmlSum                 func(ctx, a uintptr) uintptr
+	ggmlMean                func(ctx, a uintptr) uintptr
+	ggmlExp                 func(ctx, a uintptr) uintptr
+	ggmlLog                 func(ctx, a uintptr) uintptr
+	ggmlStep                func(ctx, a uintptr) uintptr
+	ggmlSgn                 func(ctx, a uintptr) uintptr
+	ggmlSqr                 func(ctx, a uintptr) uintptr
+	ggmlSqrt                func(ctx, a uintptr) uintptr
+	ggmlNeg                 func(ctx, a uintptr) uintptr
+	ggmlAbs                 func(ctx, a uintptr) uintptr
+	ggmlRepeat              func(ctx, a, b uintptr) uintptr
+	ggmlCpy                 func(ctx, a, b uintptr) uintptr
+	ggmlArgmax              func(ctx, a uintptr) uintptr
+	ggmlOptStepAdamW        func(ctx, a, grad, m, v, params uintptr) uintptr
+	ggmlNewGraphCustom      func(ctx uintptr, size uintptr, grads bool) uintptr
+	ggmlBuildForwardExpand  func(g, t uintptr)
+	ggmlBuildBackwardExpand func(ctx, g uintptr, gradAccs *uintptr)
+	ggmlGraphReset          func(g uintptr)
+	ggmlGraphNNodes         func(g uintptr) int32
+	ggmlGraphNode           func(g uintptr, i int32) uintptr
+	ggmlGraphGetGrad        func(g, t uintptr) uintptr
+	ggmlGraphGetGradAcc     func(g, t uintptr) uintptr
+	ggmlGetFirstTensor      func(ctx uintptr) uintptr
+	ggmlGetNextTensor       func(ctx, t uintptr) uintptr
+	ggmlVersion             func() string
+)
+
+func init() {
+	register(func(libs libraries) error {
+		return bindAll(libs.ggmlBase, []binding{
+			{&ggmlInit, "ggml_init"},
+			{&ggmlFree, "ggml_free"},
+			{&ggmlTensorOverhead, "ggml_tensor_overhead"},
+			{&ggmlGraphOverheadCustom, "ggml_graph_overhead_custom"},
+			{&ggmlNewTensor1D, "ggml_new_tensor_1d"},
+			{&ggmlNewTensor2D, "ggml_new_tensor_2d"},
+			{&ggmlNewTensor3D, "ggml_new_tensor_3d"},
+			{&ggmlNewTensor4D, "ggml_new_tensor_4d"},
+			{&ggmlSetName, "ggml_set_name"},
+			{&ggmlSetInput, "ggml_set_input"},
+			{&ggmlSetOutput, "ggml_set_output"},
+			{&ggmlSetParam, "ggml_set_param"},
+			{&ggmlSetLoss, "ggml_set_loss"},
+			{&ggmlNbytes, "ggml_nbytes"},
+			{&ggmlNelements, "ggml_nelements"},
+			{&ggmlGetRows, "ggml_get_rows"},
+			{&ggmlRMSNorm, "ggml_rms_norm"},
+			{&ggmlMul, "ggml_mul"},
+			{&ggmlAdd, "ggml_add"},
+			{&ggmlSub, "ggml_sub"},
+			{&ggmlDiv, "ggml_div"},
+			{&ggmlMulMat, "ggml_mul_mat"},
+			{&ggmlOutProd, "ggml_out_prod"},
+			{&ggmlRopeExt, "ggml_rope_ext"},
+			{&ggmlSoftMax, "ggml_soft_max"},
+			{&ggmlSoftMaxExt, "ggml_soft_max_ext"},
+			{&ggmlScale, "ggml_scale"},
+			{&ggmlScaleBias, "ggml_scale_bias"},
+			{&ggmlPermute, "ggml_permute"},
+			{&ggmlTranspose, "ggml_transpose"},
+			{&ggmlCont, "ggml_cont"},
+			{&ggmlReshape2D, "ggml_reshape_2d"},
+			{&ggmlReshape3D, "ggml_reshape_3d"},
+			{&ggmlReshape4D, "ggml_reshape_4d"},
+			{&ggmlView1D, "ggml_view_1d"},
+			{&ggmlView2D, "ggml_view_2d"},
+			{&ggmlSilu, "ggml_silu"},
+			{&ggmlSumRows, "ggml_sum_rows"},
+			{&ggmlSum, "ggml_sum"},
+			{&ggmlMean, "ggml_mean"},
+			{&ggmlExp, "ggml_exp"},
+			{&ggmlLog, "ggml_log"},
+			{&ggmlStep, "ggml_step"},
+			{&ggmlSgn, "ggml_sgn"},
+			{&ggmlSqr, "ggml_sqr"},
+			{&ggmlSqrt, "ggml_sqrt"},
+			{&ggmlNeg, "ggml_neg"},
+			{&ggmlAbs, "ggml_abs"},
+			{&ggmlRepeat, "ggml_repeat"},
+			{&ggmlCpy, "ggml_cpy"},
+			{&ggmlArgmax, "ggml_argmax"},
+			{&ggmlOptStepAdamW, "ggml_opt_step_adamw"},
+			{&ggmlNewGraphCustom, "ggml_new_graph_custom"},
+			{&ggmlBuildForwardExpand, "ggml_build_forward_expand"},
+			{&ggmlBuildBackwardExpand, "ggml_build_backward_expand"},
+			{&ggmlGraphReset, "ggml_graph_reset"},
+			{&ggmlGraphNNodes, "ggml_graph_n_nodes"},
+			{&ggmlGraphNode, "ggml_graph_node"},
+			{&ggmlGraphGetGrad, "ggml_graph_get_grad"},
+			{&ggmlGraphGetGradAcc, "ggml_graph_get_grad_acc"},
+			{&ggmlGetFirstTensor, "ggml_get_first_tensor"},
+			{&ggmlGetNextTensor, "ggml_get_next_tensor"},
+			{&ggmlVersion, "ggml_version"},
+		})
+	})
+}
+
+// binding names one C symbol and the Go function variable it fills.
+type binding struct {
+	fn   any
+	name string
+}
+
+// bindAll resolves every symbol first, so that a library of the wrong version
+// gives one clear error instead of a panic inside purego.
+func bindAll(lib uintptr, bs []binding) error {
+	for _, b := range bs {
+		sym, err := purego.Dlsym(lib, b.name)
+		if err != nil || sym == 0 {
+			return fmt.Errorf("llamacpp: symbol %s not found: %v", b.name, err)
+		}
+		purego.RegisterFunc(b.fn, sym)
+	}
+	return nil
+}
+
+func tp(t Tensor) uintptr { return uintptr(unsafe.Pointer(t)) }
+
+// mk converts a C tensor pointer returned by ggml into a Tensor. The pointer
+// addresses memory owned by a ggml context, never Go memory.
+func mk(p uintptr) Tensor {
+	return *(*Tensor)(unsafe.Pointer(&p))
+}
+
+// GGMLVersion returns ggml_version(), e.g. "0.25.1".
+func GGMLVersion() string {
+	if ggmlVersion == nil {
+		return ""
+	}
+	return ggmlVersion()
+}
+
+// NewContext creates a ggml context with room for maxTensors tensor headers
+// and graphs of graphSize nodes (with gradients when grads is set). The
+// context never holds tensor data (no_alloc): data lives in backend buffers.
+func NewContext(maxTensors, graphs, graphSize int, grads bool) (Context, error) {
+	if ggmlInit == nil {
+		return 0, ErrNotLoaded
+	}
+	size := uintptr(maxTensors)*ggmlTensorOverhead() + uintptr(graphs)*ggmlGraphOverheadCustom(uintptr(graphSize), grads)
+	c := ggmlInit(initParams{MemSize: size, NoAlloc: true})
+	if c == 0 {
+		return 0, errors.New("llamacpp: ggml_init failed")
+	}
+	return Context(c), nil
+}
+
+// Free releases the context and every tensor header in it.
+func (c Context) Free() {
+	if c != 0 {
+		ggmlFree(uintptr(c))
+	}
+}
+
+// NewTensor creates a tensor of up to four dimensions (ne[0] varies fastest).
+func (c Context) NewTensor(t Type, ne ...int64) Tensor {
+	switch len(ne) {
+	case 1:
+		return mk(ggmlNewTensor1D(uintptr(c), t, ne[0]))
+	case 2:
+		return mk(ggmlNewTensor2D(uintptr(c), t, ne[0], ne[1]))
+	case 3:
+		return mk(ggmlNewTensor3D(uintptr(c), t, ne[0], ne[1], ne[2]))
+	case 4:
+		return mk(ggmlNewTensor4D(uintptr(c), t, ne[0], ne[1], ne[2], ne[3]))
+	}
+	panic(fmt.Sprintf("llamacpp: NewTensor with %d dimensions", len(ne)))
+}
+
+// Tensors lists the tensors of the context in creation order.
+func (c Context) Tensors() []Tensor {
+	var out []Tensor
+	for p := ggmlGetFirstTensor(uintptr(c)); p != 0; p = ggmlGetNextTensor(uintptr(c), p) {
+		out = append(out, mk(p))
+	}
+	return out
+}
+
+// SetName names the tensor (at most 63 bytes) and returns it.
+func SetName(t Tensor, name string) Tensor { ggmlSetName(tp(t), name); return t }
+
+// GetName returns the tensor's name.
+func GetName(t Tensor) string {
+	n := 0
+	for n < len(t.Name) && t.Name[n] != 0 {
+		n++
+	}
+	return string(t.Name[:n])
+}
+
+// SetInput marks t as a graph input (the allocator gives it its own memory).
+func SetInput(t Tensor) { ggmlSetInput(tp(t)) }
+
+// SetOutput marks t as a graph output (its memory is not reused).
+func SetOutput(t Tensor) { ggmlSetOutput(tp(t)) }
+
+// SetParam marks t as trainable.
+func SetParam(t Tensor) { ggmlSetParam(tp(t)) }
+
+// SetLoss marks t as a loss (a scalar whose gradient is seeded).
+func SetLoss(t Tensor) { ggmlSetLoss(tp(t)) }
+
+// Nbytes is ggml_nbytes.
+func Nbytes(t Tensor) int { return int(ggmlNbytes(tp(t))) }
+
+// Nelements is ggml_nelements.
+func Nelements(t Tensor) int { return int(ggmlNelements(tp(t))) }
+
+// Operators. Each returns a new tensor in ctx; see ggml.h for shapes.
+
+func (c Context) GetRows(a, b Tensor) Tensor { return mk(ggmlGetRows(uintptr(c), tp(a), tp(b))) }
+func (c Context) RMSNorm(a Tensor, eps float32) Tensor {
+	return mk(ggmlRMSNorm(uintptr(c), tp(a), eps))
+}
+func (c Context) Mul(a, b Tensor) Tensor    { return mk(ggmlMul(uintptr(c), tp(a), tp(b))) }
+func (c Context) Add(a, b Tensor) Tensor    { return mk(ggmlAdd(uintptr(c), tp(a), tp(b))) }
+func (c Context) Sub(a, b Tensor) Tensor    { return mk(ggmlSub(uintptr(c), tp(a), tp(b))) }
+func (c Context) Div(a, b Tensor) Tensor    { return mk(ggmlDiv(uintptr(c), tp(a), tp(b))) }
+func (c Context) MulMat(a, b Tensor) Tensor { return mk(ggmlMulMat(uintptr(c), tp(a), tp(b))) }
+func (c Context) OutProd(a, b Tensor) Tensor {
+	return mk(ggmlOutProd(uintptr(c), tp(a), tp(b)))
+}
+
+// RopeExt is ggml_rope_ext without frequency factors and without YaRN.
+func (c Context) RopeExt(a, pos Tensor, nDims, mode, nCtxOrig int, freqBase, freqScale float32) Tensor {
+	return mk(ggmlRopeExt(uintptr(c), tp(a), tp(pos), 0, int32(nDims), int32(mode), int32(nCtxOrig),
+		freqBase, freqScale, 0, 1, 32, 1))
+}
+func (c Context) SoftMax(a Tensor) Tensor { return mk(ggmlSoftMax(uintptr(c), tp(a))) }
+
+// SoftMaxExt is softmax(a*scale + mask) over rows; mask may be nil.
+func (c Context) SoftMaxExt(a, mask Tensor, scale, maxBias float32) Tensor {
+	return mk(ggmlSoftMaxExt(uintptr(c), tp(a), tp(mask), scale, maxBias))
+}
+func (c Context) Scale(a Tensor, s float32) Tensor { return mk(ggmlScale(uintptr(c), tp(a), s)) }
+
+// ScaleBias is a*s + b.
+func (c Context) ScaleBias(a Tensor, s, b float32) Tensor {
+	return mk(ggmlScaleBias(uintptr(c), tp(a), s, b))
+}
+func (c Context) Permute(a Tensor, ax0, ax1, ax2, ax3 int) Tensor {
+	return mk(ggmlPermute(uintptr(c), tp(a), int32(ax0), int32(ax1), int32(ax2), int32(ax3)))
+}
+func (c Context) Transpose(a Tensor) Tensor { return mk(ggmlTranspose(uintptr(c), tp(a))) }
+func (c Context) Cont(a Tensor) Tensor      { return mk(ggmlCont(uintptr(c), tp(a))) }
+
+// Reshape views a contiguous tensor with a new shape of 2 to 4 dimensions.
+func (c Context) Reshape(a Tensor, ne ...int64) Tensor {
+	switch len(ne) {
+	case 2:
+		return mk(ggmlReshape2D(uintptr(c), tp(a), ne[0], ne[1]))
+	case 3:
+		return mk(ggmlReshape3D(uintptr(c), tp(a), ne[0], ne[1], ne[2]))
+	case 4:
+		return mk(ggmlReshape4D(uintptr(c), tp(a), ne[0], ne[1], ne[2], ne[3]))
+	}
+	panic(fmt.Sprintf("llamacpp: Reshape to %d dimensions", len(ne)))
+}
+func (c Context) View1D(a Tensor, ne0 int64, offset uintptr) Tensor {
+	return mk(ggmlView1D(uintptr(c), tp(a), ne0, offset))
+}
+func (c Context) View2D(a Tensor, ne0, ne1 int64, nb1, offset uintptr) Tensor {
+	return mk(ggmlView2D(uintptr(c), tp(a), ne0, ne1, nb1, offset))
+}
+func (c Context) Silu(a Tensor) Tensor    { return mk(ggmlSilu(uintptr(c), tp(a))) }
+func (c Context) SumRows(a Tensor) Tensor { return mk(ggmlSumRows(uintptr(c), tp(a))) }
+func (c Context) Sum(a Tensor) Tensor     { return mk(ggmlSum(uintptr(c), tp(a))) }
+func (c Context) Mean(a Tensor) Tensor    { return mk(ggmlMean(uintptr(c), tp(a))) }
+func (c Context) Exp(a Tensor) Tensor     { return mk(ggmlExp(uintptr(c), tp(a))) }
+func (c Context) Log(a Tensor) Tensor     { return mk(ggmlLog(uintptr(c), tp(a))) }
+
+// Step is 1 where a > 0 and 0 elsewhere; its gradient is zero, which is what
+// makes it usable as a mask for the clipped PPO objectives.
+func (c Context) Step(a Tensor) Tensor { return mk(ggmlStep(uintptr(c), tp(a))) }
+
+// Sgn is the sign of a; zero gradient.
+func (c Context) Sgn(a Tensor) Tensor          { return mk(ggmlSgn(uintptr(c), tp(a))) }
+func (c Context) Sqr(a Tensor) Tensor          { return mk(ggmlSqr(uintptr(c), tp(a))) }
+func (c Context) Sqrt(a Tensor) Tensor         { return mk(ggmlSqrt(uintptr(c), tp(a))) }
+func (c Context) Neg(a Tensor) Tensor          { return mk(ggmlNeg(uintptr(c), tp(a))) }
+func (c Context) Abs(a Tensor) Tensor          { return mk(ggmlAbs(uintptr(c), tp(a))) }
+func (c Context) Repeat(a, like Tensor) Tensor { return mk(ggmlRepeat(uintptr(c), tp(a), tp(like))) }
+func (c Context) Cpy(a, b Tensor) Tensor       { return mk(ggmlCpy(uintptr(c), tp(a), tp(b))) }
+func (c Context) Argmax(a Tensor) Tensor       { return mk(ggmlArgmax(uintptr(c), tp(a))) }
+
+// OptStepAdamW updates a in place from grad with the moments m and v; params
+// holds 7 floats: alpha, beta1, beta2, eps, weight decay, 1/(1-beta1^t),
+// 1/(1-beta2^t).
+func (c Context) OptStepAdamW(a, grad, m, v, params Tensor) Tensor {
+	return mk(ggmlOptStepAdamW(uintptr(c), tp(a), tp(grad), tp(m), tp(v), tp(params)))
+}
+
+// NewGraph creates a graph of at most size nodes; grads reserves room for
+// gradients (needed by BuildBackward).
+func (c Context) NewGraph(size int, grads bool) Graph {
+	return Graph(ggmlNewGraphCustom(uintptr(c), uintptr(size), grads))
+}
+
+// BuildForward adds t and everything it depends on to the graph.
+func (g Graph) BuildForward(t Tensor) { ggmlBuildForwardExpand(uintptr(g), tp(t)) }
+
+// BuildBackward appends the backward pass to g. gradAccs is indexed like the
+// graph's nodes at the time of the call; a non-nil entry is a persistent
+// accumulator that the gradient of that node is added into (it is not
+// cleared by the graph). New gradient tensors are created in ctx.
+func (g Graph) BuildBackward(ctx Context, gradAccs []Tensor) {
+	accs := make([]uintptr, len(gradAccs))
+	for i, t := range gradAccs {
+		accs[i] = tp(t)
+	}
+	var p *uintptr
+	if len(accs) > 0 {
+		p = &accs[0]
+	}
+	ggmlBuildBackwardExpand(uintptr(ctx), uintptr(g), p)
+}
+
+// Reset zeroes the gradients and AdamW moments in g and seeds loss gradients
+// with 1.
+func (g Graph) Reset() { ggmlGraphReset(uintptr(g)) }
+
+// NNodes is the number of nodes (non-leaf tensors) in the graph.
+func (g Graph) NNodes() int { return int(ggmlGraphNNodes(uintptr(g))) }
+
+// Node returns node i (negative counts from the end).
+func (g Graph) Node(i int) Tensor { return mk(ggmlGraphNode(uintptr(g), int32(i))) }
+
+// Grad returns the gradient of t in a graph built with BuildBackward, or nil.
+func (g Graph) Grad(t Tensor) Tensor { return mk(ggmlGraphGetGrad(uintptr(g), tp(t))) }
+
+// GradAcc returns the gradient accumulator of t, or nil.
+func (g Graph) GradAcc(t Tensor) Tensor { return mk(ggmlGraphGetGradAcc(uintptr(g), tp(t))) }
