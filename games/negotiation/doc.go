@@ -1,0 +1,12 @@
+// Package negotiation holds what the six bargaining games of omar's
+// negotiation suite (MISSION.md §3) really share: the move protocol a model
+// writes (SAY / PROPOSE / ACCEPT / REJECT / WALK) with its parser and GBNF
+// grammar, the alternating-offers episode loop on the engine runtime, the
+// reward formulas (calibrated sigmoid, price corridor, calendar min-max),
+// allocation maths (Pareto-optimal and envy-free references), scripted
+// policies driven by a per-seat valuation, curated-scenario loading and
+// disclosure detection for the behaviour metrics.
+//
+// Each game lives in its own package (games/dealornodeal, games/casino, …)
+// and supplies only its terms, scenario, briefing and valuation.
+package negotiation

@@ -1,0 +1,108 @@
+package negotiation
+
+import (
+	"context"
+
+	"github.com/omar-selfplay/omar/engine"
+)
+
+// Briefing is one seat's private instructions and the private information a
+// scripted agent reads from them.
+type Briefing struct {
+	Text string
+	Data any
+}
+
+// Episode is a two-seat bargaining episode over terms T: the games build
+// one per NewEpisode and supply the scoring.
+type Episode[T any] struct {
+	SeatList []engine.Seat
+	// Dealt is the scenario with its private fields (Episode.Scenario).
+	Dealt    any
+	Rules    Rules[T]
+	Options  Options
+	First    int
+	Briefing [2]Briefing
+	// Score turns the loop's result into the outcome.
+	Score func(Result[T]) engine.Outcome
+	out   engine.Outcome
+}
+
+// Seats implements engine.Episode.
+func (e *Episode[T]) Seats() []engine.Seat { return e.SeatList }
+
+// Scenario implements engine.Episode.
+func (e *Episode[T]) Scenario() any { return e.Dealt }
+
+// Run briefs both seats and plays the loop.
+func (e *Episode[T]) Run(ctx context.Context, rt *engine.Runtime) error {
+	for i, b := range e.Briefing {
+		rt.Brief(i, b.Text, b.Data)
+	}
+	res, err := Play(ctx, rt, e.Rules, e.Options, e.First)
+	if err != nil {
+		return err
+	}
+	e.out = e.Score(res)
+	return nil
+}
+
+// Outcome implements engine.Episode.
+func (e *Episode[T]) Outcome() engine.Outcome { return e.out }
+
+// Report holds the per-seat numbers of an episode's metrics.
+type Report struct {
+	Roles   [2]string
+	Utility [2]float64
+	Reward  [2]float64
+	// Disclosed is 1 (or a fraction) when a seat's messages stated its
+	// private numbers.
+	Disclosed [2]float64
+	// Opening is each seat's first proposal relative to its target (see
+	// each game's doc); only set where HasOpening.
+	Opening    [2]float64
+	HasOpening [2]bool
+}
+
+// Metrics flattens a result and report into Outcome.Metrics:
+// agreement, walk_away, no_deal, rounds, turns and, per role,
+// utility_, reward_, disclosure_, opening_ (when it proposed), walked_,
+// proposals_, invalid_ and defaulted_.
+func Metrics[T any](res Result[T], rep Report) map[string]float64 {
+	b := func(x bool) float64 {
+		if x {
+			return 1
+		}
+		return 0
+	}
+	m := map[string]float64{
+		"agreement": b(res.Status == StatusDeal),
+		"walk_away": b(res.Status == StatusWalk),
+		"no_deal":   b(res.Status == StatusNoDeal),
+		"rounds":    float64(res.Rounds),
+		"turns":     float64(res.Turns),
+	}
+	for i, role := range rep.Roles {
+		m["utility_"+role] = rep.Utility[i]
+		m["reward_"+role] = rep.Reward[i]
+		m["disclosure_"+role] = rep.Disclosed[i]
+		if rep.HasOpening[i] {
+			m["opening_"+role] = rep.Opening[i]
+		}
+		m["walked_"+role] = b(res.Walker == i)
+		m["proposals_"+role] = float64(res.Proposals[i])
+		m["invalid_"+role] = float64(res.Invalid[i])
+		m["defaulted_"+role] = float64(res.Defaulted[i])
+	}
+	return m
+}
+
+// Outcome assembles an engine outcome.
+func Outcome[T any](res Result[T], rep Report, terms any) engine.Outcome {
+	return engine.Outcome{
+		Rewards: []float64{rep.Reward[0], rep.Reward[1]},
+		Result:  string(res.Status),
+		Terms:   terms,
+		Metrics: Metrics(res, rep),
+	}
+}

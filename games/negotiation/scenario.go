@@ -1,0 +1,96 @@
+package negotiation
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/omar-selfplay/omar/engine"
+)
+
+// Params are the parameters every game of the suite takes; games embed it
+// in their own parameter struct.
+type Params struct {
+	// Rounds is how many turns each seat gets (default 10).
+	Rounds int `json:"rounds"`
+	// StructuredOnly refuses free-text SAY lines (for tiny models).
+	StructuredOnly bool `json:"structured_only"`
+	// ScenarioSet is "sampled" (a fresh scenario from the seeded sampler,
+	// the default) or "curated" (the game's embedded evaluation set).
+	ScenarioSet string `json:"scenario_set"`
+	// Scenario picks a curated scenario by index; -1 (default) takes
+	// index seed mod len(set), so seeds 0..n-1 visit every scenario once.
+	Scenario int `json:"scenario"`
+}
+
+// DefaultParams are the suite's defaults.
+func DefaultParams() Params {
+	return Params{Rounds: 10, ScenarioSet: "sampled", Scenario: -1}
+}
+
+// Validate checks p.
+func (p Params) Validate() error {
+	if p.Rounds < 1 || p.Rounds > 100 {
+		return fmt.Errorf("rounds %d: want 1..100", p.Rounds)
+	}
+	switch p.ScenarioSet {
+	case "sampled", "curated":
+	default:
+		return fmt.Errorf("scenario_set %q: want sampled or curated", p.ScenarioSet)
+	}
+	if p.Scenario < -1 {
+		return fmt.Errorf("scenario %d: want -1 (by seed) or an index", p.Scenario)
+	}
+	return nil
+}
+
+// Options returns the loop options.
+func (p Params) Options() Options {
+	return Options{Rounds: p.Rounds, StructuredOnly: p.StructuredOnly}
+}
+
+// Rand is the generator for one purpose of one episode.
+func Rand(seed uint64, parts ...uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(engine.DeriveSeed(seed, parts...), 0x6e65676f))
+}
+
+// LoadScenarios decodes a YAML document "scenarios: [...]" strictly
+// (unknown keys are errors).
+func LoadScenarios[S any](data []byte) ([]S, error) {
+	var doc struct {
+		Scenarios []S `yaml:"scenarios"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("negotiation: scenarios: %w", err)
+	}
+	if len(doc.Scenarios) == 0 {
+		return nil, fmt.Errorf("negotiation: scenarios: none found")
+	}
+	return doc.Scenarios, nil
+}
+
+// Pick chooses the scenario of an episode: from the curated set when p
+// says so, else from sample. validate runs on either.
+func Pick[S any](p Params, seed uint64, curated []S, sample func(*rand.Rand) S, validate func(S) error) (S, error) {
+	var s S
+	if p.ScenarioSet == "curated" {
+		i := p.Scenario
+		if i < 0 {
+			i = int(seed % uint64(len(curated)))
+		}
+		if i >= len(curated) {
+			return s, fmt.Errorf("scenario %d: the curated set has %d", i, len(curated))
+		}
+		s = curated[i]
+	} else {
+		s = sample(Rand(seed, 1))
+	}
+	if err := validate(s); err != nil {
+		return s, fmt.Errorf("invalid scenario: %w", err)
+	}
+	return s, nil
+}

@@ -1,0 +1,267 @@
+package negotiation
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/omar-selfplay/omar/engine"
+)
+
+// Rules are what a game adds to the alternating-offers loop: how to read,
+// check and describe its terms T. Seats are 0 and 1.
+type Rules[T any] interface {
+	// ParseTerms reads the text after "PROPOSE:" written by proposer and
+	// checks that the terms are feasible for it. Terms are always written
+	// from the proposer's point of view.
+	ParseTerms(proposer int, text string) (T, error)
+	// CheckAccept says why acceptor may not accept t (nil when it may).
+	CheckAccept(acceptor int, t T) error
+	// Describe renders t, proposed by proposer, for both seats to read.
+	Describe(proposer int, t T) string
+	// TermsHelp is the PROPOSE line a seat writes, e.g.
+	// "PROPOSE: book=<n> hat=<n> ball=<n>".
+	TermsHelp(seat int) string
+	// TermsGrammar is the GBNF expression of the terms (and extra rules).
+	TermsGrammar(seat int) (terms, extra string)
+}
+
+// Options are the loop's parameters.
+type Options struct {
+	// Rounds is how many turns each seat gets; the episode ends without a
+	// deal after 2·Rounds turns.
+	Rounds int
+	// StructuredOnly refuses SAY lines (for tiny models).
+	StructuredOnly bool
+}
+
+// Offer is a standing proposal.
+type Offer[T any] struct {
+	Proposer int    `json:"proposer"`
+	Terms    T      `json:"terms"`
+	Text     string `json:"text"`
+	Turn     int    `json:"turn"`
+}
+
+// TurnInfo is the Data of every turn's notification: enough for a scripted
+// agent to act without parsing text.
+type TurnInfo[T any] struct {
+	Turn   int `json:"turn"`   // 1-based over the whole episode
+	Round  int `json:"round"`  // 1-based
+	Rounds int `json:"rounds"` // turns per seat
+	// OwnTurn counts this seat's turns from 1; OwnTurn == Rounds is its last.
+	OwnTurn int `json:"own_turn"`
+	// Final reports the last turn of the episode: no reply will follow.
+	Final          bool      `json:"final"`
+	Standing       *Offer[T] `json:"standing,omitempty"`
+	CanAccept      bool      `json:"can_accept"`
+	StructuredOnly bool      `json:"structured_only"`
+}
+
+// MoveEvent is the Data of the public observation of a turn.
+type MoveEvent[T any] struct {
+	Seat  int    `json:"seat"`
+	Turn  int    `json:"turn"`
+	Kind  Kind   `json:"kind"`
+	Say   string `json:"say,omitempty"`
+	Terms *T     `json:"terms,omitempty"`
+}
+
+// Status is how an episode ended.
+type Status string
+
+// The endings. StatusNoDeal is the turn limit without agreement (a
+// timeout: reward 0).
+const (
+	StatusDeal   Status = "deal"
+	StatusWalk   Status = "walk_away"
+	StatusNoDeal Status = "no_deal"
+)
+
+// Result is what the loop saw.
+type Result[T any] struct {
+	Status Status
+	Deal   *Offer[T]
+	Walker int // seat that walked away, or -1
+	Turns  int
+	Rounds int
+	// Openings holds each seat's first proposal (nil when it made none).
+	Openings  [2]*T
+	Said      [2][]string
+	Proposals [2]int
+	Invalid   [2]int
+	Defaulted [2]int
+}
+
+// Move is a validated turn: the reply with its terms read.
+type Move[T any] struct {
+	Reply
+	Terms T
+}
+
+// Play runs the alternating-offers loop: seat first moves, then the seats
+// alternate. A PROPOSE replaces the standing offer; ACCEPT takes the
+// counterpart's standing offer and ends the episode with a deal; REJECT
+// withdraws the counterpart's standing offer (without one it is a pass);
+// WALK ends it with the outside option; a SAY-only turn leaves everything
+// as it is. The inert default after a timeout or spent retries is REJECT.
+// Briefings must have been sent.
+func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Options, first int) (Result[T], error) {
+	seats := rt.Seats()
+	res := Result[T]{Walker: -1, Status: StatusNoDeal}
+	var standing *Offer[T]
+	total := 2 * o.Rounds
+	for turn := 0; turn < total; turn++ {
+		seat := (first + turn) % 2
+		other := 1 - seat
+		round := turn/2 + 1
+		if turn%2 == 0 {
+			rt.Phase(fmt.Sprintf("Round %d of %d.", round, o.Rounds), map[string]int{"round": round})
+		}
+		res.Rounds = round
+		canAccept := standing != nil && standing.Proposer == other
+		if canAccept && rules.CheckAccept(seat, standing.Terms) != nil {
+			canAccept = false
+		}
+		info := TurnInfo[T]{
+			Turn: turn + 1, Round: round, Rounds: o.Rounds, OwnTurn: turn/2 + 1, Final: turn == total-1,
+			Standing: standing, CanAccept: canAccept, StructuredOnly: o.StructuredOnly,
+		}
+		st := standing
+		terms, extra := rules.TermsGrammar(seat)
+		q := engine.Question{
+			Seat:    seat,
+			Text:    turnText(seats, rules, seat, info),
+			Grammar: Grammar(terms, extra, canAccept, o.StructuredOnly),
+			Data:    info,
+			Default: "REJECT",
+			Parse: func(text string) (any, error) {
+				r, err := ParseReply(text, o.StructuredOnly)
+				if err != nil {
+					return nil, err
+				}
+				mv := Move[T]{Reply: r}
+				switch r.Kind {
+				case KindPropose:
+					t, err := rules.ParseTerms(seat, r.Terms)
+					if err != nil {
+						return nil, fmt.Errorf("PROPOSE: %w", err)
+					}
+					mv.Terms = t
+				case KindAccept:
+					if st == nil || st.Proposer != seat^1 {
+						return nil, fmt.Errorf("there is no standing offer from %s to accept: PROPOSE terms instead", seats[seat^1].Name)
+					}
+					if err := rules.CheckAccept(seat, st.Terms); err != nil {
+						return nil, fmt.Errorf("you cannot accept: %w", err)
+					}
+				}
+				return mv, nil
+			},
+		}
+		ans, err := rt.Ask(ctx, q)
+		if err != nil {
+			return res, err
+		}
+		res.Turns = turn + 1
+		res.Invalid[seat] += ans.Invalid
+		if ans.Defaulted {
+			res.Defaulted[seat]++
+		}
+		mv := ans.Move.(Move[T])
+		ev := MoveEvent[T]{Seat: seat, Turn: turn + 1, Kind: mv.Kind, Say: mv.Say}
+		name := seats[seat].Name
+		var lines []string
+		if mv.Say != "" {
+			res.Said[seat] = append(res.Said[seat], mv.Say)
+			lines = append(lines, fmt.Sprintf("%s says: %s", name, mv.Say))
+		}
+		switch mv.Kind {
+		case KindPropose:
+			t := mv.Terms
+			ev.Terms = &t
+			standing = &Offer[T]{Proposer: seat, Terms: t, Text: rules.Describe(seat, t), Turn: turn + 1}
+			if res.Openings[seat] == nil {
+				res.Openings[seat] = &t
+			}
+			res.Proposals[seat]++
+			lines = append(lines, fmt.Sprintf("%s proposes: %s", name, standing.Text))
+		case KindAccept:
+			t := standing.Terms
+			ev.Terms = &t
+			lines = append(lines, fmt.Sprintf("%s accepts %s's offer: %s", name, seats[other].Name, standing.Text))
+		case KindReject:
+			if standing != nil && standing.Proposer == other {
+				lines = append(lines, fmt.Sprintf("%s rejects %s's offer.", name, seats[other].Name))
+				standing = nil
+			} else {
+				lines = append(lines, fmt.Sprintf("%s makes no offer this turn.", name))
+			}
+		case KindWalk:
+			lines = append(lines, fmt.Sprintf("%s walks away: the negotiation ends without a deal.", name))
+		}
+		rt.Broadcast(engine.Everyone(), seat, strings.Join(lines, "\n"), ev)
+		switch mv.Kind {
+		case KindAccept:
+			res.Status, res.Deal = StatusDeal, standing
+			rt.Phase("Deal: "+standing.Text, map[string]string{"status": string(StatusDeal)})
+			return res, nil
+		case KindWalk:
+			res.Status, res.Walker = StatusWalk, seat
+			rt.Phase(name+" walked away: no deal.", map[string]string{"status": string(StatusWalk)})
+			return res, nil
+		}
+	}
+	rt.Phase("The turn limit is reached without a deal.", map[string]string{"status": string(StatusNoDeal)})
+	return res, nil
+}
+
+func turnText[T any](seats []engine.Seat, rules Rules[T], seat int, info TurnInfo[T]) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Round %d of %d, your turn %d of %d.", info.Round, info.Rounds, info.OwnTurn, info.Rounds)
+	if info.Final {
+		b.WriteString(" This is the last turn of the negotiation: without an ACCEPT now there is no deal.")
+	} else if info.OwnTurn == info.Rounds {
+		b.WriteString(" This is your last turn.")
+	}
+	switch {
+	case info.Standing == nil:
+		b.WriteString("\nNo offer is on the table.")
+	case info.Standing.Proposer == seat:
+		fmt.Fprintf(&b, "\nYour offer is on the table: %s", info.Standing.Text)
+	default:
+		fmt.Fprintf(&b, "\n%s's offer is on the table: %s", seats[info.Standing.Proposer].Name, info.Standing.Text)
+		if !info.CanAccept {
+			b.WriteString(" (you cannot accept it)")
+		}
+	}
+	b.WriteString("\nReply with ")
+	if !info.StructuredOnly {
+		b.WriteString("an optional line \"SAY: <message>\" and then ")
+	}
+	b.WriteString("one move: \"" + rules.TermsHelp(seat) + "\"")
+	if info.CanAccept {
+		b.WriteString(", \"ACCEPT\"")
+	}
+	b.WriteString(", \"REJECT\" or \"WALK\".")
+	return b.String()
+}
+
+// MoveFormat is the move-format section of a briefing.
+func MoveFormat(termsHelp, termsMeaning string, structuredOnly bool) string {
+	var b strings.Builder
+	b.WriteString("How to reply on your turn:\n")
+	if !structuredOnly {
+		b.WriteString("- Optionally one line \"SAY: <your message to the other side>\".\n")
+	}
+	fmt.Fprintf(&b, "- One move line:\n  %s — %s\n", termsHelp, termsMeaning)
+	b.WriteString("  ACCEPT — accept the other side's offer on the table; the deal is done.\n")
+	b.WriteString("  REJECT — reject the other side's offer (or pass when there is none).\n")
+	b.WriteString("  WALK — walk away: the negotiation ends with no deal.\n")
+	if !structuredOnly {
+		b.WriteString("A turn may be only a SAY line (the offer on the table stays).\n")
+	} else {
+		b.WriteString("Write exactly one move line and nothing else.\n")
+	}
+	return b.String()
+}
