@@ -1,0 +1,390 @@
+package selfplay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/inference"
+)
+
+// Agent kinds of a seat.
+const (
+	AgentPolicy = "policy" // the trained policy; its trajectories are kept
+	AgentFrozen = "frozen" // the frozen model (second backend); played only
+	// AgentScripted is "scripted" (the game's default policy) or
+	// "scripted:NAME".
+	AgentScripted = "scripted"
+)
+
+// Options configure a Runner.
+type Options struct {
+	// Seed is the run's seed: episode i deals its scenario from
+	// DeriveSeed(Seed, 0, i/GroupSize) and samples with seeds derived from
+	// (Seed, 1, i, seat, turn).
+	Seed uint64
+	// Parallel is the number of episodes in flight.
+	Parallel int
+	// GroupSize is how many consecutive episodes share a scenario (GRPO
+	// groups; 1 = every episode is dealt afresh).
+	GroupSize int
+	// Params are the game's parameters.
+	Params engine.Params
+	// Engine are the runtime options (retries, timeout).
+	Engine engine.Options
+	// MaxTokens bounds one reply.
+	MaxTokens int
+	// Context is the token budget of one seat stream; when a turn would
+	// leave fewer than MinReplyTokens for the reply, a new segment starts.
+	Context        int
+	MinReplyTokens int
+	Sampling       inference.Sampling
+	// Grammar passes each notification's GBNF grammar to the backend.
+	Grammar bool
+	Stop    []string
+	// BatchWindow is how long the batching aggregator waits for more
+	// requests before it calls the backend with what it has; it calls at
+	// once when every episode in flight is waiting. 0 calls the backend
+	// directly from each seat (a batching backend merges concurrent
+	// callers itself).
+	BatchWindow time.Duration
+	// Agents chooses each seat's agent: keys are a seat name, "seat<N>"
+	// (0-based index), a role, or "*"; looked up in that order. Values are
+	// "policy", "frozen", "scripted" or "scripted:NAME". Unmatched seats
+	// play the policy.
+	Agents map[string]string
+}
+
+// Defaults returns the runner defaults.
+func (Options) Defaults() Options {
+	return Options{
+		Seed: 1, Parallel: 8, GroupSize: 1, Engine: engine.DefaultOptions(),
+		MaxTokens: 48, Context: 2048, MinReplyTokens: 16,
+		Sampling: inference.Sampling{Temperature: 1}, Grammar: true,
+		BatchWindow: 2 * time.Millisecond,
+	}
+}
+
+// Validate checks o.
+func (o Options) Validate() error {
+	switch {
+	case o.Parallel < 1:
+		return fmt.Errorf("selfplay: parallel %d < 1", o.Parallel)
+	case o.GroupSize < 1:
+		return fmt.Errorf("selfplay: group size %d < 1", o.GroupSize)
+	case o.MaxTokens < 1:
+		return fmt.Errorf("selfplay: max tokens %d < 1", o.MaxTokens)
+	case o.MinReplyTokens < 1 || o.MinReplyTokens > o.MaxTokens:
+		return fmt.Errorf("selfplay: min reply tokens %d not in 1..max tokens (%d)", o.MinReplyTokens, o.MaxTokens)
+	case o.Context < 2*o.MaxTokens:
+		return fmt.Errorf("selfplay: context %d < 2 × max tokens (%d)", o.Context, o.MaxTokens)
+	case o.BatchWindow < 0:
+		return fmt.Errorf("selfplay: batch window %v < 0", o.BatchWindow)
+	}
+	for k, v := range o.Agents {
+		if v != AgentPolicy && v != AgentFrozen && v != AgentScripted && !strings.HasPrefix(v, AgentScripted+":") {
+			return fmt.Errorf("selfplay: agent %q for %q: want policy, frozen, scripted or scripted:NAME", v, k)
+		}
+	}
+	return o.Engine.Validate()
+}
+
+// agentFor returns the agent kind of a seat.
+func (o Options) agentFor(s engine.Seat) string {
+	for _, k := range []string{s.Name, "seat" + strconv.Itoa(s.Index), s.Role, "*"} {
+		if v, ok := o.Agents[k]; ok && k != "" {
+			return v
+		}
+	}
+	return AgentPolicy
+}
+
+// EpisodeResult is one finished episode.
+type EpisodeResult struct {
+	Index        int
+	Record       *engine.Record
+	Trajectories []Trajectory
+	Wall         time.Duration
+}
+
+// Runner plays episodes of one game with one policy on every policy seat.
+type Runner struct {
+	game   engine.Game
+	policy *Player
+	frozen *Player
+	opts   Options
+	stats  stats
+	// key distinguishes the sequences of different Run calls in the
+	// backend's cache (a new policy version must not reuse old KV).
+	calls atomic.Int64
+}
+
+// NewRunner returns a runner. frozen may be nil when no seat is "frozen";
+// policy may be nil when every seat is scripted.
+func NewRunner(g engine.Game, policy, frozen *Player, opts Options) (*Runner, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	specs, err := g.Seats(opts.Params)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range specs {
+		kind := opts.agentFor(engine.Seat{Index: i, Name: s.Name, Role: s.Role})
+		switch {
+		case kind == AgentPolicy && (policy == nil || policy.Backend == nil || policy.Tokenizer == nil):
+			return nil, fmt.Errorf("selfplay: seat %s plays the policy, but no token-level policy backend was given", s.Name)
+		case kind == AgentFrozen && (frozen == nil || frozen.Backend == nil || frozen.Tokenizer == nil):
+			return nil, fmt.Errorf("selfplay: seat %s plays the frozen model, but none was given", s.Name)
+		case strings.HasPrefix(kind, AgentScripted):
+			if _, err := engine.ScriptedCast(g, []string{kind}, 0); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &Runner{game: g, policy: policy, frozen: frozen, opts: opts}, nil
+}
+
+// Stats are the counters of a Run.
+type Stats struct {
+	Episodes        int           `json:"episodes"`
+	Turns           int64         `json:"turns"`
+	PromptTokens    int64         `json:"prompt_tokens"`    // tokens appended to streams (rendered events)
+	GeneratedTokens int64         `json:"generated_tokens"` // sampled tokens
+	ReusedTokens    int64         `json:"reused_tokens"`    // prompt tokens served from the backend's cache
+	Calls           int64         `json:"calls"`            // Generate calls
+	Requests        int64         `json:"requests"`         // requests over all calls
+	Segments        int64         `json:"segments"`         // streams restarted
+	Breaks          int64         `json:"breaks"`           // restarts because the template rewrote earlier text
+	Wall            time.Duration `json:"wall_ns"`
+}
+
+// MeanBatch is the mean number of requests per Generate call.
+func (s Stats) MeanBatch() float64 {
+	if s.Calls == 0 {
+		return 0
+	}
+	return float64(s.Requests) / float64(s.Calls)
+}
+
+// TokensPerSecond is generated tokens per second of wall time.
+func (s Stats) TokensPerSecond() float64 {
+	if s.Wall <= 0 {
+		return 0
+	}
+	return float64(s.GeneratedTokens) / s.Wall.Seconds()
+}
+
+type stats struct {
+	turns, prompt, generated, reused, calls, requests, segments, breaks atomic.Int64
+}
+
+func (s *stats) addTurn(prompt, gen, reused int) {
+	s.turns.Add(1)
+	s.prompt.Add(int64(prompt))
+	s.generated.Add(int64(gen))
+	s.reused.Add(int64(reused))
+}
+func (s *stats) addSegment() { s.segments.Add(1) }
+func (s *stats) addBreak()   { s.breaks.Add(1) }
+
+func (s *stats) snapshot() Stats {
+	return Stats{
+		Turns: s.turns.Load(), PromptTokens: s.prompt.Load(), GeneratedTokens: s.generated.Load(),
+		ReusedTokens: s.reused.Load(), Calls: s.calls.Load(), Requests: s.requests.Load(),
+		Segments: s.segments.Load(), Breaks: s.breaks.Load(),
+	}
+}
+
+// episodeRun is the state one episode shares with its seats.
+type episodeRun struct {
+	opts         *Options
+	stats        *stats
+	key          string
+	env          string
+	index        int
+	seed         uint64
+	scenario     string
+	samplingSeed uint64
+	gen          generator
+}
+
+// generator is how seats reach their backend: directly or through a
+// batcher (prepare announces a request while its prompt is rendered).
+type generator struct {
+	prepare, unprepare func(p *Player)
+	generate           func(ctx context.Context, episode int, p *Player, req inference.Request) (inference.Response, error)
+}
+
+// Run plays episodes first … first+n−1 with Parallel in flight and calls
+// yield with each result in episode order (so output files are
+// deterministic whatever order episodes finish in). It stops at the first
+// error, including yield's.
+func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResult) error) (Stats, error) {
+	start := time.Now()
+	r.stats = stats{}
+	key := "r" + strconv.FormatInt(r.calls.Add(1), 10)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// running is the number of episodes in flight or about to start:
+	// the batcher waits for that many before it calls the backend.
+	var running atomic.Int64
+	running.Store(int64(min(r.opts.Parallel, n)))
+	var bat map[*Player]*batcher
+	if r.opts.BatchWindow > 0 {
+		bat = map[*Player]*batcher{}
+		for _, p := range []*Player{r.policy, r.frozen} {
+			if p != nil && p.Backend != nil {
+				bat[p] = newBatcher(p.Backend, r.opts.BatchWindow, &running, &r.stats)
+				defer bat[p].close()
+			}
+		}
+	}
+	gen := generator{
+		prepare: func(p *Player) {
+			if b := bat[p]; b != nil {
+				b.prepare()
+			}
+		},
+		unprepare: func(p *Player) {
+			if b := bat[p]; b != nil {
+				b.unprepare()
+			}
+		},
+		generate: func(ctx context.Context, episode int, p *Player, req inference.Request) (inference.Response, error) {
+			if b := bat[p]; b != nil {
+				return b.generate(ctx, episode, req)
+			}
+			r.stats.calls.Add(1)
+			r.stats.requests.Add(1)
+			resps, err := p.Backend.Generate(ctx, []inference.Request{req})
+			if err != nil {
+				return inference.Response{}, err
+			}
+			if len(resps) != 1 {
+				return inference.Response{}, fmt.Errorf("selfplay: backend returned %d responses for 1 request", len(resps))
+			}
+			return resps[0], nil
+		},
+	}
+	var finished atomic.Int64
+
+	type done struct {
+		res *EpisodeResult
+		err error
+	}
+	results := make(chan done)
+	sem := make(chan struct{}, r.opts.Parallel)
+	var wg sync.WaitGroup
+	// The spawner is itself in wg, so its wg.Go calls never race with
+	// wg.Wait.
+	wg.Go(func() {
+		for i := first; i < first+n; i++ {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			wg.Go(func() {
+				res, err := r.play(ctx, i, key, gen)
+				running.Store(int64(min(r.opts.Parallel, n-int(finished.Add(1)))))
+				for _, b := range bat {
+					b.poke()
+				}
+				<-sem
+				select {
+				case results <- done{res, err}:
+				case <-ctx.Done():
+				}
+			})
+		}
+	})
+
+	pending := map[int]*EpisodeResult{}
+	next := first
+	var firstErr error
+	for next < first+n && firstErr == nil {
+		var d done
+		select {
+		case d = <-results:
+		case <-ctx.Done():
+			firstErr = ctx.Err()
+			continue
+		}
+		if d.err != nil {
+			firstErr = d.err
+			break
+		}
+		pending[d.res.Index] = d.res
+		for pending[next] != nil && firstErr == nil {
+			if err := yield(pending[next]); err != nil {
+				firstErr = err
+			}
+			delete(pending, next)
+			next++
+		}
+	}
+	cancel()
+	wg.Wait()
+	st := r.stats.snapshot()
+	st.Episodes = next - first
+	st.Wall = time.Since(start)
+	return st, firstErr
+}
+
+// EpisodeSeed is the seed the scenario of episode i is dealt from.
+func (r *Runner) EpisodeSeed(i int) uint64 {
+	return engine.DeriveSeed(r.opts.Seed, 0, uint64(i/r.opts.GroupSize))
+}
+
+func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*EpisodeResult, error) {
+	start := time.Now()
+	seed := r.EpisodeSeed(i)
+	run := &episodeRun{
+		opts: &r.opts, stats: &r.stats, key: key, env: r.game.ID(), index: i, seed: seed,
+		scenario:     r.game.ID() + "#" + strconv.Itoa(i/r.opts.GroupSize),
+		samplingSeed: engine.DeriveSeed(r.opts.Seed, 1, uint64(i)),
+		gen:          gen,
+	}
+	var seats []*modelSeat
+	cast := func(s engine.Seat) (engine.Agent, string, error) {
+		kind := r.opts.agentFor(s)
+		switch {
+		case kind == AgentPolicy || kind == AgentFrozen:
+			p, keep := r.policy, true
+			if kind == AgentFrozen {
+				p, keep = r.frozen, false
+			}
+			ms := newModelSeat(run, p, s, keep)
+			seats = append(seats, ms)
+			return ms, p.Label, nil
+		default:
+			c, err := engine.ScriptedCast(r.game, []string{kind}, engine.DeriveSeed(r.opts.Seed, 2, uint64(i)))
+			if err != nil {
+				return nil, "", err
+			}
+			return c(s)
+		}
+	}
+	rec, err := engine.Play(ctx, r.game, seed, r.opts.Params, cast, r.opts.Engine, nil)
+	if err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("selfplay: episode %d: %w", i, err)
+	}
+	res := &EpisodeResult{Index: i, Record: rec, Wall: time.Since(start)}
+	for _, ms := range seats {
+		if ms.keep {
+			res.Trajectories = append(res.Trajectories, ms.trajectories(rec.Outcome.Rewards[ms.seat.Index])...)
+		}
+	}
+	return res, nil
+}

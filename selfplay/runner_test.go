@@ -1,0 +1,319 @@
+package selfplay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/games/sealedbid"
+	"github.com/omar-selfplay/omar/inference"
+)
+
+func testOptions(mod func(*Options)) Options {
+	o := Options{}.Defaults()
+	o.Seed = 7
+	o.Parallel = 4
+	o.MaxTokens = 24
+	o.MinReplyTokens = 8
+	o.Context = 1024
+	o.Grammar = false
+	if mod != nil {
+		mod(&o)
+	}
+	return o
+}
+
+func runAll(t *testing.T, lm *fakeLM, frozen *fakeLM, opts Options, n int) ([]*EpisodeResult, Stats) {
+	t.Helper()
+	pol := &Player{Label: "fake", Backend: lm, Tokenizer: lm.tok}
+	var fr *Player
+	if frozen != nil {
+		fr = &Player{Label: "frozen", Backend: frozen, Tokenizer: frozen.tok}
+	}
+	r, err := NewRunner(sealedbid.New(), pol, fr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*EpisodeResult
+	st, err := r.Run(context.Background(), 0, n, func(res *EpisodeResult) error {
+		out = append(out, res)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, st
+}
+
+// actionTexts returns the texts of seat's action events, in order.
+func actionTexts(rec *engine.Record, seat int) []string {
+	var out []string
+	for _, e := range rec.Events {
+		if e.Kind == engine.KindAction && e.Seat == seat {
+			out = append(out, e.Text)
+		}
+	}
+	return out
+}
+
+// checkTokenInTokenOut checks every trajectory against the episode record
+// and the fake model: the generated tokens of turn k, decoded (without the
+// end-of-turn token), are the k-th action text the engine received, and
+// the behaviour logprobs are the model's log-probabilities of those tokens
+// after the stream's prefix.
+func checkTokenInTokenOut(t *testing.T, lm *fakeLM, results []*EpisodeResult) {
+	t.Helper()
+	turns := 0
+	for _, res := range results {
+		bySeat := map[int][]Trajectory{}
+		for _, tr := range res.Trajectories {
+			if err := tr.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			bySeat[tr.Seat] = append(bySeat[tr.Seat], tr)
+		}
+		for seat, trs := range bySeat {
+			acts := actionTexts(res.Record, seat)
+			k := 0
+			for _, tr := range trs {
+				for j, span := range tr.TurnSpans() {
+					reply := tr.Tokens[span[0] : span[1]+1]
+					if lm.tok.EOG(reply[len(reply)-1]) {
+						reply = reply[:len(reply)-1]
+					}
+					got, _ := lm.tok.Detokenize(reply)
+					if k >= len(acts) {
+						t.Fatalf("episode %d seat %d: %d turns, %d actions", res.Index, seat, k+1, len(acts))
+					}
+					if got != acts[k] {
+						t.Errorf("episode %d seat %d turn %d: decoded %q, engine received %q", res.Index, seat, k, got, acts[k])
+					}
+					for i := span[0]; i <= span[1]; i++ {
+						if want := lm.logprob(tr.Tokens[:i], tr.Tokens[i]); tr.Logprobs[i] != want || tr.RawLogprobs[i] != want/2 {
+							t.Fatalf("episode %d seat %d token %d: logprob %v raw %v, recomputed %v", res.Index, seat, i, tr.Logprobs[i], tr.RawLogprobs[i], want)
+						}
+					}
+					if tr.PolicyVersions[j] != lm.version {
+						t.Errorf("policy version: got %d, want %d", tr.PolicyVersions[j], lm.version)
+					}
+					k++
+					turns++
+				}
+			}
+			if k != len(acts) {
+				t.Errorf("episode %d seat %d: %d turns in trajectories, %d actions", res.Index, seat, k, len(acts))
+			}
+			if r := res.Record.Outcome.Rewards[seat]; trs[0].Reward != r {
+				t.Errorf("episode %d seat %d: reward %v, outcome %v", res.Index, seat, trs[0].Reward, r)
+			}
+		}
+	}
+	if turns == 0 {
+		t.Fatal("no turns at all")
+	}
+	if len(lm.violations) > 0 {
+		t.Errorf("prompts that did not extend the previous prompt and reply of their key: %v", lm.violations)
+	}
+}
+
+func TestRunnerTokenInTokenOut(t *testing.T) {
+	tests := []struct {
+		name string
+		tok  byteTokenizer
+		mod  func(*Options)
+	}{
+		{"plain", byteTokenizer{}, nil},
+		{"special tokens rendered", byteTokenizer{renderSpecial: true}, nil},
+		{"template trims replies", byteTokenizer{trim: true}, nil},
+		{"grammar", byteTokenizer{}, func(o *Options) { o.Grammar = true }},
+		{"no aggregator", byteTokenizer{}, func(o *Options) { o.BatchWindow = 0 }},
+		{"small context", byteTokenizer{}, func(o *Options) { o.Context = 600 }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			lm := newFakeLM(tc.tok)
+			res, st := runAll(t, lm, nil, testOptions(tc.mod), 6)
+			checkTokenInTokenOut(t, lm, res)
+			if tc.name == "small context" && st.Segments == 0 {
+				t.Errorf("segments: got 0, want restarts with a 600-token context")
+			}
+			if tc.name == "template trims replies" && st.Breaks != 0 {
+				t.Errorf("breaks: got %d, want 0 (the fallback delta should keep the stream)", st.Breaks)
+			}
+			if st.GeneratedTokens == 0 || st.Turns == 0 {
+				t.Errorf("stats: %+v", st)
+			}
+		})
+	}
+}
+
+// TestStreamIsTheConversation checks that a seat's stream, decoded with
+// special tokens, is the chat template's rendering of what the seat saw
+// and said (up to the newline the template puts after a sampled
+// end-of-turn token).
+func TestStreamIsTheConversation(t *testing.T) {
+	tok := byteTokenizer{renderSpecial: true}
+	lm := newFakeLM(tok)
+	res, _ := runAll(t, lm, nil, testOptions(nil), 1)
+	tr := res[0].Trajectories[0]
+	text, _ := tok.Detokenize(tr.Tokens)
+	if !strings.HasPrefix(text, "<s><|im_start|>system\nYou are bidder 1") {
+		t.Errorf("stream starts %q, want the BOS and the briefing as system message", text[:min(60, len(text))])
+	}
+	if n := strings.Count(text, "<|im_start|>assistant\n"); n != len(tr.TurnEnds) {
+		t.Errorf("assistant openings: got %d, want %d turns", n, len(tr.TurnEnds))
+	}
+	if !strings.Contains(text, "Your value for this round's item is") {
+		t.Errorf("private value missing from the stream")
+	}
+	for _, other := range res[0].Trajectories {
+		if other.Seat == 0 {
+			continue
+		}
+		o, _ := tok.Detokenize(other.Tokens)
+		if strings.Contains(o, "You are bidder 1 ") {
+			t.Errorf("seat %d saw bidder 1's briefing", other.Seat)
+		}
+	}
+}
+
+func TestRunnerDeterministic(t *testing.T) {
+	encode := func(res []*EpisodeResult) string {
+		var b bytes.Buffer
+		w := NewTrajectoryWriter(&b)
+		for _, r := range res {
+			for i := range r.Trajectories {
+				w.Write(&r.Trajectories[i])
+			}
+			recs, _ := json.Marshal(r.Record)
+			b.Write(recs)
+		}
+		w.Flush()
+		return b.String()
+	}
+	a, _ := runAll(t, newFakeLM(byteTokenizer{}), nil, testOptions(func(o *Options) { o.Parallel = 1 }), 5)
+	b, _ := runAll(t, newFakeLM(byteTokenizer{}), nil, testOptions(func(o *Options) { o.Parallel = 5 }), 5)
+	if encode(a) != encode(b) {
+		t.Errorf("parallel 1 and parallel 5 differ")
+	}
+	c, _ := runAll(t, newFakeLM(byteTokenizer{}), nil, testOptions(func(o *Options) { o.Seed = 8 }), 5)
+	if encode(a) == encode(c) {
+		t.Errorf("seeds 7 and 8 gave the same episodes")
+	}
+}
+
+func TestRunnerAgents(t *testing.T) {
+	lm, frozen := newFakeLM(byteTokenizer{}), newFakeLM(byteTokenizer{})
+	res, _ := runAll(t, lm, frozen, testOptions(func(o *Options) {
+		o.Agents = map[string]string{"bidder1": "scripted:shading", "seat1": "frozen"}
+	}), 3)
+	for _, r := range res {
+		labels := []string{}
+		for _, s := range r.Record.Seats {
+			labels = append(labels, s.Agent)
+		}
+		if want := []string{"scripted:shading", "frozen", "fake"}; !slices.Equal(labels, want) {
+			t.Errorf("agents: got %v, want %v", labels, want)
+		}
+		for _, tr := range r.Trajectories {
+			if tr.Seat != 2 {
+				t.Errorf("trajectory of seat %d kept, want only the policy seat 2", tr.Seat)
+			}
+		}
+	}
+	if frozen.calls == 0 {
+		t.Errorf("the frozen model was never called")
+	}
+	checkTokenInTokenOut(t, lm, res)
+
+	if _, err := NewRunner(sealedbid.New(), &Player{Backend: lm, Tokenizer: lm.tok}, nil,
+		testOptions(func(o *Options) { o.Agents = map[string]string{"*": "frozen"} })); err == nil {
+		t.Errorf("frozen seats without a frozen model: got no error, want one")
+	}
+	if _, err := NewRunner(sealedbid.New(), nil, nil,
+		testOptions(func(o *Options) { o.Agents = map[string]string{"*": "scripted:nope"} })); err == nil {
+		t.Errorf("unknown scripted policy: got no error, want one")
+	}
+}
+
+func TestBatcherFillsBatches(t *testing.T) {
+	tests := []struct {
+		name     string
+		window   time.Duration
+		minBatch float64
+	}{
+		{"aggregator", 20 * time.Millisecond, 8},
+		{"direct", 0, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			lm := newFakeLM(byteTokenizer{})
+			_, st := runAll(t, lm, nil, testOptions(func(o *Options) { o.Parallel = 8; o.BatchWindow = tc.window }), 16)
+			t.Logf("calls %d, requests %d, mean batch %.2f", st.Calls, st.Requests, st.MeanBatch())
+			if st.MeanBatch() < tc.minBatch {
+				t.Errorf("mean batch: got %.2f, want ≥ %v", st.MeanBatch(), tc.minBatch)
+			}
+			if int(st.Requests) != lm.requests || int(st.Calls) != lm.calls {
+				t.Errorf("counted %d calls/%d requests, backend saw %d/%d", st.Calls, st.Requests, lm.calls, lm.requests)
+			}
+		})
+	}
+}
+
+// slowLM blocks until its context is cancelled.
+type slowLM struct{ fakeLM }
+
+func (s *slowLM) Generate(ctx context.Context, reqs []inference.Request) ([]inference.Response, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestRunnerCancel(t *testing.T) {
+	lm := &slowLM{}
+	r, err := NewRunner(sealedbid.New(), &Player{Backend: lm, Tokenizer: byteTokenizer{}}, nil, testOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = r.Run(ctx, 0, 4, func(*EpisodeResult) error { return nil })
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("got %v, want the context's error", err)
+	}
+}
+
+func TestTrajectoryJSONLRoundTrip(t *testing.T) {
+	lm := newFakeLM(byteTokenizer{})
+	res, _ := runAll(t, lm, nil, testOptions(nil), 2)
+	var want []Trajectory
+	var b bytes.Buffer
+	w := NewTrajectoryWriter(&b)
+	for _, r := range res {
+		for i := range r.Trajectories {
+			want = append(want, r.Trajectories[i])
+			if err := w.Write(&r.Trajectories[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w.Flush()
+	got, err := ReadTrajectories(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip differs")
+	}
+	for _, bad := range []string{`{"mask":"01x"}`, `{"tokens":[1],"mask":"1"}`, `{"unknown":1}`} {
+		if _, err := ReadTrajectories(strings.NewReader(bad)); err == nil {
+			t.Errorf("%s: got no error, want one", bad)
+		}
+	}
+}

@@ -1,0 +1,279 @@
+package selfplay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/inference"
+)
+
+// Player is a token-level policy: a backend and its tokenizer.
+type Player struct {
+	// Label names the player in episode records ("llama:tiny.gguf").
+	Label     string
+	Backend   inference.Backend
+	Tokenizer inference.Tokenizer
+}
+
+// modelSeat is the engine.Agent of one seat played by a model. It keeps the
+// seat's append-only token stream: each Act renders only the events the
+// seat has not seen yet, tokenises only that delta, and appends the sampled
+// reply ids verbatim. Act is never called concurrently for one seat (the
+// runtime asks a seat at most once at a time).
+type modelSeat struct {
+	run    *episodeRun
+	player *Player
+	seat   engine.Seat
+	// keep reports whether the seat's trajectory is kept (the trained
+	// policy) or only played (a frozen opponent).
+	keep bool
+
+	cursor int64 // last event sequence number rendered
+	turn   int   // turns taken, across segments (seeds)
+
+	// The current segment.
+	msgs     []inference.Message
+	consumed string // the chat-template text the stream stands for
+	lastEOG  int32  // the EOG token that ended the last reply, or -1
+	traj     *Trajectory
+	segments []*Trajectory
+}
+
+func newModelSeat(run *episodeRun, p *Player, s engine.Seat, keep bool) *modelSeat {
+	ms := &modelSeat{run: run, player: p, seat: s, keep: keep, lastEOG: -1}
+	ms.traj = ms.newTrajectory(0)
+	return ms
+}
+
+func (ms *modelSeat) newTrajectory(segment int) *Trajectory {
+	r := ms.run
+	return &Trajectory{
+		Env: r.env, Episode: r.index, Seed: r.seed, Scenario: r.scenario,
+		Seat: ms.seat.Index, SeatName: ms.seat.Name, Role: ms.seat.Role, Team: ms.seat.Team,
+		Agent: ms.player.Label, Segment: segment,
+		Tokens: []int32{}, Mask: Mask{}, Logprobs: []float32{}, RawLogprobs: []float32{},
+		TurnEnds: []int{}, TurnRewards: []float64{}, PolicyVersions: []int{},
+	}
+}
+
+// render turns the seat's unseen events into chat messages: briefings
+// become the system message (or a user message once the conversation has
+// started), everything else a user message; the seat's own actions and
+// acknowledgements are skipped because its reply is already in the stream
+// as the assistant message.
+func (ms *modelSeat) render(view []engine.Event) []inference.Message {
+	var out []inference.Message
+	add := func(role, text string) {
+		if text == "" {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content += "\n" + text
+			return
+		}
+		out = append(out, inference.Message{Role: role, Content: text})
+	}
+	started := len(ms.msgs) > 0
+	for _, e := range view {
+		if e.Seq <= ms.cursor {
+			continue
+		}
+		ms.cursor = e.Seq
+		switch e.Kind {
+		case engine.KindBriefing:
+			if !started && (len(out) == 0 || out[len(out)-1].Role == "system") {
+				add("system", e.Text)
+			} else {
+				add("user", e.Text)
+			}
+		case engine.KindAction, engine.KindAck:
+		case engine.KindValidationError:
+			add("user", "Your reply was rejected: "+e.Text)
+		case engine.KindNotification:
+			text := e.Text
+			if len(e.Legal) > 0 && len(e.Legal) <= 30 {
+				text += "\nLegal replies: " + strings.Join(e.Legal, " | ")
+			}
+			add("user", text)
+		default:
+			add("user", e.Text)
+		}
+	}
+	return out
+}
+
+// Act implements engine.Agent.
+func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, error) {
+	tok := ms.player.Tokenizer
+	ms.run.gen.prepare(ms.player)
+	submitted := false
+	defer func() {
+		if !submitted {
+			ms.run.gen.unprepare(ms.player)
+		}
+	}()
+	newMsgs := ms.render(t.View)
+	prompt, err := ms.extend(newMsgs)
+	if err != nil {
+		return engine.Action{}, err
+	}
+	if ms.run.opts.Context-len(ms.traj.Tokens)-len(prompt) < ms.run.opts.MinReplyTokens && len(ms.traj.Tokens) > 0 {
+		// The prefix would break: start a new segment holding the system
+		// message and the new messages only.
+		ms.restart()
+		if prompt, err = ms.extend(newMsgs); err != nil {
+			return engine.Action{}, err
+		}
+	}
+	ms.appendTokens(prompt, nil, nil)
+	maxTok := min(ms.run.opts.MaxTokens, ms.run.opts.Context-len(ms.traj.Tokens))
+	if maxTok <= 0 {
+		return engine.Action{}, fmt.Errorf("selfplay: seat %d: the prompt (%d tokens) fills the context of %d: %w",
+			ms.seat.Index, len(ms.traj.Tokens), ms.run.opts.Context, inference.ErrContextFull)
+	}
+	req := inference.Request{
+		Key:       fmt.Sprintf("%s/e%d/s%d/g%d", ms.run.key, ms.run.index, ms.seat.Index, ms.traj.Segment),
+		Prompt:    ms.traj.Tokens,
+		MaxTokens: maxTok,
+		Sampling:  ms.run.opts.Sampling,
+		Stop:      ms.run.opts.Stop,
+	}
+	req.Sampling.Seed = engine.DeriveSeed(ms.run.samplingSeed, uint64(ms.seat.Index), uint64(ms.turn))
+	if ms.run.opts.Grammar {
+		req.Grammar = t.Notification.Grammar
+	}
+	submitted = true
+	resp, err := ms.run.gen.generate(ctx, ms.run.index, ms.player, req)
+	if err != nil {
+		return engine.Action{}, err
+	}
+	ms.turn++
+	reply := resp.Tokens
+	ms.lastEOG = -1
+	if n := len(reply); n > 0 && tok.EOG(reply[n-1]) {
+		ms.lastEOG = reply[n-1]
+		reply = reply[:n-1]
+	}
+	text, err := tok.Detokenize(reply)
+	if err != nil {
+		return engine.Action{}, fmt.Errorf("selfplay: detokenize reply: %w", err)
+	}
+	if len(resp.Tokens) > 0 {
+		ms.appendTokens(resp.Tokens, resp.Logprobs, resp.RawLogprobs)
+		tr := ms.traj
+		tr.TurnEnds = append(tr.TurnEnds, len(tr.Tokens)-1)
+		tr.TurnRewards = append(tr.TurnRewards, 0)
+		tr.PolicyVersions = append(tr.PolicyVersions, resp.PolicyVersion)
+	}
+	ms.msgs = append(ms.msgs, newMsgs...)
+	ms.msgs = append(ms.msgs, inference.Message{Role: "assistant", Content: text})
+	ms.consumed += text
+	ms.run.stats.addTurn(len(prompt), len(resp.Tokens), resp.ReusedTokens)
+	return engine.Action{NotificationID: t.Notification.ID, Text: text}, nil
+}
+
+// extend renders newMsgs after the segment's messages and returns only the
+// tokens of the new text. The stream stands for ms.consumed; when the new
+// rendering extends it, only the difference is tokenised. When a template
+// rewrites earlier text (trimming a reply, for example), the difference to
+// the template's own rendering of the earlier messages is used instead;
+// when even that breaks, a new segment starts.
+func (ms *modelSeat) extend(newMsgs []inference.Message) ([]int32, error) {
+	tok := ms.player.Tokenizer
+	all := append(append([]inference.Message{}, ms.msgs...), newMsgs...)
+	full, err := tok.ChatTemplate(all, true)
+	if err != nil {
+		return nil, fmt.Errorf("selfplay: chat template: %w", err)
+	}
+	if len(ms.traj.Tokens) == 0 {
+		ms.consumed = full
+		return ms.tokenize(full, true)
+	}
+	var delta string
+	switch {
+	case strings.HasPrefix(full, ms.consumed):
+		delta = full[len(ms.consumed):]
+	default:
+		prev, err := tok.ChatTemplate(ms.msgs, false)
+		if err != nil {
+			return nil, fmt.Errorf("selfplay: chat template: %w", err)
+		}
+		if !strings.HasPrefix(full, prev) {
+			ms.run.stats.addBreak()
+			ms.restart()
+			return ms.extend(newMsgs)
+		}
+		delta = full[len(prev):]
+	}
+	ids, err := ms.tokenize(delta, false)
+	if err != nil {
+		return nil, err
+	}
+	// The end-of-turn token the model sampled already stands for the
+	// template's end-of-turn marker.
+	if ms.lastEOG >= 0 && len(ids) > 0 && ids[0] == ms.lastEOG {
+		ids = ids[1:]
+	}
+	ms.consumed = full
+	return ids, nil
+}
+
+func (ms *modelSeat) tokenize(text string, addSpecial bool) ([]int32, error) {
+	ids, err := ms.player.Tokenizer.Tokenize(text, addSpecial, true)
+	if err != nil {
+		return nil, fmt.Errorf("selfplay: tokenize: %w", err)
+	}
+	return ids, nil
+}
+
+// restart closes the current segment and opens a new one that keeps only
+// the system messages of the conversation.
+func (ms *modelSeat) restart() {
+	var sys []inference.Message
+	for _, m := range ms.msgs {
+		if m.Role == "system" {
+			sys = append(sys, m)
+		}
+	}
+	if len(ms.traj.TurnEnds) > 0 {
+		ms.segments = append(ms.segments, ms.traj)
+	}
+	ms.traj = ms.newTrajectory(ms.traj.Segment + 1)
+	ms.msgs, ms.consumed, ms.lastEOG = sys, "", -1
+	ms.run.stats.addSegment()
+}
+
+func (ms *modelSeat) appendTokens(ids []int32, lp, raw []float32) {
+	tr := ms.traj
+	tr.Tokens = append(tr.Tokens, ids...)
+	for i := range ids {
+		tr.Mask = append(tr.Mask, lp != nil)
+		var a, b float32
+		if lp != nil {
+			a = lp[i]
+			if raw != nil {
+				b = raw[i]
+			}
+		}
+		tr.Logprobs = append(tr.Logprobs, a)
+		tr.RawLogprobs = append(tr.RawLogprobs, b)
+	}
+}
+
+// trajectories returns the seat's segments that contain turns, with the
+// terminal reward on each (a seat's outcome is the return of every segment
+// of its conversation).
+func (ms *modelSeat) trajectories(reward float64) []Trajectory {
+	all := append(append([]*Trajectory{}, ms.segments...), ms.traj)
+	var out []Trajectory
+	for _, t := range all {
+		if len(t.TurnEnds) == 0 {
+			continue
+		}
+		t.Reward = reward
+		out = append(out, *t)
+	}
+	return out
+}
