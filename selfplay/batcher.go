@@ -21,7 +21,7 @@ type batcher struct {
 	running *atomic.Int64 // episodes in flight
 	stats   *stats
 
-	mu          sync.Mutex
+	mu    sync.Mutex
 	queue []*queued
 	// outstanding counts, per episode, its requests queued or inside a
 	// Generate call; waiting is the number of episodes with any.
@@ -30,16 +30,16 @@ type batcher struct {
 	// preparing counts seats that entered Act and are rendering their
 	// prompt: the siblings of a simultaneous move are on their way.
 	preparing int
-	timer       *time.Timer
-	ctx         context.Context
-	cancel      context.CancelFunc
-	wg          sync.WaitGroup
+	timer     *time.Timer
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 type queued struct {
 	episode int
 	req     inference.Request
-	done chan result
+	done    chan result
 }
 
 type result struct {
