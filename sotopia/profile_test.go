@@ -69,7 +69,10 @@ func TestEpisodeVisibility(t *testing.T) {
 				b, _ := json.Marshal(rt.Log().View(seat))
 				view := string(b)
 				me, other := ep.setup.Characters[seat], ep.setup.Characters[1-seat]
-				has := func(s string) bool { j, _ := json.Marshal(s); return strings.Contains(view, strings.Trim(string(j), `"`)) }
+				has := func(s string) bool {
+					j, _ := json.Marshal(s)
+					return strings.Contains(view, strings.Trim(string(j), `"`))
+				}
 				for _, must := range []string{me.Secret, ep.setup.Scenario.Agents[seat].Goal, ep.setup.Scenario.Text} {
 					if !has(must) {
 						t.Errorf("seat %d does not see %q", seat, must)
