@@ -17,7 +17,7 @@ Each night you protect one living player, yourself included: reply PROTECT pN or
 	Guard: `You are the GUARD (team: villagers).
 Each night you guard one living player, yourself included: reply PROTECT pN or PASS. If the werewolves attack the player you guard, that player survives. You may not guard the same player two nights in a row (passing resets this).`,
 	Witch: `You are the WITCH (team: villagers).
-You have two potions, each usable once per game: a healing potion and a poison. Each night, after the werewolves choose, you privately learn whom they attacked, and you may use at most one potion: SAVE heals the attacked player, POISON pN kills a living player (no protection stops the poison), PASS does nothing.`,
+You have two potions, each usable once per game: a healing potion and a poison. Each night while you still hold a potion, after the werewolves choose, you privately learn whom they attacked, and you may use at most one potion: SAVE heals the attacked player, POISON pN kills a living player (no protection stops the poison), PASS does nothing.`,
 	Villager: `You are a VILLAGER (team: villagers).
 You have no night action. Find the werewolves by listening, speaking and voting.`,
 }

@@ -359,6 +359,9 @@ var matchups = [][2]string{{"heuristic", "heuristic"}, {"heuristic", "random"}, 
 // and matchup and checks each against the rules.
 func TestScriptedGames(t *testing.T) {
 	games := 0
+	// seen sums metrics and outcomes over all games, to show that every
+	// rule path the checks cover was exercised.
+	seen := map[string]float64{}
 	for ci, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {
 			for seed := uint64(0); seed < 200; seed++ {
@@ -367,6 +370,12 @@ func TestScriptedGames(t *testing.T) {
 				rec, rt := playGame(t, s, cfg.params, m[0], m[1])
 				checkGame(t, rec, rt)
 				games++
+				for k, v := range rec.Outcome.Metrics {
+					seen[k] += v
+				}
+				for _, el := range rec.Outcome.Terms.(Terms).Eliminations {
+					seen["cause_"+el.Cause]++
+				}
 				if rec.Outcome.Metrics["invalid_replies"] != 0 {
 					t.Fatalf("seed %d: scripted play made %v invalid replies", s, rec.Outcome.Metrics["invalid_replies"])
 				}
@@ -384,6 +393,13 @@ func TestScriptedGames(t *testing.T) {
 	if games != 1000 {
 		t.Errorf("played %d games, want 1000", games)
 	}
+	for _, k := range []string{"werewolves_win", "villagers_win", "draw", "tied_votes", "saves", "wolf_kills",
+		"no_consensus_nights", "seer_finds", "wolf_role_claims", "cause_poison", "cause_vote", "cause_werewolves"} {
+		if seen[k] == 0 {
+			t.Errorf("%s never happened in %d games", k, games)
+		}
+	}
+	t.Logf("over %d games: %v", games, seen)
 }
 
 // TestWinRates measures heuristic against random villagers (and the other

@@ -6,11 +6,14 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/werewolf"
 )
 
 // games lists every environment the CLI knows. Each environment package
 // adds itself here with one line.
-var games = []engine.Game{}
+var games = []engine.Game{
+	werewolf.New(),
+}
 
 // findGame returns the game whose id is id, or whose id without its
 // version suffix is id.
