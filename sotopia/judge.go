@@ -348,6 +348,11 @@ const (
 // reply within its retries.
 var ErrInvalidJudgement = errors.New("sotopia: no valid judgement")
 
+// ErrPromptTooLong is wrapped by a Completer whose model cannot take the
+// prompt at all; the judge then records an invalid judgement without
+// retrying.
+var ErrPromptTooLong = errors.New("sotopia: judge prompt does not fit the judge model's context")
+
 // complete asks for a completion until parse accepts it.
 func (j *Judge) complete(ctx context.Context, pass, turn uint64, c Completion, parse func(string) error) (int, error) {
 	var last error
@@ -355,6 +360,9 @@ func (j *Judge) complete(ctx context.Context, pass, turn uint64, c Completion, p
 		c.Seed = engine.DeriveSeed(j.opts.Seed, pass, turn, uint64(attempt))
 		c.Temperature = j.opts.Temperature
 		text, err := j.c.Complete(ctx, c)
+		if errors.Is(err, ErrPromptTooLong) {
+			return attempt + 1, fmt.Errorf("%w: %w", ErrInvalidJudgement, err)
+		}
 		if err != nil {
 			return attempt + 1, fmt.Errorf("sotopia: judge: %w", err)
 		}

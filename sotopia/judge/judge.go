@@ -1,0 +1,86 @@
+// Package judge backs the SOTOPIA judge with any inference.Backend: the
+// policy model, another GGUF through the llama backend, or an Ollama model.
+// It is the one place where the sotopia environment meets model code; the
+// environment itself only declares sotopia.Completer.
+package judge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/sotopia"
+)
+
+// Completer adapts a Backend to sotopia.Completer. Token-level backends
+// (those implementing inference.Tokenizer) get the prompt rendered with the
+// model's chat template and tokenised; message-level backends get the
+// messages.
+type Completer struct {
+	backend inference.Backend
+	// KeyPrefix names the judge's sequences ("judge" by default); every
+	// completion gets its own key so concurrent episodes never share one.
+	KeyPrefix string
+}
+
+var _ sotopia.Completer = (*Completer)(nil)
+
+// New returns a completer asking b.
+func New(b inference.Backend) *Completer { return &Completer{backend: b, KeyPrefix: "judge"} }
+
+// Messages are the chat messages of a completion.
+func Messages(c sotopia.Completion) []inference.Message {
+	var m []inference.Message
+	if c.System != "" {
+		m = append(m, inference.Message{Role: "system", Content: c.System})
+	}
+	return append(m, inference.Message{Role: "user", Content: c.Prompt})
+}
+
+// Request builds the backend request of a completion.
+func (j *Completer) Request(c sotopia.Completion) (inference.Request, error) {
+	req := inference.Request{
+		Key:       j.KeyPrefix + "/" + strconv.FormatUint(c.Seed, 16),
+		Messages:  Messages(c),
+		MaxTokens: c.MaxTokens,
+		Sampling:  inference.Sampling{Temperature: c.Temperature, Seed: c.Seed},
+		Grammar:   c.Grammar,
+	}
+	if tok, ok := j.backend.(inference.Tokenizer); ok {
+		text, err := tok.ChatTemplate(req.Messages, true)
+		if err != nil {
+			return req, fmt.Errorf("judge: chat template: %w", err)
+		}
+		if req.Prompt, err = tok.Tokenize(text, true, true); err != nil {
+			return req, fmt.Errorf("judge: tokenize: %w", err)
+		}
+	}
+	return req, nil
+}
+
+// Complete implements sotopia.Completer. A reply cut short (length or full
+// context) is returned as it is: the judge's parser rejects it and retries.
+func (j *Completer) Complete(ctx context.Context, c sotopia.Completion) (string, error) {
+	req, err := j.Request(c)
+	if err != nil {
+		return "", err
+	}
+	resp, err := j.backend.Generate(ctx, []inference.Request{req})
+	if errors.Is(err, inference.ErrContextFull) {
+		return "", fmt.Errorf("%w: %w", sotopia.ErrPromptTooLong, err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("judge: generate: %w", err)
+	}
+	if len(resp) != 1 {
+		return "", errors.New("judge: backend returned no response")
+	}
+	return resp[0].Text, nil
+}
+
+// NewJudge is sotopia.NewJudge over a backend.
+func NewJudge(b inference.Backend, o sotopia.JudgeOptions) (*sotopia.Judge, error) {
+	return sotopia.NewJudge(New(b), o)
+}
