@@ -1,0 +1,263 @@
+package llama
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/llamacpp"
+)
+
+// ErrClosed is returned by a Backend after Close.
+var ErrClosed = errors.New("llama: backend closed")
+
+// Backend is the llama.cpp inference.Backend and inference.Tokenizer.
+type Backend struct {
+	opts  Options
+	model *llamacpp.Model
+	vocab *llamacpp.Vocab
+	lctx  *llamacpp.LlamaContext
+	nCtx  int // KV cells per sequence
+	tmpl  string
+
+	submit chan []*job
+	swaps  chan *swap
+	quit   chan struct{}
+	done   chan struct{} // closed when the loop has exited
+	once   sync.Once
+
+	version atomic.Int64 // policy version, bumped by SetAdapter
+	stats   statsCounters
+
+	// Owned by the loop goroutine.
+	batch   *llamacpp.Batch
+	cand    *llamacpp.Candidates
+	slots   []*slot
+	queue   []*job
+	adapter *llamacpp.Adapter
+	clock   uint64
+}
+
+var _ inference.Backend = (*Backend)(nil)
+var _ inference.Tokenizer = (*Backend)(nil)
+
+// New loads the libraries (once per process), the model and a context with
+// o.Parallel sequence slots, and starts the decode loop.
+func New(o Options) (*Backend, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if err := llamacpp.Load(o.LibDir); err != nil {
+		return nil, err
+	}
+	mo := llamacpp.ModelOptions{}.Defaults()
+	mo.GPULayers = o.GPULayers
+	m, err := llamacpp.LoadModel(o.Model, mo)
+	if err != nil {
+		return nil, err
+	}
+	if m.HasEncoder() {
+		m.Close()
+		return nil, fmt.Errorf("llama: %s is an encoder-decoder model; only decoder-only models are supported", o.Model)
+	}
+	co := llamacpp.ContextOptions{}.Defaults()
+	co.NCtx = o.Context * o.Parallel
+	co.NSeqMax = o.Parallel
+	co.NBatch = o.Batch
+	co.Threads, co.ThreadsBatch = o.Threads, o.ThreadsBatch
+	co.FlashAttention = o.FlashAttention
+	co.TypeK, co.TypeV = o.KVType, o.KVType
+	lctx, err := llamacpp.NewLlamaContext(m, co)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	batch, err := llamacpp.NewBatch(o.Batch, 1)
+	if err != nil {
+		lctx.Close()
+		m.Close()
+		return nil, err
+	}
+	b := &Backend{
+		// llama.cpp may round the cache up; the option is the contract.
+		opts: o, model: m, vocab: m.Vocab(), lctx: lctx, nCtx: min(o.Context, lctx.NCtxSeq()),
+		submit: make(chan []*job), swaps: make(chan *swap), quit: make(chan struct{}), done: make(chan struct{}),
+		batch: batch, cand: llamacpp.NewCandidates(m.Vocab().NTokens()),
+	}
+	b.tmpl, _ = m.ChatTemplate("")
+	for i := range o.Parallel {
+		b.slots = append(b.slots, &slot{seq: int32(i)})
+	}
+	if o.Adapter != "" {
+		a, err := llamacpp.LoadAdapter(m, o.Adapter)
+		if err == nil {
+			err = lctx.SetAdapters([]*llamacpp.Adapter{a}, []float32{o.AdapterScale})
+		}
+		if err != nil {
+			b.free()
+			return nil, err
+		}
+		b.adapter = a
+	}
+	go b.loop()
+	return b, nil
+}
+
+// Model is the loaded model (for information; do not close it).
+func (b *Backend) Model() *llamacpp.Model { return b.model }
+
+// ContextPerSequence is the number of tokens one sequence may hold.
+func (b *Backend) ContextPerSequence() int { return b.nCtx }
+
+// PolicyVersion identifies the current adapter: 0 at start, +1 for every
+// SetAdapter.
+func (b *Backend) PolicyVersion() int { return int(b.version.Load()) }
+
+// Close stops the loop (pending and running requests fail with ErrClosed)
+// and frees the context, adapter and model.
+func (b *Backend) Close() error {
+	b.once.Do(func() {
+		close(b.quit)
+		<-b.done
+		b.free()
+	})
+	return nil
+}
+
+func (b *Backend) free() {
+	b.batch.Close()
+	if b.adapter != nil {
+		_ = b.lctx.SetAdapters(nil, nil)
+		b.adapter.Close()
+		b.adapter = nil
+	}
+	b.lctx.Close()
+	b.model.Close()
+}
+
+// Generate decodes the requests together with those of concurrent callers
+// and returns one response per request, in order. A request that cannot run
+// (prompt longer than the context, invalid grammar, empty prompt) makes
+// Generate return an error naming it; the other requests still complete.
+// When ctx ends, unfinished requests are dropped between steps and ctx's
+// error is returned.
+func (b *Backend) Generate(ctx context.Context, reqs []inference.Request) ([]inference.Response, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	jobs := make([]*job, len(reqs))
+	for i, r := range reqs {
+		jobs[i] = &job{req: r, ctx: ctx, done: make(chan struct{})}
+	}
+	select {
+	case b.submit <- jobs:
+	case <-b.quit:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	out := make([]inference.Response, len(reqs))
+	var errs []error
+	for i, j := range jobs {
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if j.err != nil {
+			errs = append(errs, fmt.Errorf("request %d (key %q): %w", i, j.req.Key, j.err))
+			continue
+		}
+		out[i] = j.resp
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("llama: %w", errors.Join(errs...))
+	}
+	return out, nil
+}
+
+// Tokenize implements inference.Tokenizer.
+func (b *Backend) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error) {
+	return b.vocab.Tokenize(text, addSpecial, parseSpecial)
+}
+
+// Detokenize implements inference.Tokenizer: special tokens are rendered as
+// their text, so it inverts Tokenize(text, false, true).
+func (b *Backend) Detokenize(tokens []int32) (string, error) {
+	return b.vocab.Detokenize(tokens, false, true)
+}
+
+// ChatTemplate implements inference.Tokenizer with the model's own template.
+func (b *Backend) ChatTemplate(msgs []inference.Message, addAssistant bool) (string, error) {
+	if b.tmpl == "" {
+		return "", fmt.Errorf("llama: model %s has no chat template", b.opts.Model)
+	}
+	cm := make([]llamacpp.ChatMessage, len(msgs))
+	for i, m := range msgs {
+		cm[i] = llamacpp.ChatMessage{Role: m.Role, Content: m.Content}
+	}
+	return llamacpp.ApplyChatTemplate(b.tmpl, cm, addAssistant)
+}
+
+// EOG implements inference.Tokenizer.
+func (b *Backend) EOG(token int32) bool { return b.vocab.IsEOG(token) }
+
+// swap is a request to change the adapter between steps.
+type swap struct {
+	path  string
+	scale float32
+	reply chan swapResult
+}
+
+type swapResult struct {
+	version int
+	err     error
+}
+
+// SetAdapter replaces the LoRA adapter (path "" removes it) and returns the
+// new policy version. The swap waits until the sequences that are running
+// finish (requests arriving meanwhile wait), so every response was produced
+// by one policy; it then clears the KV cache, whose entries were computed
+// under the old weights.
+func (b *Backend) SetAdapter(ctx context.Context, path string, scale float32) (int, error) {
+	if path != "" && scale == 0 {
+		return 0, errors.New("llama: adapter scale 0")
+	}
+	s := &swap{path: path, scale: scale, reply: make(chan swapResult, 1)}
+	select {
+	case b.swaps <- s:
+	case <-b.quit:
+		return 0, ErrClosed
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	select {
+	case r := <-s.reply:
+		return r.version, r.err
+	case <-b.quit:
+		return 0, ErrClosed
+	}
+}
+
+// Stats are cumulative counters of the decode loop.
+type Stats struct {
+	Steps           int64 // llama_decode calls
+	DecodedTokens   int64 // tokens sent through llama_decode (prompt + generated)
+	GeneratedTokens int64 // tokens sampled
+	ReusedTokens    int64 // prompt tokens served from the KV cache
+}
+
+type statsCounters struct {
+	steps, decoded, generated, reused atomic.Int64
+}
+
+// Stats returns the counters so far.
+func (b *Backend) Stats() Stats {
+	return Stats{
+		Steps: b.stats.steps.Load(), DecodedTokens: b.stats.decoded.Load(),
+		GeneratedTokens: b.stats.generated.Load(), ReusedTokens: b.stats.reused.Load(),
+	}
+}

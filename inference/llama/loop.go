@@ -1,0 +1,531 @@
+package llama
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/llamacpp"
+)
+
+// slot is one sequence of the llama context.
+type slot struct {
+	seq      int32
+	key      string
+	tokens   []int32 // tokens whose KV entries the sequence holds, positions 0..len-1
+	lastUsed uint64
+	job      *job // running request, nil when idle
+}
+
+// job is one request inside the loop.
+type job struct {
+	req  inference.Request
+	ctx  context.Context
+	done chan struct{}
+	resp inference.Response
+	err  error
+
+	slot     *slot
+	pending  []int32 // tokens still to decode (prompt suffix, then the last sampled token)
+	chain    *llamacpp.Sampler
+	final    *llamacpp.Sampler
+	greedy   bool
+	text     []byte
+	logitIdx int // batch index of this step's logits, -1 when none
+	sent     int // tokens of pending put in this step's batch
+	next     [1]int32
+}
+
+func (j *job) finish(err error) {
+	j.err = err
+	j.chain.Close()
+	j.final.Close()
+	j.chain, j.final = nil, nil
+	if j.slot != nil {
+		j.slot.job = nil
+		j.slot = nil
+	}
+	close(j.done)
+}
+
+// loop owns the llama context: it admits requests into free slots, runs
+// one decode per step over all running sequences, samples, and retires
+// finished requests.
+func (b *Backend) loop() {
+	defer close(b.done)
+	var swapWait *swap
+	for {
+		// Block only when there is nothing to do.
+		if b.running() == 0 && len(b.queue) == 0 && swapWait == nil {
+			select {
+			case js := <-b.submit:
+				b.queue = append(b.queue, js...)
+			case s := <-b.swaps:
+				swapWait = s
+			case <-b.quit:
+				b.shutdown()
+				return
+			}
+		}
+		// Take whatever else arrived without waiting.
+	drain:
+		for {
+			select {
+			case js := <-b.submit:
+				b.queue = append(b.queue, js...)
+			case s := <-b.swaps:
+				if swapWait != nil {
+					// One swap at a time; the later one wins after the first.
+					b.applySwap(swapWait)
+				}
+				swapWait = s
+			case <-b.quit:
+				b.shutdown()
+				return
+			default:
+				break drain
+			}
+		}
+		b.dropCancelled()
+		if swapWait != nil {
+			if b.running() > 0 {
+				b.step()
+				continue
+			}
+			b.applySwap(swapWait)
+			swapWait = nil
+		}
+		b.admit()
+		if b.running() > 0 {
+			b.step()
+		}
+	}
+}
+
+func (b *Backend) running() int {
+	n := 0
+	for _, s := range b.slots {
+		if s.job != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (b *Backend) shutdown() {
+	for _, j := range b.queue {
+		j.finish(ErrClosed)
+	}
+	b.queue = nil
+	for _, s := range b.slots {
+		if s.job != nil {
+			s.job.finish(ErrClosed)
+		}
+	}
+}
+
+// dropCancelled retires requests whose caller has gone. Their slots keep
+// exactly the tokens already decoded, so the cache stays consistent.
+func (b *Backend) dropCancelled() {
+	q := b.queue[:0]
+	for _, j := range b.queue {
+		if err := j.ctx.Err(); err != nil {
+			j.finish(err)
+			continue
+		}
+		q = append(q, j)
+	}
+	b.queue = q
+	for _, s := range b.slots {
+		if s.job != nil {
+			if err := s.job.ctx.Err(); err != nil {
+				s.job.finish(err)
+			}
+		}
+	}
+}
+
+func (b *Backend) applySwap(s *swap) {
+	var next *llamacpp.Adapter
+	if s.path != "" {
+		a, err := llamacpp.LoadAdapter(b.model, s.path)
+		if err != nil {
+			s.reply <- swapResult{version: b.PolicyVersion(), err: err}
+			return
+		}
+		next = a
+	}
+	var err error
+	if next != nil {
+		err = b.lctx.SetAdapters([]*llamacpp.Adapter{next}, []float32{s.scale})
+	} else {
+		err = b.lctx.SetAdapters(nil, nil)
+	}
+	if err != nil {
+		next.Close()
+		s.reply <- swapResult{version: b.PolicyVersion(), err: err}
+		return
+	}
+	if b.adapter != nil {
+		b.adapter.Close()
+	}
+	b.adapter = next
+	// Cached keys and values were computed with the old weights.
+	b.lctx.Memory().Clear(false)
+	for _, sl := range b.slots {
+		sl.tokens = sl.tokens[:0]
+		sl.key = ""
+	}
+	v := b.version.Add(1)
+	s.reply <- swapResult{version: int(v)}
+}
+
+// admit moves queued requests into slots, in arrival order. A request waits
+// while its key's slot is busy (one sequence per key) or no slot is free.
+func (b *Backend) admit() {
+	q := b.queue[:0]
+	for _, j := range b.queue {
+		if err := b.prepare(j); err != nil {
+			j.finish(err)
+			continue
+		}
+		s := b.pickSlot(j.req.Key)
+		if s == nil {
+			q = append(q, j)
+			continue
+		}
+		if err := b.start(j, s); err != nil {
+			j.finish(err)
+		}
+	}
+	b.queue = q
+}
+
+// prepare validates a request before it takes a slot.
+func (b *Backend) prepare(j *job) error {
+	r := &j.req
+	switch {
+	case len(r.Prompt) == 0:
+		return errors.New("empty prompt (token backends need Prompt, not Messages)")
+	case len(r.Prompt) > b.nCtx:
+		return fmt.Errorf("%w: prompt of %d tokens, a sequence holds %d", inference.ErrContextFull, len(r.Prompt), b.nCtx)
+	case r.MaxTokens < 0:
+		return fmt.Errorf("max tokens %d < 0", r.MaxTokens)
+	}
+	n := int32(b.vocab.NTokens())
+	for i, t := range r.Prompt {
+		if t < 0 || t >= n {
+			return fmt.Errorf("prompt token %d at %d outside the vocabulary of %d", t, i, n)
+		}
+	}
+	return nil
+}
+
+// pickSlot returns the idle slot of key, else an empty idle slot, else the
+// least recently used idle slot (its cache is evicted); nil when the key's
+// slot is busy or every slot is.
+func (b *Backend) pickSlot(key string) *slot {
+	var empty, lru *slot
+	for _, s := range b.slots {
+		if key != "" && s.key == key {
+			if s.job != nil {
+				return nil
+			}
+			return s
+		}
+		if s.job != nil {
+			continue
+		}
+		if len(s.tokens) == 0 && empty == nil {
+			empty = s
+		}
+		if lru == nil || s.lastUsed < lru.lastUsed {
+			lru = s
+		}
+	}
+	if empty != nil {
+		return empty
+	}
+	return lru
+}
+
+// start binds j to s: it keeps the longest cached prefix of the same key
+// (at least one prompt token is decoded, for the logits), drops the rest,
+// and builds the sampler chain.
+func (b *Backend) start(j *job, s *slot) error {
+	if err := b.samplers(j); err != nil {
+		return err
+	}
+	keep := 0
+	if j.req.Key != "" && s.key == j.req.Key {
+		keep = commonPrefix(s.tokens, j.req.Prompt)
+		if keep == len(j.req.Prompt) {
+			keep--
+		}
+	}
+	mem := b.lctx.Memory()
+	if keep < len(s.tokens) {
+		if err := mem.SeqRm(s.seq, int32(keep), -1); err != nil {
+			// A cache that cannot drop a tail drops the whole sequence.
+			if err := mem.SeqRm(s.seq, -1, -1); err != nil {
+				return err
+			}
+			keep = 0
+		}
+		s.tokens = s.tokens[:keep]
+	}
+	b.clock++
+	s.key, s.lastUsed, s.job = j.req.Key, b.clock, j
+	j.slot = s
+	j.pending = j.req.Prompt[keep:]
+	j.resp = inference.Response{ReusedTokens: keep, PolicyVersion: b.PolicyVersion()}
+	b.stats.reused.Add(int64(keep))
+	return nil
+}
+
+func commonPrefix(a, b []int32) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// samplers builds j's chain: grammar, top-k, top-p, min-p, temperature;
+// then the final draw (seeded dist, or greedy at temperature 0). The
+// chain's output is the distribution the token is drawn from, which is what
+// Logprobs reports.
+func (b *Backend) samplers(j *job) error {
+	sp := j.req.Sampling
+	chain, err := llamacpp.NewSamplerChain()
+	if err != nil {
+		return err
+	}
+	if j.req.Grammar != "" {
+		g, err := llamacpp.NewGrammarSampler(b.vocab, j.req.Grammar, "root")
+		if err != nil {
+			chain.Close()
+			return err
+		}
+		chain.Add(g)
+	}
+	if sp.Temperature > 0 {
+		if sp.TopK > 0 {
+			chain.Add(llamacpp.NewTopKSampler(sp.TopK))
+		}
+		if sp.TopP > 0 && sp.TopP < 1 {
+			chain.Add(llamacpp.NewTopPSampler(sp.TopP, 1))
+		}
+		if sp.MinP > 0 {
+			chain.Add(llamacpp.NewMinPSampler(sp.MinP, 1))
+		}
+		if sp.Temperature != 1 {
+			chain.Add(llamacpp.NewTempSampler(sp.Temperature))
+		}
+	}
+	if chain.Len() == 0 {
+		chain.Close()
+		chain = nil
+	}
+	j.chain = chain
+	if sp.Temperature <= 0 {
+		j.greedy = true
+		j.final = llamacpp.NewGreedySampler()
+	} else {
+		// Mix the high bits in: the dist sampler takes a 32-bit seed.
+		j.final = llamacpp.NewDistSampler(uint32(sp.Seed ^ sp.Seed>>32))
+	}
+	return nil
+}
+
+// step runs one decode over every running sequence and samples.
+func (b *Backend) step() {
+	b.batch.Clear()
+	budget := b.batch.Cap()
+	var inBatch []*job
+	add := func(j *job, n int) {
+		s := j.slot
+		pos := len(s.tokens)
+		for i := range n {
+			last := i == n-1 && n == len(j.pending)
+			idx, err := b.batch.Add(j.pending[i], int32(pos+i), s.seq, last)
+			if err != nil {
+				panic("llama: batch overflow: " + err.Error()) // budget accounting is wrong
+			}
+			if last {
+				j.logitIdx = idx
+			}
+		}
+		j.sent = n
+		budget -= n
+		inBatch = append(inBatch, j)
+	}
+	// Generating sequences first (one token each), then prompt chunks in
+	// slot order with what is left of the batch.
+	for _, s := range b.slots {
+		if j := s.job; j != nil {
+			j.logitIdx, j.sent = -1, 0
+			if len(j.pending) == 1 && budget > 0 {
+				add(j, 1)
+			}
+		}
+	}
+	for _, s := range b.slots {
+		if j := s.job; j != nil && j.sent == 0 && len(j.pending) > 1 && budget > 0 {
+			add(j, min(budget, len(j.pending)))
+		}
+	}
+	if len(inBatch) == 0 {
+		return
+	}
+	if err := b.lctx.Decode(b.batch); err != nil {
+		if errors.Is(err, llamacpp.ErrNoKVSlot) {
+			err = fmt.Errorf("%w: %w", inference.ErrContextFull, err)
+		}
+		mem := b.lctx.Memory()
+		for _, j := range inBatch {
+			s := j.slot
+			_ = mem.SeqRm(s.seq, -1, -1)
+			s.tokens = s.tokens[:0]
+			s.key = ""
+			j.finish(err)
+		}
+		return
+	}
+	b.stats.steps.Add(1)
+	b.stats.decoded.Add(int64(b.batch.Len()))
+	for _, j := range inBatch {
+		s := j.slot
+		s.tokens = append(s.tokens, j.pending[:j.sent]...)
+		j.pending = j.pending[j.sent:]
+		if j.logitIdx >= 0 {
+			b.sample(j)
+		}
+	}
+}
+
+// sample draws the next token of j from its logits and decides whether j
+// is finished.
+func (b *Backend) sample(j *job) {
+	logits, err := b.lctx.Logits(j.logitIdx)
+	if err != nil {
+		j.finish(err)
+		return
+	}
+	rawLSE := logSumExp32(logits)
+	c := b.cand
+	c.Fill(logits)
+	if j.chain != nil {
+		c.Apply(j.chain)
+	}
+	lse := logSumExpCand(c.Data())
+	if math.IsInf(lse, -1) {
+		// The grammar allows no token at all: the reply ends here.
+		b.retire(j, inference.StopEOG)
+		return
+	}
+	c.Apply(j.final)
+	sel, ok := c.Selected()
+	if !ok || math.IsInf(float64(sel.Logit), -1) {
+		b.retire(j, inference.StopEOG)
+		return
+	}
+	tok := sel.ID
+	lp := 0.0 // greedy: the distribution is a point mass
+	if !j.greedy {
+		lp = float64(sel.Logit) - lse
+	}
+	if j.chain != nil {
+		j.chain.Accept(tok)
+	}
+	j.final.Accept(tok)
+	r := &j.resp
+	r.Tokens = append(r.Tokens, tok)
+	r.Logprobs = append(r.Logprobs, float32(lp))
+	r.RawLogprobs = append(r.RawLogprobs, float32(float64(logits[tok])-rawLSE))
+	b.stats.generated.Add(1)
+
+	prev := len(j.text)
+	j.text = b.vocab.AppendPiece(j.text, tok, false)
+	switch {
+	case b.vocab.IsEOG(tok) && !b.opts.ignoreEOG:
+		b.retire(j, inference.StopEOG)
+	case slices.Contains(j.req.StopTokens, tok):
+		b.retire(j, inference.StopString)
+	case hasStop(j.text, prev, j.req.Stop):
+		b.retire(j, inference.StopString)
+	case j.req.MaxTokens > 0 && len(r.Tokens) >= j.req.MaxTokens:
+		b.retire(j, inference.StopLength)
+	case len(j.slot.tokens) >= b.nCtx:
+		// The sampled token has no cell left to be decoded into.
+		b.retire(j, inference.StopFull)
+	default:
+		// Not appended to pending: that may share the caller's Prompt array.
+		j.next[0] = tok
+		j.pending = j.next[:]
+	}
+}
+
+// hasStop reports whether a stop string ends inside the bytes added since
+// prev (earlier text was already checked).
+func hasStop(text []byte, prev int, stops []string) bool {
+	for _, s := range stops {
+		if s == "" {
+			continue
+		}
+		from := max(0, prev-len(s)+1)
+		if bytes.Contains(text[from:], []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// retire completes j; its slot keeps the decoded tokens for prefix reuse.
+func (b *Backend) retire(j *job, stop inference.StopReason) {
+	j.resp.Stop = stop
+	j.resp.Text = string(j.text)
+	b.clock++
+	j.slot.lastUsed = b.clock
+	j.finish(nil)
+}
+
+func logSumExp32(x []float32) float64 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		if v > m {
+			m = v
+		}
+	}
+	if math.IsInf(float64(m), -1) {
+		return math.Inf(-1)
+	}
+	s := 0.0
+	for _, v := range x {
+		s += math.Exp(float64(v - m))
+	}
+	return float64(m) + math.Log(s)
+}
+
+func logSumExpCand(d []llamacpp.TokenData) float64 {
+	m := float32(math.Inf(-1))
+	for _, v := range d {
+		if v.Logit > m {
+			m = v.Logit
+		}
+	}
+	if math.IsInf(float64(m), -1) {
+		return math.Inf(-1)
+	}
+	s := 0.0
+	for _, v := range d {
+		s += math.Exp(float64(v.Logit - m))
+	}
+	return float64(m) + math.Log(s)
+}

@@ -1,0 +1,106 @@
+// Package llama is the embedded llama.cpp inference backend: one model, one
+// llama context, many sequences decoded together.
+//
+// One goroutine owns the context. Generate callers' requests join a shared
+// decode loop between steps (continuous batching): every step is one
+// llama_decode over all active sequences, each with its own sampler chain.
+// A sequence slot keeps the tokens whose KV entries it holds, so a request
+// whose prompt extends its key's previous prompt and reply decodes only the
+// new tokens. Token ids are returned exactly as sampled, with the
+// log-probability under the distribution they were drawn from and under the
+// model's raw softmax.
+package llama
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/omar-selfplay/omar/llamacpp"
+)
+
+// Options configure a Backend.
+type Options struct {
+	// LibDir holds the llama.cpp libraries (cmd/ resolves OMAR_LLAMA_LIB
+	// and --llama-lib into it; see llamacpp.DefaultLibDir).
+	LibDir string
+	// Model is the GGUF file.
+	Model string
+	// Parallel is the number of sequence slots (n_seq_max): at most this
+	// many requests decode at once, the rest wait for a free slot.
+	Parallel int
+	// Context is the number of tokens one sequence may hold (prompt and
+	// reply); the KV cache has Parallel × Context cells.
+	Context int
+	// Batch is the most tokens one decode step takes (prompt chunks and
+	// one token per generating sequence).
+	Batch int
+	// Threads and ThreadsBatch are set explicitly: llama.cpp's default
+	// busy-waits on every core.
+	Threads, ThreadsBatch int
+	// GPULayers offloaded to a GPU backend (-1 all, 0 none).
+	GPULayers int
+	// FlashAttention: llamacpp.FlashAttentionAuto, …Disabled or …Enabled.
+	FlashAttention llamacpp.FlashAttention
+	// KVType is the K and V cache type (F16 by default; F32 for exact
+	// agreement with a trainer's recomputation).
+	KVType llamacpp.KVType
+	// Adapter is an optional LoRA adapter applied from the start, with
+	// AdapterScale.
+	Adapter      string
+	AdapterScale float32
+
+	// ignoreEOG keeps generating past end-of-generation tokens (benchmarks
+	// need equal lengths).
+	ignoreEOG bool
+}
+
+// Defaults returns options for CPU inference: 8 slots of 2048 tokens,
+// 2 threads, F16 KV cache, flash attention off.
+func (Options) Defaults() Options {
+	return Options{
+		LibDir:         llamacpp.DefaultLibDir(""),
+		Parallel:       8,
+		Context:        2048,
+		Batch:          512,
+		Threads:        2,
+		ThreadsBatch:   2,
+		FlashAttention: llamacpp.FlashAttentionDisabled,
+		KVType:         llamacpp.KVTypeF16,
+		AdapterScale:   1,
+	}
+}
+
+// Validate reports options that cannot work.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Model == "" {
+		errs = append(errs, errors.New("no model file"))
+	}
+	if o.LibDir == "" {
+		errs = append(errs, errors.New("no llama.cpp library directory"))
+	}
+	if o.Parallel < 1 {
+		errs = append(errs, fmt.Errorf("parallel %d < 1", o.Parallel))
+	}
+	if o.Context < 8 {
+		errs = append(errs, fmt.Errorf("context %d < 8 tokens", o.Context))
+	}
+	if o.Batch < 1 {
+		errs = append(errs, fmt.Errorf("batch %d < 1", o.Batch))
+	} else if o.Batch < o.Parallel {
+		errs = append(errs, fmt.Errorf("batch %d < parallel %d: every generating sequence needs a token per step", o.Batch, o.Parallel))
+	}
+	if o.Threads < 1 || o.ThreadsBatch < 1 {
+		errs = append(errs, fmt.Errorf("threads %d/%d: set both ≥ 1", o.Threads, o.ThreadsBatch))
+	}
+	if o.GPULayers < -1 {
+		errs = append(errs, fmt.Errorf("gpu layers %d < -1", o.GPULayers))
+	}
+	if o.Adapter != "" && o.AdapterScale == 0 {
+		errs = append(errs, errors.New("adapter with scale 0"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("llama: options: %w", err)
+	}
+	return nil
+}
