@@ -360,3 +360,29 @@ func TestJudgePromptsGolden(t *testing.T) {
 		golden(t, name+".gbnf", c.Grammar)
 	}
 }
+
+func TestRejudgeRecord(t *testing.T) {
+	rec := play(t, New(), 6, nil)
+	b, _ := json.Marshal(rec)
+	var back engine.Record
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	valid := scoreJSON(EvalDimensions, func(a int, d Dimension) int { return d.Hi })
+	j, _ := NewJudge(&fakeCompleter{replies: []string{valid}}, judgeOpts())
+	if err := Rejudge(context.Background(), j, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Outcome.Result != "judged" || back.Outcome.Rewards[0] != 1 || back.Outcome.Metrics["turns"] != 20 {
+		t.Errorf("got outcome %+v, want judged with reward 1 after 20 turns", back.Outcome)
+	}
+	last := back.Events[len(back.Events)-1]
+	if last.Kind != engine.KindOutcome || last.Text != "The episode is over: judged" {
+		t.Errorf("got last event %v %q, want the new outcome", last.Kind, last.Text)
+	}
+	other := back
+	other.Env = "werewolf_v1"
+	if err := Rejudge(context.Background(), j, &other); err == nil {
+		t.Error("a werewolf record was rejudged")
+	}
+}
