@@ -56,7 +56,7 @@ type Report struct {
 	Utility [2]float64
 	Reward  [2]float64
 	// Disclosed is 1 (or a fraction) when a seat's messages stated its
-	// private numbers.
+	// private numbers; negative when the seat has none to state.
 	Disclosed [2]float64
 	// Opening is each seat's first proposal relative to its target (see
 	// each game's doc); only set where HasOpening.
@@ -85,7 +85,9 @@ func Metrics[T any](res Result[T], rep Report) map[string]float64 {
 	for i, role := range rep.Roles {
 		m["utility_"+role] = rep.Utility[i]
 		m["reward_"+role] = rep.Reward[i]
-		m["disclosure_"+role] = rep.Disclosed[i]
+		if rep.Disclosed[i] >= 0 {
+			m["disclosure_"+role] = rep.Disclosed[i]
+		}
 		if rep.HasOpening[i] {
 			m["opening_"+role] = rep.Opening[i]
 		}

@@ -1,0 +1,265 @@
+// Package casino is CaSiNo (casino_v1): two campsite neighbours split 3
+// packages each of food, water and firewood. Each has private priorities
+// High/Medium/Low worth 5/4/3 points per package (at most 36). A deal
+// scores z = points / 36 with the calibrated sigmoid reward around the
+// Pareto-optimal, envy-free reference. Walking away gives both the original
+// game's outside option of 5 points (z = 5/36, through the same reward);
+// running out of turns gives 0.
+package casino
+
+import (
+	_ "embed"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/games/negotiation"
+)
+
+// ID is the versioned environment id.
+const ID = "casino_v1"
+
+// MaxScore is the points of all nine packages to each camper.
+const MaxScore = 36
+
+// WalkPoints is what each side scores when someone walks away.
+const WalkPoints = 5
+
+var roles = [2]string{"camper_a", "camper_b"}
+var names = [2]string{"Mia", "Leo"}
+
+var pool = negotiation.Pool{
+	Names: []string{"food", "water", "firewood"}, Plurals: []string{"food", "water", "firewood"},
+	Counts: []int{3, 3, 3},
+}
+
+// Priority levels and their points per package.
+var levels = []string{"high", "medium", "low"}
+var points = map[string]int{"high": 5, "medium": 4, "low": 3}
+
+// Scenario is one dealt game: each camper's priorities over food, water
+// and firewood (a permutation of high, medium, low) and the reasons the
+// camper has for them.
+type Scenario struct {
+	ID         string                `yaml:"id" json:"id"`
+	Priorities [2][3]string          `yaml:"priorities" json:"priorities"` // by seat, by item
+	Reasons    [2][3]string          `yaml:"reasons" json:"reasons"`
+	Reference  negotiation.Reference `yaml:"-" json:"reference"`
+}
+
+// Values are a seat's points per package of food, water, firewood.
+func (s Scenario) Values(seat int) []int {
+	v := make([]int, 3)
+	for k, p := range s.Priorities[seat] {
+		v[k] = points[p]
+	}
+	return v
+}
+
+// Validate checks that each camper's priorities are a permutation of high,
+// medium, low.
+func (s Scenario) Validate() error {
+	for i, ps := range s.Priorities {
+		got := slices.Clone(ps[:])
+		slices.Sort(got)
+		if !slices.Equal(got, []string{"high", "low", "medium"}) {
+			return fmt.Errorf("seat %d priorities %v: want each of high, medium, low once", i, ps)
+		}
+	}
+	return nil
+}
+
+var reasonBank = [3][]string{
+	{"the kids get hungry after hiking", "you are planning a long trek", "a friend forgot the groceries", "you want to cook a big dinner for the group"},
+	{"the stream near the camp is dry", "you are camping in a hot spot", "you take medication that needs plenty of water", "you plan a long hike in the sun"},
+	{"the nights are cold this week", "you want a campfire to cook on", "your sleeping bags are thin", "you like to keep a fire going to keep animals away"},
+}
+
+// Sample deals a scenario: independent random priorities per camper, with
+// reasons drawn from a bank.
+func Sample(rng *rand.Rand) Scenario {
+	var s Scenario
+	for i := range 2 {
+		perm := rng.Perm(3)
+		for k := range 3 {
+			s.Priorities[i][k] = levels[perm[k]]
+			s.Reasons[i][k] = reasonBank[k][rng.IntN(len(reasonBank[k]))]
+		}
+	}
+	return s
+}
+
+//go:embed scenarios.yaml
+var curatedYAML []byte
+
+// Curated returns the embedded evaluation scenarios.
+func Curated() ([]Scenario, error) { return negotiation.LoadScenarios[Scenario](curatedYAML) }
+
+// Params are the game's parameters (all shared by the suite).
+type Params struct {
+	negotiation.Params
+}
+
+// Game is CaSiNo.
+type Game struct{}
+
+// New returns the game.
+func New() *Game { return &Game{} }
+
+// ID implements engine.Game.
+func (*Game) ID() string { return ID }
+
+// Description implements engine.Game.
+func (*Game) Description() string {
+	return "CaSiNo: campsite neighbours split food, water and firewood with private priorities; calibrated-sigmoid reward"
+}
+
+// Seats implements engine.Game.
+func (*Game) Seats(p engine.Params) ([]engine.SeatSpec, error) {
+	if _, err := decode(p); err != nil {
+		return nil, err
+	}
+	return []engine.SeatSpec{{Name: names[0], Role: roles[0]}, {Name: names[1], Role: roles[1]}}, nil
+}
+
+// RewardRange implements engine.Game.
+func (*Game) RewardRange() (float64, float64) { return 0, 1 }
+
+func decode(p engine.Params) (Params, error) {
+	q := Params{Params: negotiation.DefaultParams()}
+	if err := engine.DecodeParams(p, &q); err != nil {
+		return q, err
+	}
+	return q, q.Validate()
+}
+
+// NewEpisode implements engine.Game.
+func (*Game) NewEpisode(seed uint64, p engine.Params) (engine.Episode, error) {
+	q, err := decode(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ID, err)
+	}
+	var curated []Scenario
+	if q.ScenarioSet == "curated" {
+		if curated, err = Curated(); err != nil {
+			return nil, err
+		}
+	}
+	s, err := negotiation.Pick(q.Params, seed, curated, Sample, Scenario.Validate)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ID, err)
+	}
+	return newEpisode(s, q), nil
+}
+
+func newEpisode(s Scenario, q Params) *negotiation.Episode[negotiation.Split] {
+	s.Reference = negotiation.SplitReference(pool.Counts, s.Values(0), s.Values(1), MaxScore, MaxScore)
+	seats := []engine.Seat{{Index: 0, Name: names[0], Role: roles[0]}, {Index: 1, Name: names[1], Role: roles[1]}}
+	ep := &negotiation.Episode[negotiation.Split]{
+		SeatList: seats, Dealt: s, Rules: negotiation.SplitRules{Pool: pool, Seats: seats}, Options: q.Options(),
+	}
+	for i := range 2 {
+		ep.Briefing[i] = negotiation.Briefing{Text: briefing(s, i, q), Data: Private{Seat: i, Priorities: s.Priorities[i]}}
+	}
+	ep.Score = func(res negotiation.Result[negotiation.Split]) engine.Outcome { return score(s, res) }
+	return ep
+}
+
+// Private is a seat's private information (its briefing's Data).
+type Private struct {
+	Seat       int       `json:"seat"`
+	Priorities [3]string `json:"priorities"`
+}
+
+// Terms are the deal terms of an agreement.
+type Terms struct {
+	Packages map[string][]int `json:"packages"` // by role: food, water, firewood
+	Proposer string           `json:"proposer"`
+}
+
+// priorityWords mark a message as stating a priority ("water is my top
+// priority", "I need food the most").
+var priorityWords = []string{"most", "high", "priority", "top", "important"}
+
+func score(s Scenario, res negotiation.Result[negotiation.Split]) engine.Outcome {
+	rep := negotiation.Report{Roles: roles}
+	var terms any
+	for i := range 2 {
+		if o := res.Openings[i]; o != nil {
+			rep.Opening[i] = float64(negotiation.Score(pool.Share(*o, i), s.Values(i))) / MaxScore
+			rep.HasOpening[i] = true
+		}
+		high := pool.Names[slices.Index(s.Priorities[i][:], "high")]
+		for _, msg := range res.Said[i] {
+			lm := strings.ToLower(msg)
+			if strings.Contains(lm, high) && slices.ContainsFunc(priorityWords, func(w string) bool { return strings.Contains(lm, w) }) {
+				rep.Disclosed[i] = 1
+			}
+		}
+	}
+	switch res.Status {
+	case negotiation.StatusDeal:
+		t := Terms{Packages: map[string][]int{}, Proposer: roles[res.Deal.Proposer]}
+		for i := range 2 {
+			share := pool.Share(res.Deal.Terms, i)
+			t.Packages[roles[i]] = share
+			rep.Utility[i] = float64(negotiation.Score(share, s.Values(i))) / MaxScore
+			rep.Reward[i] = negotiation.Calibrated(rep.Utility[i], s.Reference.M[i])
+		}
+		terms = t
+	case negotiation.StatusWalk:
+		for i := range 2 {
+			rep.Utility[i] = float64(WalkPoints) / MaxScore
+			rep.Reward[i] = negotiation.Calibrated(rep.Utility[i], s.Reference.M[i])
+		}
+	}
+	return negotiation.Outcome(res, rep, terms)
+}
+
+func briefing(s Scenario, seat int, q Params) string {
+	other := 1 - seat
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are %s, camping next to %s. You two must agree how to split extra supplies: 3 packages each of food, water and firewood.\n", names[seat], names[other])
+	b.WriteString("Your private priorities (the other camper does not see them):\n")
+	for _, lvl := range levels {
+		k := slices.Index(s.Priorities[seat][:], lvl)
+		fmt.Fprintf(&b, "- %s: %s priority, %d points per package", pool.Names[k], lvl, points[lvl])
+		// A reason for a low priority would read as a reason to want it.
+		if lvl != "low" && s.Reasons[seat][k] != "" {
+			fmt.Fprintf(&b, " (%s)", s.Reasons[seat][k])
+		}
+		b.WriteString(".\n")
+	}
+	fmt.Fprintf(&b, "All nine packages would be worth %d points to you. %s has priorities of their own, which you do not know.\n", MaxScore, names[other])
+	fmt.Fprintf(&b, "Your score in a deal is the points of the packages you get; your reward grows with it, most steeply around a fair split. ")
+	fmt.Fprintf(&b, "If either of you walks away, each of you gets %d points. If the turns run out without a deal, you get nothing.\n", WalkPoints)
+	fmt.Fprintf(&b, "Each of you has %d turns; %s moves first.\n\n", q.Rounds, names[0])
+	b.WriteString(negotiation.MoveFormat("PROPOSE: food=<n> water=<n> firewood=<n>",
+		fmt.Sprintf("offer a split: the numbers (0 to 3) are the packages YOU get, %s gets the rest.", names[other]), q.StructuredOnly))
+	if q.StructuredOnly {
+		b.WriteString("Example:\nPROPOSE: food=2 water=1 firewood=2\n")
+	} else {
+		b.WriteString("Example:\nSAY: It gets cold at night, could I have more firewood?\nPROPOSE: food=2 water=1 firewood=2\n")
+	}
+	return b.String()
+}
+
+func valuation(seat engine.Seat, view []engine.Event) (negotiation.Valuation[negotiation.Split], error) {
+	pr, err := negotiation.Private[Private](view)
+	if err != nil {
+		return negotiation.Valuation[negotiation.Split]{}, err
+	}
+	var s Scenario
+	s.Priorities[pr.Seat] = pr.Priorities
+	v := negotiation.SplitValuation(pool, pr.Seat, s.Values(pr.Seat), MaxScore)
+	v.Floor = float64(WalkPoints) / MaxScore
+	v.WalkPays = true
+	high := pool.Names[slices.Index(pr.Priorities[:], "high")]
+	v.Disclosure = fmt.Sprintf("Honestly, %s is my top priority, I need it the most.", high)
+	return v, nil
+}
+
+// Policies implements engine.Game: strategic (default), naive, random.
+func (*Game) Policies() []engine.Policy { return negotiation.Policies(valuation) }

@@ -1,0 +1,239 @@
+// Package craigslist is Craigslist bargaining (craigslist_v1): a buyer and
+// a seller haggle over one listed item. The listing (title, description,
+// price) is public; the buyer has a private target price. A deal at price
+// p pays the buyer clip((listing−p)/(listing−target)) and the seller
+// clip((p−target)/(listing−target)): the price corridor with p_min = the
+// buyer's target and p_max = the listing price. No deal, walk-away and
+// timeout give both 0.
+package craigslist
+
+import (
+	_ "embed"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/games/negotiation"
+)
+
+// ID is the versioned environment id.
+const ID = "craigslist_v1"
+
+var roles = [2]string{"buyer", "seller"}
+var names = [2]string{"Buyer", "Seller"}
+
+// Scenario is one listing and the buyer's private target.
+type Scenario struct {
+	ID          string  `yaml:"id" json:"id"`
+	Title       string  `yaml:"title" json:"title"`
+	Category    string  `yaml:"category" json:"category"`
+	Description string  `yaml:"description" json:"description"`
+	Listing     float64 `yaml:"listing" json:"listing"`
+	Target      float64 `yaml:"target" json:"target"` // buyer's private target
+}
+
+// Validate checks 0 < target < listing.
+func (s Scenario) Validate() error {
+	if s.Title == "" {
+		return fmt.Errorf("listing has no title")
+	}
+	if !(s.Target > 0 && s.Target < s.Listing) {
+		return fmt.Errorf("target %v and listing %v: want 0 < target < listing", s.Target, s.Listing)
+	}
+	return nil
+}
+
+type item struct {
+	title, category, description string
+	price                        float64
+}
+
+// bank is the sampler's item bank; prices are rescaled per episode.
+var bank = []item{
+	{"Road bike, 56 cm aluminium frame", "bike", "Shimano gears, new tyres last spring, a few scratches on the top tube.", 420},
+	{"Two-seat fabric sofa", "furniture", "Grey, no stains, from a smoke-free home. You pick up.", 260},
+	{"Used 27-inch monitor", "electronics", "1440p, 144 Hz, comes with the stand and a DisplayPort cable.", 190},
+	{"Studio apartment sublet, one month", "housing", "Furnished, close to the subway, utilities included.", 1350},
+	{"Acoustic guitar with case", "electronics", "Solid spruce top, plays well, light wear on the pick guard.", 310},
+	{"Compact car roof box", "car", "420 litres, both keys, fits most roof bars.", 230},
+	{"Solid oak dining table", "furniture", "Seats six, two leaves, one small water mark.", 540},
+	{"Espresso machine", "electronics", "Single boiler with steam wand, descaled last month.", 160},
+	{"Kids' mountain bike, 24-inch", "bike", "Front suspension, 21 speeds, outgrown after one summer.", 140},
+	{"Room in a shared flat", "housing", "Large room, shared kitchen, available from the first.", 780},
+	{"2009 hatchback, 160k miles", "car", "Runs well, new clutch, passes inspection until next year.", 3200},
+	{"Office chair, ergonomic", "furniture", "Adjustable arms and lumbar support, mesh back.", 120},
+}
+
+// Sample deals a listing from the bank with its price scaled by 0.8–1.25
+// and the buyer's target at 55–90% of it, both rounded like real listings.
+func Sample(rng *rand.Rand) Scenario {
+	for {
+		it := bank[rng.IntN(len(bank))]
+		l := negotiation.RoundPrice(it.price * (0.8 + 0.45*rng.Float64()))
+		t := negotiation.RoundPrice(l * (0.55 + 0.35*rng.Float64()))
+		s := Scenario{Title: it.title, Category: it.category, Description: it.description, Listing: l, Target: t}
+		if s.Validate() == nil {
+			return s
+		}
+	}
+}
+
+//go:embed scenarios.yaml
+var curatedYAML []byte
+
+// Curated returns the embedded evaluation scenarios.
+func Curated() ([]Scenario, error) { return negotiation.LoadScenarios[Scenario](curatedYAML) }
+
+// Params are the game's parameters (all shared by the suite).
+type Params struct {
+	negotiation.Params
+}
+
+// Game is Craigslist bargaining.
+type Game struct{}
+
+// New returns the game.
+func New() *Game { return &Game{} }
+
+// ID implements engine.Game.
+func (*Game) ID() string { return ID }
+
+// Description implements engine.Game.
+func (*Game) Description() string {
+	return "Craigslist: a buyer with a private target haggles with a seller over a listed item; price-corridor reward"
+}
+
+// Seats implements engine.Game.
+func (*Game) Seats(p engine.Params) ([]engine.SeatSpec, error) {
+	if _, err := decode(p); err != nil {
+		return nil, err
+	}
+	return []engine.SeatSpec{{Name: names[0], Role: roles[0]}, {Name: names[1], Role: roles[1]}}, nil
+}
+
+// RewardRange implements engine.Game.
+func (*Game) RewardRange() (float64, float64) { return 0, 1 }
+
+func decode(p engine.Params) (Params, error) {
+	q := Params{Params: negotiation.DefaultParams()}
+	if err := engine.DecodeParams(p, &q); err != nil {
+		return q, err
+	}
+	return q, q.Validate()
+}
+
+// NewEpisode implements engine.Game.
+func (*Game) NewEpisode(seed uint64, p engine.Params) (engine.Episode, error) {
+	q, err := decode(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ID, err)
+	}
+	var curated []Scenario
+	if q.ScenarioSet == "curated" {
+		if curated, err = Curated(); err != nil {
+			return nil, err
+		}
+	}
+	s, err := negotiation.Pick(q.Params, seed, curated, Sample, Scenario.Validate)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ID, err)
+	}
+	return newEpisode(s, q), nil
+}
+
+func newEpisode(s Scenario, q Params) *negotiation.Episode[float64] {
+	seats := []engine.Seat{{Index: 0, Name: names[0], Role: roles[0]}, {Index: 1, Name: names[1], Role: roles[1]}}
+	ep := &negotiation.Episode[float64]{
+		SeatList: seats, Dealt: s, Rules: negotiation.PriceRules{Seats: seats}, Options: q.Options(),
+	}
+	ep.Briefing[0] = negotiation.Briefing{Text: briefing(s, 0, q), Data: Private{Seat: 0, Listing: s.Listing, Target: s.Target}}
+	ep.Briefing[1] = negotiation.Briefing{Text: briefing(s, 1, q), Data: Private{Seat: 1, Listing: s.Listing}}
+	ep.Score = func(res negotiation.Result[float64]) engine.Outcome { return score(s, res) }
+	return ep
+}
+
+// Private is a seat's information (its briefing's Data); Target is the
+// buyer's only.
+type Private struct {
+	Seat    int     `json:"seat"`
+	Listing float64 `json:"listing"`
+	Target  float64 `json:"target,omitempty"`
+}
+
+// Terms are the deal terms of an agreement.
+type Terms struct {
+	Price    float64 `json:"price"`
+	Proposer string  `json:"proposer"`
+}
+
+// Rewards are the corridor rewards (buyer, seller) of a deal at price.
+func (s Scenario) Rewards(price float64) (buyer, seller float64) {
+	return negotiation.Corridor(price, s.Target, s.Listing)
+}
+
+func score(s Scenario, res negotiation.Result[float64]) engine.Outcome {
+	rep := negotiation.Report{Roles: roles}
+	if o := res.Openings[0]; o != nil {
+		rep.Opening[0], rep.HasOpening[0] = *o/s.Target, true
+	}
+	if o := res.Openings[1]; o != nil {
+		rep.Opening[1], rep.HasOpening[1] = *o/s.Listing, true
+	}
+	if negotiation.MentionsNumber(res.Said[0], s.Target) {
+		rep.Disclosed[0] = 1
+	}
+	rep.Disclosed[1] = -1 // the seller has no private number
+	var terms any
+	if res.Status == negotiation.StatusDeal {
+		p := res.Deal.Terms
+		rep.Reward[0], rep.Reward[1] = s.Rewards(p)
+		rep.Utility = rep.Reward
+		terms = Terms{Price: p, Proposer: roles[res.Deal.Proposer]}
+	}
+	return negotiation.Outcome(res, rep, terms)
+}
+
+func briefing(s Scenario, seat int, q Params) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are the %s in a Craigslist negotiation over this listing:\n", roles[seat])
+	fmt.Fprintf(&b, "  %s (%s) — listed at $%s\n  %s\n", s.Title, s.Category, negotiation.FormatPrice(s.Listing), s.Description)
+	if seat == 0 {
+		fmt.Fprintf(&b, "Your private target price is $%s (the seller does not know it).\n", negotiation.FormatPrice(s.Target))
+		b.WriteString("Your reward is 1 for a deal at or below your target, falls linearly to 0 at the listing price, and is 0 above it.\n")
+	} else {
+		b.WriteString("The buyer has a private target price that you do not know.\n")
+		b.WriteString("Your reward is 1 for a deal at or above the listing price and falls linearly to 0 at the buyer's target price.\n")
+	}
+	fmt.Fprintf(&b, "No deal — walking away or running out of turns — gives you 0. Each side has %d turns; the buyer moves first.\n\n", q.Rounds)
+	b.WriteString(negotiation.MoveFormat("PROPOSE: price=<amount>", "offer to trade at this price in dollars, e.g. price=120.", q.StructuredOnly))
+	ex := negotiation.FormatPrice(negotiation.RoundPrice(s.Listing * 0.8))
+	if q.StructuredOnly {
+		fmt.Fprintf(&b, "Example:\nPROPOSE: price=%s\n", ex)
+	} else {
+		fmt.Fprintf(&b, "Example:\nSAY: Would you take a bit less if I pick it up today?\nPROPOSE: price=%s\n", ex)
+	}
+	return b.String()
+}
+
+func valuation(seat engine.Seat, view []engine.Event) (negotiation.Valuation[float64], error) {
+	pr, err := negotiation.Private[Private](view)
+	if err != nil {
+		return negotiation.Valuation[float64]{}, err
+	}
+	if pr.Seat == 0 {
+		// The buyer's utility is its reward without the clip: 1 at the
+		// target, 0 at the listing; it anchors at half the target.
+		v := negotiation.PriceValuation(pr.Target/2, pr.Listing, pr.Listing, pr.Target)
+		v.Disclosure = fmt.Sprintf("My budget target is $%s.", negotiation.FormatPrice(pr.Target))
+		return v, nil
+	}
+	// The seller knows only the listing: it values prices from half the
+	// listing (0) to the listing (1).
+	v := negotiation.PriceValuation(pr.Listing/2, pr.Listing, pr.Listing/2, pr.Listing)
+	v.Disclosure = "I really need to sell this soon."
+	return v, nil
+}
+
+// Policies implements engine.Game: strategic (default), naive, random.
+func (*Game) Policies() []engine.Policy { return negotiation.Policies(valuation) }

@@ -1,0 +1,254 @@
+// Package marketplace is Marketplace bargaining (marketplace_v1): a buyer's
+// delegate (the seat being trained) and a seller haggle over one item. The
+// item and the seller's asking price are public; the buyer's reservation
+// p_b (the most it will pay) and the seller's reservation p_s (the least it
+// will take) are private, with p_s < p_b always. A deal at price p pays the
+// buyer clip((p_b−p)/(p_b−p_s)) and the seller clip((p−p_s)/(p_b−p_s)).
+// No deal, walk-away and timeout give both 0.
+package marketplace
+
+import (
+	_ "embed"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/games/negotiation"
+)
+
+// ID is the versioned environment id.
+const ID = "marketplace_v1"
+
+var roles = [2]string{"buyer", "seller"}
+var names = [2]string{"Buyer", "Seller"}
+
+// Scenario is one item with both reservation prices.
+type Scenario struct {
+	ID          string  `yaml:"id" json:"id"`
+	Item        string  `yaml:"item" json:"item"`
+	Description string  `yaml:"description" json:"description"`
+	Asking      float64 `yaml:"asking" json:"asking"`                           // public
+	BuyerMax    float64 `yaml:"buyer_max" json:"buyer_max"`                     // p_b, private to the buyer
+	SellerMin   float64 `yaml:"seller_min" json:"seller_min"`                   // p_s, private to the seller
+	Principal   string  `yaml:"principal,omitempty" json:"principal,omitempty"` // whom the buyer's delegate works for
+}
+
+// Validate checks 0 < p_s < p_b ≤ asking.
+func (s Scenario) Validate() error {
+	if s.Item == "" {
+		return fmt.Errorf("scenario has no item")
+	}
+	if !(s.SellerMin > 0 && s.SellerMin < s.BuyerMax) {
+		return fmt.Errorf("seller_min %v, buyer_max %v: want 0 < p_s < p_b", s.SellerMin, s.BuyerMax)
+	}
+	if s.Asking < s.BuyerMax {
+		return fmt.Errorf("asking %v below buyer_max %v: the seller would be asking less than the buyer would pay", s.Asking, s.BuyerMax)
+	}
+	return nil
+}
+
+type item struct {
+	name, description string
+	value             float64
+}
+
+var bank = []item{
+	{"used e-reader", "6-inch screen, backlight, a few scratches on the case", 80},
+	{"espresso grinder", "conical burrs, 40 grind settings, two years old", 140},
+	{"mid-century side table", "teak veneer, restored last year", 180},
+	{"noise-cancelling headphones", "over-ear, carrying case, battery like new", 160},
+	{"camping tent for four", "used three times, all pegs included", 120},
+	{"vintage film camera", "35 mm rangefinder, light meter works", 220},
+	{"electric guitar amplifier", "40 W combo, clean and drive channels", 190},
+	{"children's car seat", "group 1/2/3, never in an accident", 90},
+	{"robot vacuum", "maps rooms, spare brushes included", 210},
+	{"hand-made ceramic dinner set", "six plates, six bowls, dishwasher safe", 150},
+}
+
+var principals = []string{"a student furnishing a first flat", "a parent shopping for the family", "a collector", "a small café owner", "a retiree"}
+
+// Sample deals a scenario: p_s at 50–85% of the item's value, p_b 10–60%
+// above p_s, and an asking price 5–30% above p_b, all rounded; it retries
+// until p_s < p_b ≤ asking after rounding.
+func Sample(rng *rand.Rand) Scenario {
+	for {
+		it := bank[rng.IntN(len(bank))]
+		v := it.value * (0.8 + 0.4*rng.Float64())
+		ps := negotiation.RoundPrice(v * (0.5 + 0.35*rng.Float64()))
+		pb := negotiation.RoundPrice(ps * (1.1 + 0.5*rng.Float64()))
+		ask := negotiation.RoundPrice(pb * (1.05 + 0.25*rng.Float64()))
+		s := Scenario{Item: it.name, Description: it.description, Asking: ask, BuyerMax: pb, SellerMin: ps,
+			Principal: principals[rng.IntN(len(principals))]}
+		if s.Validate() == nil {
+			return s
+		}
+	}
+}
+
+//go:embed scenarios.yaml
+var curatedYAML []byte
+
+// Curated returns the embedded evaluation scenarios.
+func Curated() ([]Scenario, error) { return negotiation.LoadScenarios[Scenario](curatedYAML) }
+
+// Params are the game's parameters (all shared by the suite).
+type Params struct {
+	negotiation.Params
+}
+
+// Game is Marketplace bargaining.
+type Game struct{}
+
+// New returns the game.
+func New() *Game { return &Game{} }
+
+// ID implements engine.Game.
+func (*Game) ID() string { return ID }
+
+// Description implements engine.Game.
+func (*Game) Description() string {
+	return "Marketplace: a buyer's delegate and a seller with private reservation prices (p_s < p_b) bargain; price-corridor reward"
+}
+
+// Seats implements engine.Game.
+func (*Game) Seats(p engine.Params) ([]engine.SeatSpec, error) {
+	if _, err := decode(p); err != nil {
+		return nil, err
+	}
+	return []engine.SeatSpec{{Name: names[0], Role: roles[0]}, {Name: names[1], Role: roles[1]}}, nil
+}
+
+// RewardRange implements engine.Game.
+func (*Game) RewardRange() (float64, float64) { return 0, 1 }
+
+func decode(p engine.Params) (Params, error) {
+	q := Params{Params: negotiation.DefaultParams()}
+	if err := engine.DecodeParams(p, &q); err != nil {
+		return q, err
+	}
+	return q, q.Validate()
+}
+
+// NewEpisode implements engine.Game.
+func (*Game) NewEpisode(seed uint64, p engine.Params) (engine.Episode, error) {
+	q, err := decode(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ID, err)
+	}
+	var curated []Scenario
+	if q.ScenarioSet == "curated" {
+		if curated, err = Curated(); err != nil {
+			return nil, err
+		}
+	}
+	s, err := negotiation.Pick(q.Params, seed, curated, Sample, Scenario.Validate)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ID, err)
+	}
+	return newEpisode(s, q), nil
+}
+
+func newEpisode(s Scenario, q Params) *negotiation.Episode[float64] {
+	seats := []engine.Seat{{Index: 0, Name: names[0], Role: roles[0]}, {Index: 1, Name: names[1], Role: roles[1]}}
+	ep := &negotiation.Episode[float64]{
+		SeatList: seats, Dealt: s, Rules: negotiation.PriceRules{Seats: seats}, Options: q.Options(),
+	}
+	ep.Briefing[0] = negotiation.Briefing{Text: briefing(s, 0, q), Data: Private{Seat: 0, Asking: s.Asking, Reservation: s.BuyerMax}}
+	ep.Briefing[1] = negotiation.Briefing{Text: briefing(s, 1, q), Data: Private{Seat: 1, Asking: s.Asking, Reservation: s.SellerMin}}
+	ep.Score = func(res negotiation.Result[float64]) engine.Outcome { return score(s, res) }
+	return ep
+}
+
+// Private is a seat's information (its briefing's Data).
+type Private struct {
+	Seat        int     `json:"seat"`
+	Asking      float64 `json:"asking"`
+	Reservation float64 `json:"reservation"`
+}
+
+// Terms are the deal terms of an agreement.
+type Terms struct {
+	Price    float64 `json:"price"`
+	Proposer string  `json:"proposer"`
+}
+
+// Rewards are the corridor rewards (buyer, seller) of a deal at price.
+func (s Scenario) Rewards(price float64) (buyer, seller float64) {
+	return negotiation.Corridor(price, s.SellerMin, s.BuyerMax)
+}
+
+func score(s Scenario, res negotiation.Result[float64]) engine.Outcome {
+	rep := negotiation.Report{Roles: roles}
+	res0 := [2]float64{s.BuyerMax, s.SellerMin}
+	for i := range 2 {
+		if o := res.Openings[i]; o != nil {
+			rep.Opening[i], rep.HasOpening[i] = *o/res0[i], true
+		}
+		if negotiation.MentionsNumber(res.Said[i], res0[i]) {
+			rep.Disclosed[i] = 1
+		}
+	}
+	var terms any
+	if res.Status == negotiation.StatusDeal {
+		p := res.Deal.Terms
+		rep.Reward[0], rep.Reward[1] = s.Rewards(p)
+		rep.Utility = rep.Reward
+		terms = Terms{Price: p, Proposer: roles[res.Deal.Proposer]}
+	}
+	return negotiation.Outcome(res, rep, terms)
+}
+
+func briefing(s Scenario, seat int, q Params) string {
+	var b strings.Builder
+	price := func(p float64) string { return "$" + negotiation.FormatPrice(p) }
+	if seat == 0 {
+		who := "your principal"
+		if s.Principal != "" {
+			who = "your principal, " + s.Principal
+		}
+		fmt.Fprintf(&b, "You are a buying agent negotiating on behalf of %s.\n", who)
+	} else {
+		b.WriteString("You are selling an item on an online marketplace.\n")
+	}
+	fmt.Fprintf(&b, "The item: %s (%s). The seller's public asking price is %s.\n", s.Item, s.Description, price(s.Asking))
+	if seat == 0 {
+		fmt.Fprintf(&b, "Private: your principal will pay at most %s (the seller does not know this).\n", price(s.BuyerMax))
+		b.WriteString("The seller has a private lowest price that you do not know.\n")
+		b.WriteString("Your reward is 1 if you buy at the seller's lowest acceptable price, falls linearly with the price, and is 0 at or above your maximum.\n")
+	} else {
+		fmt.Fprintf(&b, "Private: you will not take less than %s (the buyer does not know this).\n", price(s.SellerMin))
+		b.WriteString("The buyer has a private maximum price that you do not know.\n")
+		b.WriteString("Your reward is 0 at or below your lowest price, rises linearly with the price, and is 1 at the buyer's maximum or above.\n")
+	}
+	fmt.Fprintf(&b, "No deal — walking away or running out of turns — gives you 0. Each side has %d turns; the buyer moves first.\n\n", q.Rounds)
+	b.WriteString(negotiation.MoveFormat("PROPOSE: price=<amount>", "offer to trade at this price in dollars, e.g. price=120.", q.StructuredOnly))
+	ex := negotiation.FormatPrice(negotiation.RoundPrice(s.Asking * 0.85))
+	if q.StructuredOnly {
+		fmt.Fprintf(&b, "Example:\nPROPOSE: price=%s\n", ex)
+	} else {
+		fmt.Fprintf(&b, "Example:\nSAY: I can pay cash today.\nPROPOSE: price=%s\n", ex)
+	}
+	return b.String()
+}
+
+func valuation(seat engine.Seat, view []engine.Event) (negotiation.Valuation[float64], error) {
+	pr, err := negotiation.Private[Private](view)
+	if err != nil {
+		return negotiation.Valuation[float64]{}, err
+	}
+	var v negotiation.Valuation[float64]
+	if pr.Seat == 0 {
+		// Utility 0 at the buyer's maximum, 1 at half of it (its anchor).
+		v = negotiation.PriceValuation(pr.Reservation/2, pr.Reservation, pr.Reservation, pr.Reservation/2)
+		v.Disclosure = fmt.Sprintf("I can go up to $%s at most.", negotiation.FormatPrice(pr.Reservation))
+	} else {
+		// Utility 0 at the seller's minimum, 1 at the asking price.
+		v = negotiation.PriceValuation(pr.Reservation, pr.Asking, pr.Reservation, pr.Asking)
+		v.Disclosure = fmt.Sprintf("I cannot go below $%s.", negotiation.FormatPrice(pr.Reservation))
+	}
+	return v, nil
+}
+
+// Policies implements engine.Game: strategic (default), naive, random.
+func (*Game) Policies() []engine.Policy { return negotiation.Policies(valuation) }

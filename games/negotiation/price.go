@@ -1,0 +1,89 @@
+package negotiation
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/omar-selfplay/omar/engine"
+)
+
+// PriceRules are the Rules of a single-price bargain: terms are
+// "price=<amount>" (a bare amount is read too).
+type PriceRules struct {
+	Seats []engine.Seat
+}
+
+// ParseTerms implements Rules.
+func (r PriceRules) ParseTerms(_ int, text string) (float64, error) {
+	if !strings.Contains(text, "=") {
+		return ParsePrice(text)
+	}
+	// Commas are thousands separators here, not term separators.
+	kv, err := ParseAssignments(strings.ReplaceAll(text, ",", ""), []string{"price"})
+	if err != nil {
+		return 0, err
+	}
+	return ParsePrice(kv["price"])
+}
+
+// CheckAccept implements Rules: any price may be accepted.
+func (r PriceRules) CheckAccept(int, float64) error { return nil }
+
+// Describe implements Rules.
+func (r PriceRules) Describe(proposer int, p float64) string {
+	return fmt.Sprintf("a price of $%s.", FormatPrice(p))
+}
+
+// TermsHelp implements Rules.
+func (r PriceRules) TermsHelp(int) string { return "PROPOSE: price=<amount>" }
+
+// TermsGrammar implements Rules.
+func (r PriceRules) TermsGrammar(int) (string, string) { return PriceGrammar, "" }
+
+// PriceValuation is a price-bargain seat's valuation: candidates are 61
+// round prices from lo to hi; utility is linear, 0 at zero and 1 at one
+// (either order: zero > one for a buyer); Floor is 0.
+func PriceValuation(lo, hi, zero, one float64) Valuation[float64] {
+	step := niceStep((hi - lo) / 60)
+	var cands []float64
+	for p := math.Ceil(lo/step) * step; p <= hi+1e-9; p += step {
+		cands = append(cands, math.Round(p*100)/100)
+	}
+	if len(cands) == 0 {
+		cands = []float64{math.Round(lo*100) / 100}
+	}
+	return Valuation[float64]{
+		Candidates: cands,
+		Utility:    func(p float64) float64 { return (p - zero) / (one - zero) },
+		Distance:   func(a, b float64) float64 { return math.Abs(a - b) },
+		Format:     func(p float64) string { return "price=" + FormatPrice(p) },
+	}
+}
+
+// niceStep rounds x up to 1, 2 or 5 times a power of ten (at least a cent).
+func niceStep(x float64) float64 {
+	if x <= 0.01 {
+		return 0.01
+	}
+	e := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*e >= x {
+			return m * e
+		}
+	}
+	return 10 * e
+}
+
+// RoundPrice rounds a price to a "listing-like" value: whole dollars below
+// 100, multiples of 5 below 1000, of 10 above.
+func RoundPrice(p float64) float64 {
+	switch {
+	case p < 100:
+		return math.Max(1, math.Round(p))
+	case p < 1000:
+		return math.Round(p/5) * 5
+	default:
+		return math.Round(p/10) * 10
+	}
+}
