@@ -403,36 +403,37 @@ func TestScriptedGames(t *testing.T) {
 }
 
 // TestWinRates measures heuristic against random villagers (and the other
-// matchups); the table in docs/werewolf.md comes from
-// go test ./werewolf -run TestWinRates -v.
+// matchups) with the probes of MISSION.md §4; the tables in docs/werewolf.md
+// come from go test ./werewolf -run TestWinRates -v.
 func TestWinRates(t *testing.T) {
 	const games = 300
-	type row struct {
-		wolves, village             string
-		wolfWin, villWin, draw, len float64
-	}
-	var rows []row
-	for _, m := range matchups {
-		r := row{wolves: m[0], village: m[1]}
-		for seed := uint64(0); seed < games; seed++ {
-			rec, _ := playGame(t, engine.DeriveSeed(seed, 99), nil, m[0], m[1])
-			met := rec.Outcome.Metrics
-			r.wolfWin += met["werewolves_win"] / games
-			r.villWin += met["villagers_win"] / games
-			r.draw += met["draw"] / games
-			r.len += met["cycles"] / games
+	for _, cfg := range []struct {
+		name   string
+		params engine.Params
+	}{{"default 7 players (2 werewolves, seer, doctor, 3 villagers)", nil}, {"9 players with witch and guard", engine.Params{"players": 9, "witch": true, "guard": true}}} {
+		var sum [4]map[string]float64
+		for i, m := range matchups {
+			sum[i] = map[string]float64{}
+			for seed := uint64(0); seed < games; seed++ {
+				rec, _ := playGame(t, engine.DeriveSeed(seed, 99), cfg.params, m[0], m[1])
+				for k, v := range rec.Outcome.Metrics {
+					sum[i][k] += v
+				}
+			}
 		}
-		rows = append(rows, r)
-	}
-	t.Logf("%d games per row, default 7-player game", games)
-	t.Logf("| werewolves | villagers | werewolves win | villagers win | draw | mean cycles |")
-	t.Logf("|---|---|---|---|---|---|")
-	for _, r := range rows {
-		t.Logf("| %s | %s | %.3f | %.3f | %.3f | %.2f |", r.wolves, r.village, r.wolfWin, r.villWin, r.draw, r.len)
-	}
-	hh, hr := rows[0], rows[1]
-	if hh.villWin <= hr.villWin+0.1 {
-		t.Errorf("heuristic villagers win %.3f, random villagers %.3f against heuristic werewolves; want heuristic ahead by more than 0.1", hh.villWin, hr.villWin)
+		t.Logf("%s, %d games per row (seeds DeriveSeed(0..%d, 99)):", cfg.name, games, games-1)
+		t.Logf("| werewolves | villagers | werewolves win | villagers win | draw | mean cycles | villager vote accuracy | werewolf role claims / game | seer survival | saves / game |")
+		t.Logf("|---|---|---|---|---|---|---|---|---|---|")
+		for i, m := range matchups {
+			r := sum[i]
+			t.Logf("| %s | %s | %.3f | %.3f | %.3f | %.2f | %.3f | %.2f | %.3f | %.2f |", m[0], m[1],
+				r["werewolves_win"]/games, r["villagers_win"]/games, r["draw"]/games, r["cycles"]/games,
+				r["villager_correct_votes"]/r["villager_votes"], r["wolf_role_claims"]/games, r["seer_survived"]/games, r["saves"]/games)
+		}
+		hh, hr := sum[0]["villagers_win"]/games, sum[1]["villagers_win"]/games
+		if hh <= hr+0.1 {
+			t.Errorf("%s: heuristic villagers win %.3f, random villagers %.3f against heuristic werewolves; want heuristic ahead by more than 0.1", cfg.name, hh, hr)
+		}
 	}
 }
 
