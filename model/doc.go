@@ -1,0 +1,18 @@
+// Package model creates the small random-weight language models omar uses
+// for tests and benchmarks, and the files that go with models: tokenizers
+// and LoRA adapters.
+//
+// Generate/WriteFile produce a GGUF that llama.cpp loads like any real
+// model: architecture llama, qwen2 or qwen3 with the standard tensor names
+// and hyper-parameter keys, seeded random F32 weights, and a byte-level BPE
+// tokenizer ("gpt2" model, "gpt-2" pre-tokenizer) whose merges are learned
+// deterministically from a built-in corpus, with the ChatML special tokens
+// and chat template. The same seed gives the same bytes.
+//
+//	err := model.WriteFile("tiny.gguf", model.Options{Arch: "llama", Preset: "tiny", Seed: 1})
+//
+// WriteLoRA writes a LoRA adapter in the layout llama_adapter_lora_init
+// expects. Tokenizer is a pure-Go tokenizer for the vocabularies written
+// here (tests, scripted backends); at run time llama.cpp's own tokenizer is
+// used. Inspect summarises any GGUF model, including real ones.
+package model

@@ -1,0 +1,227 @@
+package model
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/gguf"
+)
+
+// specialTokens follow the ordinary tokens, in this order.
+var specialTokens = []string{EndOfText, IMStart, IMEnd}
+
+// Vocabulary returns the tokens, token types and merges of a generated
+// model with vocabSize tokens in all.
+func Vocabulary(vocabSize int) (tokens []string, types []int32, merges []string, err error) {
+	n := vocabSize - len(specialTokens)
+	if n <= 256 {
+		return nil, nil, nil, fmt.Errorf("model: vocabulary of %d is too small", vocabSize)
+	}
+	merges, err = corpusMerges(n)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tokens = append(BPEVocab(merges), specialTokens...)
+	types = make([]int32, len(tokens))
+	for i := range types {
+		types[i] = TokenNormal
+	}
+	for i := range specialTokens {
+		types[len(types)-1-i] = TokenControl
+	}
+	return tokens, types, merges, nil
+}
+
+// NewModelTokenizer returns the Go tokenizer of a generated model's
+// vocabulary (the same one the GGUF carries).
+func NewModelTokenizer(vocabSize int) (*Tokenizer, error) {
+	tokens, types, merges, err := Vocabulary(vocabSize)
+	if err != nil {
+		return nil, err
+	}
+	t, err := NewTokenizer(tokens, types, merges)
+	if err != nil {
+		return nil, err
+	}
+	t.BOS, t.PAD = t.ID(EndOfText), t.ID(EndOfText)
+	t.EOS, t.EOT = t.ID(IMEnd), t.ID(IMEnd)
+	return t, nil
+}
+
+// tensorSpec describes one weight tensor and how it is initialised.
+type tensorSpec struct {
+	name   string
+	shape  []uint64
+	std    float64 // normal(0, std) when > 0
+	ones   bool    // RMS norm weights start at 1
+	matrix bool    // stored as Options.Type; vectors stay F32
+}
+
+func (t tensorSpec) elements() uint64 {
+	n := uint64(1)
+	for _, d := range t.shape {
+		n *= d
+	}
+	return n
+}
+
+// logitStd is the standard deviation of the initial output logits. With
+// about 2, sampling at temperature 1 spreads over many tokens but the
+// distribution is far from uniform, and greedy decoding is not stuck on
+// one token; a GPT-style 0.02 init would make every logit almost 0.
+const logitStd = 2.0
+
+// tensors lists the model's tensors in file order, with ggml shapes
+// ([n_in, n_out] for a matrix mapping n_in to n_out).
+func (c Config) tensors() []tensorSpec {
+	e, ff, v := uint64(c.EmbeddingLength), uint64(c.FeedForwardLength), uint64(c.VocabSize)
+	q := uint64(c.HeadDim * c.HeadCount)
+	kv := uint64(c.HeadDim * c.HeadCountKV)
+	inv := func(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
+	// The output projection sees RMS-normalised vectors, so std/sqrt(e)
+	// per weight gives logits with std logitStd. A tied embedding matrix
+	// plays both roles; the untied input embedding uses the same scale.
+	ts := []tensorSpec{{name: "token_embd.weight", shape: []uint64{e, v}, std: logitStd * inv(e), matrix: true}}
+	for i := 0; i < c.BlockCount; i++ {
+		p := fmt.Sprintf("blk.%d.", i)
+		ts = append(ts,
+			tensorSpec{name: p + "attn_norm.weight", shape: []uint64{e}, ones: true},
+			tensorSpec{name: p + "attn_q.weight", shape: []uint64{e, q}, std: inv(e), matrix: true},
+			tensorSpec{name: p + "attn_k.weight", shape: []uint64{e, kv}, std: inv(e), matrix: true},
+			tensorSpec{name: p + "attn_v.weight", shape: []uint64{e, kv}, std: inv(e), matrix: true},
+		)
+		if c.QKVBias {
+			ts = append(ts,
+				tensorSpec{name: p + "attn_q.bias", shape: []uint64{q}, std: 0.1},
+				tensorSpec{name: p + "attn_k.bias", shape: []uint64{kv}, std: 0.1},
+				tensorSpec{name: p + "attn_v.bias", shape: []uint64{kv}, std: 0.1},
+			)
+		}
+		if c.QKNorm {
+			ts = append(ts,
+				tensorSpec{name: p + "attn_q_norm.weight", shape: []uint64{uint64(c.HeadDim)}, ones: true},
+				tensorSpec{name: p + "attn_k_norm.weight", shape: []uint64{uint64(c.HeadDim)}, ones: true},
+			)
+		}
+		ts = append(ts,
+			tensorSpec{name: p + "attn_output.weight", shape: []uint64{q, e}, std: inv(q), matrix: true},
+			tensorSpec{name: p + "ffn_norm.weight", shape: []uint64{e}, ones: true},
+			tensorSpec{name: p + "ffn_gate.weight", shape: []uint64{e, ff}, std: inv(e), matrix: true},
+			tensorSpec{name: p + "ffn_up.weight", shape: []uint64{e, ff}, std: inv(e), matrix: true},
+			tensorSpec{name: p + "ffn_down.weight", shape: []uint64{ff, e}, std: inv(ff), matrix: true},
+		)
+	}
+	ts = append(ts, tensorSpec{name: "output_norm.weight", shape: []uint64{e}, ones: true})
+	if !c.TiedEmbeddings {
+		ts = append(ts, tensorSpec{name: "output.weight", shape: []uint64{e, v}, std: logitStd * inv(e), matrix: true})
+	}
+	return ts
+}
+
+// Generate builds a random model as a GGUF writer (call WriteTo or
+// WriteFile on it). The same options give the same bytes.
+func Generate(opts Options) (*gguf.Writer, error) {
+	opts = opts.Defaults()
+	c, err := opts.Config()
+	if err != nil {
+		return nil, err
+	}
+	tokens, types, merges, err := Vocabulary(c.VocabSize)
+	if err != nil {
+		return nil, err
+	}
+	w := gguf.NewWriter()
+	set := func(k string, v any) {
+		if err == nil {
+			err = w.Set(k, v)
+		}
+	}
+	a := c.Arch + "."
+	fileType := uint32(0) // LLAMA_FTYPE_ALL_F32
+	if opts.Type == gguf.F16 {
+		fileType = 1 // LLAMA_FTYPE_MOSTLY_F16
+	}
+	set("general.architecture", c.Arch)
+	set("general.type", "model")
+	set("general.name", fmt.Sprintf("omar-%s-%s", opts.Preset, c.Arch))
+	set("general.file_type", fileType)
+	set("omar.preset", opts.Preset)
+	set("omar.seed", opts.Seed)
+	set(a+"vocab_size", uint32(c.VocabSize))
+	set(a+"context_length", uint32(c.ContextLength))
+	set(a+"embedding_length", uint32(c.EmbeddingLength))
+	set(a+"block_count", uint32(c.BlockCount))
+	set(a+"feed_forward_length", uint32(c.FeedForwardLength))
+	set(a+"attention.head_count", uint32(c.HeadCount))
+	set(a+"attention.head_count_kv", uint32(c.HeadCountKV))
+	set(a+"attention.key_length", uint32(c.HeadDim))
+	set(a+"attention.value_length", uint32(c.HeadDim))
+	set(a+"attention.layer_norm_rms_epsilon", c.RMSEpsilon)
+	set(a+"rope.dimension_count", uint32(c.HeadDim))
+	set(a+"rope.freq_base", c.RopeFreqBase)
+	set("tokenizer.ggml.model", "gpt2")
+	set("tokenizer.ggml.pre", PreTokenizer)
+	set("tokenizer.ggml.tokens", tokens)
+	set("tokenizer.ggml.token_type", types)
+	set("tokenizer.ggml.merges", merges)
+	id := func(s string) uint32 {
+		for i := len(tokens) - 1; i >= 0; i-- {
+			if tokens[i] == s {
+				return uint32(i)
+			}
+		}
+		panic("model: special token missing: " + s) // Vocabulary always appends them
+	}
+	set("tokenizer.ggml.bos_token_id", id(EndOfText))
+	set("tokenizer.ggml.eos_token_id", id(IMEnd))
+	set("tokenizer.ggml.eot_token_id", id(IMEnd))
+	set("tokenizer.ggml.padding_token_id", id(EndOfText))
+	set("tokenizer.ggml.add_bos_token", false)
+	set("tokenizer.ggml.add_eos_token", false)
+	set("tokenizer.chat_template", ChatTemplate)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range c.tensors() {
+		data := make([]float32, t.elements())
+		switch {
+		case t.ones:
+			for i := range data {
+				data[i] = 1
+			}
+		case t.std > 0:
+			rng := rand.New(rand.NewPCG(engine.DeriveSeed(opts.Seed, nameHash(t.name)), 0x6f6d6172))
+			for i := range data {
+				data[i] = float32(rng.NormFloat64() * t.std)
+			}
+		}
+		typ := gguf.F32
+		if t.matrix {
+			typ = opts.Type
+		}
+		if err := w.AddTensor(t.name, t.shape, typ, data); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// nameHash gives each tensor its own random stream, so adding a tensor
+// does not change the others.
+func nameHash(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// WriteFile generates a model and writes it to path.
+func WriteFile(path string, opts Options) error {
+	w, err := Generate(opts)
+	if err != nil {
+		return err
+	}
+	return w.WriteFile(path)
+}

@@ -1,0 +1,262 @@
+package model
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/omar-selfplay/omar/gguf"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+func generateBytes(t testing.TB, opts Options) []byte {
+	t.Helper()
+	w, err := Generate(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func readBytes(t testing.TB, data []byte) *gguf.File {
+	t.Helper()
+	f, err := gguf.Read(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestGenerateArchitectures(t *testing.T) {
+	tests := []struct {
+		arch       string
+		wantTensor []string
+		wantAbsent []string
+	}{
+		{"llama", []string{"output.weight", "blk.1.ffn_down.weight"}, []string{"blk.0.attn_q.bias", "blk.0.attn_q_norm.weight"}},
+		{"qwen2", []string{"blk.0.attn_q.bias", "blk.1.attn_k.bias", "blk.1.attn_v.bias"}, []string{"output.weight", "blk.0.attn_q_norm.weight"}},
+		{"qwen3", []string{"blk.0.attn_q_norm.weight", "blk.1.attn_k_norm.weight"}, []string{"output.weight", "blk.0.attn_q.bias"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.arch, func(t *testing.T) {
+			f := readBytes(t, generateBytes(t, Options{Arch: tt.arch, Preset: "tiny", Seed: 7}))
+			if got, _ := f.String("general.architecture"); got != tt.arch {
+				t.Errorf("architecture: got %q, want %q", got, tt.arch)
+			}
+			c, _ := PresetConfig(tt.arch, "tiny")
+			for key, want := range map[string]uint64{
+				"context_length": uint64(c.ContextLength), "embedding_length": 64, "block_count": 2,
+				"feed_forward_length": 128, "attention.head_count": 4, "attention.head_count_kv": 2,
+				"attention.key_length": 16, "attention.value_length": 16, "rope.dimension_count": 16,
+			} {
+				if got, err := f.Uint(tt.arch + "." + key); err != nil || got != want {
+					t.Errorf("%s: got %d (%v), want %d", key, got, err, want)
+				}
+			}
+			for _, key := range []string{"attention.layer_norm_rms_epsilon", "rope.freq_base"} {
+				if _, err := f.Float(tt.arch + "." + key); err != nil {
+					t.Errorf("%s: %v", key, err)
+				}
+			}
+			for _, name := range tt.wantTensor {
+				if _, ok := f.Tensor(name); !ok {
+					t.Errorf("missing tensor %s", name)
+				}
+			}
+			for _, name := range tt.wantAbsent {
+				if _, ok := f.Tensor(name); ok {
+					t.Errorf("unexpected tensor %s", name)
+				}
+			}
+			emb, _ := f.Tensor("token_embd.weight")
+			if want := []uint64{64, 512}; !slices.Equal(emb.Shape, want) {
+				t.Errorf("token_embd shape: got %v, want %v", emb.Shape, want)
+			}
+			k, _ := f.Tensor("blk.0.attn_k.weight")
+			if want := []uint64{64, 32}; !slices.Equal(k.Shape, want) {
+				t.Errorf("attn_k shape: got %v, want %v (GQA: 2 KV heads of 16)", k.Shape, want)
+			}
+			var sum uint64
+			for _, ti := range f.Tensors {
+				sum += ti.Elements()
+			}
+			if got := uint64(c.Params()); got != sum {
+				t.Errorf("Params: got %d, tensors hold %d", got, sum)
+			}
+			tok, err := TokenizerFromGGUF(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tok.VocabSize() != 512 || tok.EOS != tok.ID(IMEnd) || !tok.IsControl(tok.ID(IMStart)) {
+				t.Errorf("tokenizer: vocab %d, eos %d, im_start control %v", tok.VocabSize(), tok.EOS, tok.IsControl(tok.ID(IMStart)))
+			}
+			if tmpl, _ := f.String("tokenizer.chat_template"); !strings.Contains(tmpl, "<|im_start|>") {
+				t.Errorf("chat template %q lacks <|im_start|>", tmpl)
+			}
+		})
+	}
+}
+
+func TestGenerateDeterministic(t *testing.T) {
+	a := generateBytes(t, Options{Arch: "qwen3", Seed: 3})
+	b := generateBytes(t, Options{Arch: "qwen3", Seed: 3})
+	c := generateBytes(t, Options{Arch: "qwen3", Seed: 4})
+	if !bytes.Equal(a, b) {
+		t.Error("same seed gave different files")
+	}
+	if bytes.Equal(a, c) {
+		t.Error("different seeds gave the same file")
+	}
+}
+
+// TestWeightScale checks the initialisation: matrices have the intended
+// spread (so logits are not all ~0) and norms start at 1.
+func TestWeightScale(t *testing.T) {
+	f := readBytes(t, generateBytes(t, Options{Arch: "llama", Seed: 1}))
+	tests := []struct {
+		name     string
+		min, max float64 // bounds on the standard deviation
+	}{
+		{"output.weight", 0.2, 0.3},        // 2/sqrt(64)
+		{"blk.0.attn_q.weight", 0.1, 0.15}, // 1/sqrt(64)
+		{"blk.0.ffn_down.weight", 0.07, 0.1},
+		{"blk.0.attn_norm.weight", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := f.TensorFloat32(tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s, s2 float64
+			for _, x := range v {
+				s += float64(x)
+				s2 += float64(x) * float64(x)
+			}
+			mean := s / float64(len(v))
+			std := s2/float64(len(v)) - mean*mean
+			std = math.Sqrt(max(std, 0))
+			if std < tt.min || std > tt.max {
+				t.Errorf("std: got %.4f, want in [%g, %g]", std, tt.min, tt.max)
+			}
+			if tt.max == 0 && mean != 1 {
+				t.Errorf("norm weights: got mean %v, want 1", mean)
+			}
+		})
+	}
+}
+
+func TestSmallPreset(t *testing.T) {
+	for _, arch := range Architectures {
+		c, err := PresetConfig(arch, "small")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := c.Params(); p < 10_000_000 || p > 100_000_000 {
+			t.Errorf("%s small: got %d params, want tens of millions", arch, p)
+		}
+	}
+}
+
+func TestOptionsErrors(t *testing.T) {
+	tests := []Options{
+		{Arch: "gpt5"}, {Preset: "huge"}, {ContextLength: -1}, {Type: gguf.Q8_0},
+	}
+	for _, o := range tests {
+		t.Run(fmt.Sprintf("%+v", o), func(t *testing.T) {
+			if _, err := Generate(o); err == nil {
+				t.Error("got nil error, want one")
+			}
+		})
+	}
+}
+
+func TestF16AndContext(t *testing.T) {
+	f := readBytes(t, generateBytes(t, Options{Type: gguf.F16, ContextLength: 1024}))
+	q, _ := f.Tensor("blk.0.attn_q.weight")
+	n, _ := f.Tensor("blk.0.attn_norm.weight")
+	if q.Type != gguf.F16 || n.Type != gguf.F32 {
+		t.Errorf("types: got matrix %v, norm %v; want F16, F32", q.Type, n.Type)
+	}
+	if ctx, _ := f.Uint("llama.context_length"); ctx != 1024 {
+		t.Errorf("context length: got %d, want 1024", ctx)
+	}
+	if ft, _ := f.Uint("general.file_type"); ft != 1 {
+		t.Errorf("file type: got %d, want 1", ft)
+	}
+}
+
+func TestWriteFileInspect(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := WriteFile(path, Options{Arch: "qwen2", Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	in, err := Inspect(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := PresetConfig("qwen2", "tiny")
+	want := Info{Arch: "qwen2", Name: "omar-tiny-qwen2", Type: "model", FileSize: f.Size, Params: uint64(c.Params()),
+		TensorCount: len(f.Tensors), BlockCount: 2, ContextLength: 4096, EmbeddingSize: 64, FeedForward: 128,
+		HeadCount: 4, HeadCountKV: 2, VocabSize: 512, TokenizerModel: "gpt2", PreTokenizer: "gpt-2",
+		ChatTemplate: ChatTemplate, TiedEmbeddings: true,
+		TensorTypes: []TypeCount{{gguf.F32, len(f.Tensors), uint64(c.Params())}}}
+	if !reflect.DeepEqual(in, want) {
+		t.Errorf("Inspect:\ngot  %+v\nwant %+v", in, want)
+	}
+}
+
+// TestGolden pins the bytes of the tiny models and the small vocabulary:
+// a change to the corpus, the BPE trainer or the initialisation shows up
+// here. Regenerate with go test ./model -run Golden -update.
+func TestGolden(t *testing.T) {
+	var b strings.Builder
+	for _, arch := range Architectures {
+		fmt.Fprintf(&b, "tiny %s seed 1: %x\n", arch, sha256.Sum256(generateBytes(t, Options{Arch: arch, Seed: 1})))
+	}
+	_, _, merges, err := Vocabulary(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "small merges: %d %x\n", len(merges), sha256.Sum256([]byte(strings.Join(merges, "\n"))))
+	golden := filepath.Join("testdata", "golden.txt")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if got := b.String(); got != string(want) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func BenchmarkGenerateSmall(b *testing.B) {
+	for b.Loop() {
+		if _, err := Generate(Options{Preset: "small", Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
