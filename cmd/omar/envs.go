@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/sotopia"
 	"github.com/omar-selfplay/omar/werewolf"
 )
 
@@ -13,6 +14,7 @@ import (
 // adds itself here with one line.
 var games = []engine.Game{
 	werewolf.New(),
+	sotopia.New(),
 }
 
 // findGame returns the game whose id is id, or whose id without its

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/llamacpp"
+	"github.com/omar-selfplay/omar/sotopia"
+	sjudge "github.com/omar-selfplay/omar/sotopia/judge"
+)
+
+func init() {
+	register(command{name: "judge", summary: "(re)score recorded SOTOPIA episodes with an LLM judge", run: runJudge})
+}
+
+// judgeFlags are the flags of omar judge.
+type judgeFlags struct {
+	model, llamaLib, out, label string
+	context, parallel, threads  int
+	gpuLayers                   int
+	opts                        sotopia.JudgeOptions
+}
+
+func (f *judgeFlags) bind(fs *flag.FlagSet) {
+	f.opts = sotopia.JudgeOptions{}.Defaults()
+	fs.StringVar(&f.model, "model", "", "judge model GGUF file (required)")
+	fs.StringVar(&f.llamaLib, "llama-lib", os.Getenv("OMAR_LLAMA_LIB"), "llama.cpp library directory (default: OMAR_LLAMA_LIB or lib/llama/cpu)")
+	fs.StringVar(&f.out, "o", "", "write the rescored episodes here (default: stdout)")
+	fs.StringVar(&f.label, "label", "", `judge name recorded in terms.judge (default "llama:<model file>")`)
+	fs.IntVar(&f.context, "context", 8192, "tokens per judge sequence (prompt + reply)")
+	fs.IntVar(&f.parallel, "parallel", 4, "episodes judged at once (one batched backend)")
+	fs.IntVar(&f.threads, "threads", 2, "CPU threads")
+	fs.IntVar(&f.gpuLayers, "gpu-layers", 0, "layers offloaded to a GPU (-1 all)")
+	fs.IntVar(&f.opts.Retries, "retries", f.opts.Retries, "completions asked again after an invalid one")
+	fs.Uint64Var(&f.opts.Seed, "seed", f.opts.Seed, "judge seed (fixed for reproducible scores)")
+	var temp float64
+	fs.Func("temperature", "judge sampling temperature (default 0)", func(s string) error {
+		_, err := fmt.Sscan(s, &temp)
+		f.opts.Temperature = float32(temp)
+		return err
+	})
+	fs.IntVar(&f.opts.ReasoningChars, "reasoning-chars", f.opts.ReasoningChars, "longest reasoning string per score")
+	fs.IntVar(&f.opts.MaxTokens, "max-tokens", 0, "cap on judge reply tokens (0: the grammar's bound)")
+	fs.BoolVar(&f.opts.Extra, "extra", false, "also score the five OMAR metrics (compromise, persuasion, …)")
+	fs.BoolVar(&f.opts.Process, "process", false, "also compute the per-turn process reward (one completion per turn)")
+}
+
+func runJudge(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "judge")
+	var f judgeFlags
+	f.bind(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(env.stderr, "usage: omar judge --model JUDGE.gguf [flags] EPISODES.jsonl...\n\nRescores recorded sotopia_v1 episodes (engine records, one per line) with a grammar-constrained LLM judge and writes them back with the new outcome. Records of other environments are copied unchanged.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 || f.model == "" {
+		fs.Usage()
+		return fmt.Errorf("need --model and at least one episodes file: %w", errUsage)
+	}
+	recs, err := readRecords(fs.Args())
+	if err != nil {
+		return err
+	}
+	o := llama.Options{}.Defaults()
+	o.LibDir = llamacpp.DefaultLibDir(f.llamaLib)
+	o.Model = f.model
+	o.Parallel = max(1, f.parallel)
+	o.Context = f.context
+	o.Batch = max(o.Batch, o.Parallel)
+	o.Threads, o.ThreadsBatch = f.threads, f.threads
+	o.GPULayers = f.gpuLayers
+	backend, err := llama.New(o)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	f.opts.Label = f.label
+	if f.opts.Label == "" {
+		f.opts.Label = "llama:" + filepath.Base(f.model)
+	}
+	j, err := sjudge.NewJudge(backend, f.opts)
+	if err != nil {
+		return err
+	}
+	w := env.stdout
+	if f.out != "" {
+		file, err := os.Create(f.out)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		w = file
+	}
+	sum, err := rejudgeAll(ctx, j, recs, f.parallel, w)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.stderr, sum)
+	if f.out != "" {
+		return w.(*os.File).Close()
+	}
+	return nil
+}
+
+// readRecords reads engine records, one JSON object per line.
+func readRecords(paths []string) ([]*engine.Record, error) {
+	var recs []*engine.Record
+	for _, p := range paths {
+		file, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		r := bufio.NewReaderSize(file, 1<<20)
+		for line := 1; ; line++ {
+			b, err := r.ReadBytes('\n')
+			if len(b) > 0 && string(b) != "\n" {
+				var rec engine.Record
+				if jerr := json.Unmarshal(b, &rec); jerr != nil {
+					file.Close()
+					return nil, fmt.Errorf("%s:%d: %w", p, line, jerr)
+				}
+				recs = append(recs, &rec)
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				file.Close()
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+		}
+		file.Close()
+	}
+	return recs, nil
+}
+
+// judgeSummary counts what a rescoring did.
+type judgeSummary struct {
+	episodes, judged, invalid, skipped int
+	reward, goal                       [2]float64
+}
+
+func (s judgeSummary) String() string {
+	out := fmt.Sprintf("judged %d of %d episodes (%d invalid judgements, %d other environments copied)", s.judged, s.episodes, s.invalid, s.skipped)
+	if s.judged > 0 {
+		n := float64(s.judged)
+		out += fmt.Sprintf("; mean reward %.3f / %.3f, mean goal %.2f / %.2f (agent_1 / agent_2)", s.reward[0]/n, s.reward[1]/n, s.goal[0]/n, s.goal[1]/n)
+	}
+	return out
+}
+
+// rejudgeAll rescores the sotopia records with up to parallel episodes in
+// flight (the backend batches their completions) and writes every record,
+// in input order.
+func rejudgeAll(ctx context.Context, j *sotopia.Judge, recs []*engine.Record, parallel int, w io.Writer) (judgeSummary, error) {
+	var sum judgeSummary
+	errs := make([]error, len(recs))
+	sem := make(chan struct{}, max(1, parallel))
+	var wg sync.WaitGroup
+	for i, rec := range recs {
+		if rec.Env != sotopia.ID {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = sotopia.Rejudge(ctx, j, rec)
+		})
+	}
+	wg.Wait()
+	enc := json.NewEncoder(w)
+	for i, rec := range recs {
+		sum.episodes++
+		if errs[i] != nil {
+			return sum, fmt.Errorf("episode %d (seed %d): %w", i+1, rec.Seed, errs[i])
+		}
+		switch {
+		case rec.Env != sotopia.ID:
+			sum.skipped++
+		case rec.Outcome.Result == "judged":
+			sum.judged++
+			for a := range 2 {
+				sum.reward[a] += rec.Outcome.Rewards[a]
+				sum.goal[a] += rec.Outcome.Metrics[fmt.Sprintf("agent_%d/goal", a+1)]
+			}
+		default:
+			sum.invalid++
+		}
+		if err := enc.Encode(rec); err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
+}
