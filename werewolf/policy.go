@@ -11,7 +11,9 @@ import (
 )
 
 // knowledge is what a seat can reconstruct from its own view. Scripted
-// agents rebuild it at every turn, so they hold no state the log does not.
+// agents rebuild it at every turn, so they hold no state the log does not;
+// what the question itself says (the witch's potions, the guard's ban) they
+// read from its legal moves.
 type knowledge struct {
 	me, n     int
 	role      string
@@ -23,13 +25,10 @@ type knowledge struct {
 	findings  map[int]bool // seer: inspected seat → werewolf?
 	chat      []WolfChat
 	rounds    []WolfChoices
-	witch     WitchInfo
-	potions   struct{ save, poison bool }
 }
 
 func readView(seat engine.Seat, view []engine.Event) *knowledge {
-	k := &knowledge{me: seat.Index, role: seat.Role, speechMax: 400, findings: map[int]bool{}, witch: WitchInfo{Victim: -1}}
-	k.potions.save, k.potions.poison = true, true
+	k := &knowledge{me: seat.Index, role: seat.Role, speechMax: 400, findings: map[int]bool{}}
 	for _, ev := range view {
 		switch d := ev.Data.(type) {
 		case Briefing:
@@ -59,17 +58,6 @@ func readView(seat engine.Seat, view []engine.Event) *knowledge {
 			k.chat = append(k.chat, d)
 		case WolfChoices:
 			k.rounds = append(k.rounds, d)
-		case WitchInfo:
-			k.witch = d
-		}
-		// The witch tracks her potions from her own accepted moves.
-		if ev.Kind == engine.KindAction && ev.Seat == k.me && k.role == Witch {
-			switch m := normaliseMove(ev.Text); {
-			case m == VerbSave:
-				k.potions.save = false
-			case strings.HasPrefix(m, VerbPoison+" "):
-				k.potions.poison = false
-			}
 		}
 	}
 	return k
