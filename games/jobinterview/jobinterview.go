@@ -1,0 +1,463 @@
+// Package jobinterview is the Job Interview negotiation (jobinterview_v1):
+// a worker and a recruiter agree a five-issue contract — salary, days off,
+// position, workplace, weekly hours (our default issue list). Each role has
+// private points per option (at most 100 in all, 0 for the worst option of
+// every issue). A deal scores z = points / 100 with the calibrated sigmoid
+// reward; each role's reference m is its z in the contract that maximises
+// min(z_worker, z_recruiter), ties broken by the larger total. No deal,
+// walk-away and timeout give 0.
+package jobinterview
+
+import (
+	_ "embed"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/games/negotiation"
+)
+
+// ID is the versioned environment id.
+const ID = "jobinterview_v1"
+
+// MaxPoints is the value of the best contract to each role.
+const MaxPoints = 100
+
+var roles = [2]string{"worker", "recruiter"}
+var names = [2]string{"Worker", "Recruiter"}
+
+// Issue is one contract term and its options, written as in PROPOSE.
+type Issue struct {
+	Name    string
+	Options []string
+	// prose renders an option in a sentence.
+	prose func(string) string
+}
+
+// Issues are the five issues in order.
+var Issues = []Issue{
+	{"salary", []string{"60000", "70000", "80000", "90000", "100000"}, func(o string) string { return "salary $" + o }},
+	{"days_off", []string{"10", "15", "20", "25", "30"}, func(o string) string { return o + " days off a year" }},
+	{"position", []string{"analyst", "engineer", "senior", "lead"}, func(o string) string { return "position " + o }},
+	{"workplace", []string{"office", "hybrid", "remote"}, func(o string) string { return "workplace " + o }},
+	{"hours", []string{"35", "40", "45", "50"}, func(o string) string { return o + " hours a week" }},
+}
+
+func issueNames() []string {
+	out := make([]string, len(Issues))
+	for i, is := range Issues {
+		out[i] = is.Name
+	}
+	return out
+}
+
+// Points are one role's private points per option of each issue.
+type Points struct {
+	Salary    []int `yaml:"salary" json:"salary"`
+	DaysOff   []int `yaml:"days_off" json:"days_off"`
+	Position  []int `yaml:"position" json:"position"`
+	Workplace []int `yaml:"workplace" json:"workplace"`
+	Hours     []int `yaml:"hours" json:"hours"`
+}
+
+// Table returns the points by issue index.
+func (p Points) Table() [5][]int {
+	return [5][]int{p.Salary, p.DaysOff, p.Position, p.Workplace, p.Hours}
+}
+
+// Of is the points of a contract.
+func (p Points) Of(c Contract) int {
+	t := p.Table()
+	s := 0
+	for i, o := range c {
+		s += t[i][o]
+	}
+	return s
+}
+
+// Weight is the points of an issue's best option.
+func weight(v []int) int {
+	m := 0
+	for _, x := range v {
+		m = max(m, x)
+	}
+	return m
+}
+
+// Contract holds the chosen option index of each issue.
+type Contract [5]int
+
+// Scenario is one interview: flavour text and both roles' points.
+type Scenario struct {
+	ID      string    `yaml:"id" json:"id"`
+	Company string    `yaml:"company" json:"company"`
+	Job     string    `yaml:"job" json:"job"`
+	Points  [2]Points `yaml:"points" json:"points"` // by seat
+	// Reference is filled when dealt.
+	Reference Reference `yaml:"-" json:"reference"`
+}
+
+// Reference is the max-min contract and each role's m.
+type Reference struct {
+	Contract Contract   `json:"contract"`
+	M        [2]float64 `json:"m"`
+}
+
+// Validate checks each role's table: the right number of options per
+// issue, non-negative points, 0 for some option of every issue, and best
+// options summing to 100.
+func (s Scenario) Validate() error {
+	for r, p := range s.Points {
+		total := 0
+		for i, v := range p.Table() {
+			if len(v) != len(Issues[i].Options) {
+				return fmt.Errorf("%s %s: %d points for %d options", roles[r], Issues[i].Name, len(v), len(Issues[i].Options))
+			}
+			lo := v[0]
+			for _, x := range v {
+				if x < 0 {
+					return fmt.Errorf("%s %s: negative points", roles[r], Issues[i].Name)
+				}
+				lo = min(lo, x)
+			}
+			if lo != 0 {
+				return fmt.Errorf("%s %s: worst option has %d points, want 0", roles[r], Issues[i].Name, lo)
+			}
+			total += weight(v)
+		}
+		if total != MaxPoints {
+			return fmt.Errorf("%s: best contract is worth %d points, want %d", roles[r], total, MaxPoints)
+		}
+	}
+	return nil
+}
+
+// Contracts enumerates every contract (last issue fastest).
+func Contracts() []Contract {
+	var out []Contract
+	var c Contract
+	var rec func(i int)
+	rec = func(i int) {
+		if i == len(Issues) {
+			out = append(out, c)
+			return
+		}
+		for o := range Issues[i].Options {
+			c[i] = o
+			rec(i + 1)
+		}
+	}
+	rec(0)
+	return out
+}
+
+// MaxMin finds the contract maximising min(worker, recruiter) points, ties
+// broken by the larger total, then by enumeration order.
+func MaxMin(pw, pr Points) Reference {
+	best, bestMin, bestSum := Contract{}, -1, -1
+	for _, c := range Contracts() {
+		a, b := pw.Of(c), pr.Of(c)
+		if mn, sum := min(a, b), a+b; mn > bestMin || (mn == bestMin && sum > bestSum) {
+			best, bestMin, bestSum = c, mn, sum
+		}
+	}
+	return Reference{Contract: best, M: [2]float64{float64(pw.Of(best)) / MaxPoints, float64(pr.Of(best)) / MaxPoints}}
+}
+
+// direction of the monotone issues per role: +1 more is better, -1 less
+// is better, 0 private taste.
+var direction = [2][5]int{{+1, +1, 0, 0, -1}, {-1, -1, 0, 0, +1}}
+
+var companies = []string{"Northwind Logistics", "Bluefin Analytics", "Oakridge Health", "Lumen Robotics", "Harbor Bank", "Greenleaf Foods"}
+var jobs = []string{"software developer", "data analyst", "project manager", "UX designer", "operations specialist"}
+
+// Sample deals a scenario: each role's 100 points are split over the five
+// issues in multiples of 5 (at least 5 each); salary, days off and hours
+// are linear in the role's direction, position and workplace are a random
+// ranking.
+func Sample(rng *rand.Rand) Scenario {
+	s := Scenario{Company: companies[rng.IntN(len(companies))], Job: jobs[rng.IntN(len(jobs))]}
+	for r := range 2 {
+		// 20 units of 5 points, one guaranteed per issue.
+		w := [5]int{1, 1, 1, 1, 1}
+		for range 15 {
+			w[rng.IntN(5)]++
+		}
+		var t [5][]int
+		for i, is := range Issues {
+			n := len(is.Options)
+			vals := make([]int, n)
+			for j := range n {
+				vals[j] = (w[i]*5*j + (n-1)/2) / (n - 1)
+			}
+			switch direction[r][i] {
+			case -1:
+				for a, b := 0, n-1; a < b; a, b = a+1, b-1 {
+					vals[a], vals[b] = vals[b], vals[a]
+				}
+			case 0:
+				rng.Shuffle(n, func(a, b int) { vals[a], vals[b] = vals[b], vals[a] })
+			}
+			t[i] = vals
+		}
+		s.Points[r] = Points{Salary: t[0], DaysOff: t[1], Position: t[2], Workplace: t[3], Hours: t[4]}
+	}
+	return s
+}
+
+//go:embed scenarios.yaml
+var curatedYAML []byte
+
+// Curated returns the embedded evaluation scenarios.
+func Curated() ([]Scenario, error) { return negotiation.LoadScenarios[Scenario](curatedYAML) }
+
+// Params are the game's parameters (all shared by the suite).
+type Params struct {
+	negotiation.Params
+}
+
+// Game is the Job Interview negotiation.
+type Game struct{}
+
+// New returns the game.
+func New() *Game { return &Game{} }
+
+// ID implements engine.Game.
+func (*Game) ID() string { return ID }
+
+// Description implements engine.Game.
+func (*Game) Description() string {
+	return "Job Interview: worker and recruiter agree a five-issue contract with private utilities; calibrated-sigmoid reward around the max-min deal"
+}
+
+// Seats implements engine.Game.
+func (*Game) Seats(p engine.Params) ([]engine.SeatSpec, error) {
+	if _, err := decode(p); err != nil {
+		return nil, err
+	}
+	return []engine.SeatSpec{{Name: names[0], Role: roles[0]}, {Name: names[1], Role: roles[1]}}, nil
+}
+
+// RewardRange implements engine.Game.
+func (*Game) RewardRange() (float64, float64) { return 0, 1 }
+
+func decode(p engine.Params) (Params, error) {
+	q := Params{Params: negotiation.DefaultParams()}
+	if err := engine.DecodeParams(p, &q); err != nil {
+		return q, err
+	}
+	return q, q.Validate()
+}
+
+// NewEpisode implements engine.Game.
+func (*Game) NewEpisode(seed uint64, p engine.Params) (engine.Episode, error) {
+	q, err := decode(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ID, err)
+	}
+	var curated []Scenario
+	if q.ScenarioSet == "curated" {
+		if curated, err = Curated(); err != nil {
+			return nil, err
+		}
+	}
+	s, err := negotiation.Pick(q.Params, seed, curated, Sample, Scenario.Validate)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ID, err)
+	}
+	return newEpisode(s, q), nil
+}
+
+func newEpisode(s Scenario, q Params) *negotiation.Episode[Contract] {
+	s.Reference = MaxMin(s.Points[0], s.Points[1])
+	seats := []engine.Seat{{Index: 0, Name: names[0], Role: roles[0]}, {Index: 1, Name: names[1], Role: roles[1]}}
+	ep := &negotiation.Episode[Contract]{SeatList: seats, Dealt: s, Rules: Rules{}, Options: q.Options()}
+	for i := range 2 {
+		ep.Briefing[i] = negotiation.Briefing{Text: briefing(s, i, q), Data: Private{Seat: i, Points: s.Points[i]}}
+	}
+	ep.Score = func(res negotiation.Result[Contract]) engine.Outcome { return score(s, res) }
+	return ep
+}
+
+// Rules are the negotiation.Rules of a contract: every combination of
+// options is feasible.
+type Rules struct{}
+
+// ParseTerms implements negotiation.Rules.
+func (Rules) ParseTerms(_ int, text string) (Contract, error) {
+	kv, err := negotiation.ParseAssignments(text, issueNames())
+	if err != nil {
+		return Contract{}, err
+	}
+	var c Contract
+	for i, is := range Issues {
+		o, err := option(is, kv[is.Name])
+		if err != nil {
+			return Contract{}, err
+		}
+		c[i] = o
+	}
+	return c, nil
+}
+
+// option matches a written value ("80000", "$80k", "Remote") to an option.
+func option(is Issue, v string) (int, error) {
+	w := strings.ToLower(strings.TrimPrefix(v, "$"))
+	if strings.HasSuffix(w, "k") {
+		if n, err := strconv.Atoi(strings.TrimSuffix(w, "k")); err == nil {
+			w = strconv.Itoa(n * 1000)
+		}
+	}
+	for o, name := range is.Options {
+		if w == name {
+			return o, nil
+		}
+	}
+	return 0, fmt.Errorf("%s=%s is not an option: choose one of %s", is.Name, v, strings.Join(is.Options, ", "))
+}
+
+// CheckAccept implements negotiation.Rules.
+func (Rules) CheckAccept(int, Contract) error { return nil }
+
+// Describe implements negotiation.Rules.
+func (Rules) Describe(_ int, c Contract) string {
+	parts := make([]string, len(Issues))
+	for i, is := range Issues {
+		parts[i] = is.prose(is.Options[c[i]])
+	}
+	return strings.Join(parts, ", ") + "."
+}
+
+// Format writes a contract as PROPOSE terms.
+func Format(c Contract) string {
+	parts := make([]string, len(Issues))
+	for i, is := range Issues {
+		parts[i] = is.Name + "=" + is.Options[c[i]]
+	}
+	return strings.Join(parts, " ")
+}
+
+// TermsHelp implements negotiation.Rules.
+func (Rules) TermsHelp(int) string {
+	return "PROPOSE: salary=<s> days_off=<d> position=<p> workplace=<w> hours=<h>"
+}
+
+// TermsGrammar implements negotiation.Rules.
+func (Rules) TermsGrammar(int) (string, string) {
+	parts := make([]string, len(Issues))
+	for i, is := range Issues {
+		alts := make([]string, len(is.Options))
+		for j, o := range is.Options {
+			alts[j] = strconv.Quote(o)
+		}
+		sep := " "
+		if i == 0 {
+			sep = ""
+		}
+		parts[i] = fmt.Sprintf(`"%s%s=" (%s)`, sep, is.Name, strings.Join(alts, " | "))
+	}
+	return strings.Join(parts, " "), ""
+}
+
+// Private is a seat's private information (its briefing's Data).
+type Private struct {
+	Seat   int    `json:"seat"`
+	Points Points `json:"points"`
+}
+
+// Terms are the deal terms of an agreement.
+type Terms struct {
+	Contract map[string]string `json:"contract"`
+	Proposer string            `json:"proposer"`
+}
+
+func score(s Scenario, res negotiation.Result[Contract]) engine.Outcome {
+	rep := negotiation.Report{Roles: roles}
+	for i := range 2 {
+		if o := res.Openings[i]; o != nil {
+			rep.Opening[i] = float64(s.Points[i].Of(*o)) / MaxPoints
+			rep.HasOpening[i] = true
+		}
+		n := 0
+		for j, v := range s.Points[i].Table() {
+			if negotiation.StatesValue(res.Said[i], Issues[j].Name, float64(weight(v))) ||
+				negotiation.StatesValue(res.Said[i], strings.ReplaceAll(Issues[j].Name, "_", " "), float64(weight(v))) {
+				n++
+			}
+		}
+		rep.Disclosed[i] = float64(n) / float64(len(Issues))
+	}
+	var terms any
+	if res.Status == negotiation.StatusDeal {
+		c := res.Deal.Terms
+		t := Terms{Contract: map[string]string{}, Proposer: roles[res.Deal.Proposer]}
+		for i, is := range Issues {
+			t.Contract[is.Name] = is.Options[c[i]]
+		}
+		for i := range 2 {
+			rep.Utility[i] = float64(s.Points[i].Of(c)) / MaxPoints
+			rep.Reward[i] = negotiation.Calibrated(rep.Utility[i], s.Reference.M[i])
+		}
+		terms = t
+	}
+	return negotiation.Outcome(res, rep, terms)
+}
+
+func briefing(s Scenario, seat int, q Params) string {
+	other := 1 - seat
+	var b strings.Builder
+	if seat == 0 {
+		fmt.Fprintf(&b, "You are a candidate for a %s job at %s, negotiating your contract with the recruiter.\n", s.Job, s.Company)
+	} else {
+		fmt.Fprintf(&b, "You are the recruiter of %s, negotiating the contract of a %s candidate.\n", s.Company, s.Job)
+	}
+	b.WriteString("The contract has five issues; you must agree one option for each.\n")
+	b.WriteString("Your private points for each option (the other side does not see them and has its own):\n")
+	for i, v := range s.Points[seat].Table() {
+		opts := make([]string, len(v))
+		for j, p := range v {
+			opts[j] = fmt.Sprintf("%s=%d", Issues[i].Options[j], p)
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", Issues[i].Name, strings.Join(opts, ", "))
+	}
+	fmt.Fprintf(&b, "The best contract for you is worth %d points. Your reward grows with the points of the agreed contract, most steeply around a contract that is fair to both; ", MaxPoints)
+	fmt.Fprintf(&b, "walking away or running out of turns gives you 0.\nEach side has %d turns; the %s moves first.\n\n", q.Rounds, roles[0])
+	b.WriteString(negotiation.MoveFormat(Rules{}.TermsHelp(seat),
+		fmt.Sprintf("offer a complete contract (one option for every issue) to the %s.", roles[other]), q.StructuredOnly))
+	ex := "PROPOSE: " + Format(Contract{2, 2, 1, 1, 1})
+	if q.StructuredOnly {
+		fmt.Fprintf(&b, "Example:\n%s\n", ex)
+	} else {
+		fmt.Fprintf(&b, "Example:\nSAY: I could accept fewer days off for a hybrid workplace.\n%s\n", ex)
+	}
+	return b.String()
+}
+
+func valuation(seat engine.Seat, view []engine.Event) (negotiation.Valuation[Contract], error) {
+	pr, err := negotiation.Private[Private](view)
+	if err != nil {
+		return negotiation.Valuation[Contract]{}, err
+	}
+	parts := []string{}
+	for i, v := range pr.Points.Table() {
+		parts = append(parts, fmt.Sprintf("%s is worth up to %d points", strings.ReplaceAll(Issues[i].Name, "_", " "), weight(v)))
+	}
+	return negotiation.Valuation[Contract]{
+		Candidates: Contracts(),
+		Utility:    func(c Contract) float64 { return float64(pr.Points.Of(c)) / MaxPoints },
+		Distance: func(a, b Contract) float64 {
+			d := 0.0
+			for i := range a {
+				d += float64(max(a[i]-b[i], b[i]-a[i])) / float64(len(Issues[i].Options)-1)
+			}
+			return d
+		},
+		Format:     Format,
+		Disclosure: "For me " + strings.Join(parts, ", ") + ".",
+	}, nil
+}
+
+// Policies implements engine.Game: strategic (default), naive, random.
+func (*Game) Policies() []engine.Policy { return negotiation.Policies(valuation) }
