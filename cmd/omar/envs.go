@@ -6,6 +6,12 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/games/calendar"
+	"github.com/omar-selfplay/omar/games/casino"
+	"github.com/omar-selfplay/omar/games/craigslist"
+	"github.com/omar-selfplay/omar/games/dealornodeal"
+	"github.com/omar-selfplay/omar/games/jobinterview"
+	"github.com/omar-selfplay/omar/games/marketplace"
 	"github.com/omar-selfplay/omar/sotopia"
 	"github.com/omar-selfplay/omar/werewolf"
 )
@@ -15,6 +21,12 @@ import (
 var games = []engine.Game{
 	werewolf.New(),
 	sotopia.New(),
+	dealornodeal.New(),
+	casino.New(),
+	craigslist.New(),
+	jobinterview.New(),
+	calendar.New(),
+	marketplace.New(),
 }
 
 // findGame returns the game whose id is id, or whose id without its
