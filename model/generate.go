@@ -74,6 +74,13 @@ func (t tensorSpec) elements() uint64 {
 // one token; a GPT-style 0.02 init would make every logit almost 0.
 const logitStd = 2.0
 
+// residualGain scales the matrices that write into the residual stream
+// (attn_output, ffn_down). Larger block outputs dilute the current token's
+// own embedding in the final hidden state; with tied embeddings that
+// embedding otherwise dominates its own logit and greedy decoding of a
+// random model repeats the input token.
+const residualGain = 3.0
+
 // tensors lists the model's tensors in file order, with ggml shapes
 // ([n_in, n_out] for a matrix mapping n_in to n_out).
 func (c Config) tensors() []tensorSpec {
@@ -107,11 +114,11 @@ func (c Config) tensors() []tensorSpec {
 			)
 		}
 		ts = append(ts,
-			tensorSpec{name: p + "attn_output.weight", shape: []uint64{q, e}, std: inv(q), matrix: true},
+			tensorSpec{name: p + "attn_output.weight", shape: []uint64{q, e}, std: residualGain * inv(q), matrix: true},
 			tensorSpec{name: p + "ffn_norm.weight", shape: []uint64{e}, ones: true},
 			tensorSpec{name: p + "ffn_gate.weight", shape: []uint64{e, ff}, std: inv(e), matrix: true},
 			tensorSpec{name: p + "ffn_up.weight", shape: []uint64{e, ff}, std: inv(e), matrix: true},
-			tensorSpec{name: p + "ffn_down.weight", shape: []uint64{ff, e}, std: inv(ff), matrix: true},
+			tensorSpec{name: p + "ffn_down.weight", shape: []uint64{ff, e}, std: residualGain * inv(ff), matrix: true},
 		)
 	}
 	ts = append(ts, tensorSpec{name: "output_norm.weight", shape: []uint64{e}, ones: true})
