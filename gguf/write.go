@@ -158,7 +158,11 @@ func (w *Writer) WriteFile(path string) error {
 		return fmt.Errorf("gguf: %w", err)
 	}
 	tmp := f.Name()
-	_, err = w.WriteTo(f)
+	// CreateTemp makes the file private; a model file is ordinary data.
+	err = f.Chmod(0o644)
+	if err == nil {
+		_, err = w.WriteTo(f)
+	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("gguf: %w", cerr)
 	}
