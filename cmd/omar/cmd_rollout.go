@@ -1,0 +1,381 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/llamacpp"
+	"github.com/omar-selfplay/omar/selfplay"
+)
+
+func init() {
+	register(command{name: "rollout", summary: "play episodes with one policy on every seat and write trajectories", run: runRollout})
+}
+
+// rolloutConfig is the YAML form of a rollout (also the "rollout" section
+// of a selfplay config). Zero values take the defaults of
+// selfplay.Options and llama.Options.
+type rolloutConfig struct {
+	Env          string         `yaml:"env"`
+	Params       map[string]any `yaml:"params"`
+	Episodes     int            `yaml:"episodes"`
+	FirstEpisode int            `yaml:"first_episode"`
+	Parallel     int            `yaml:"parallel"`
+	GroupSize    int            `yaml:"group_size"`
+	Seed         uint64         `yaml:"seed"`
+
+	// Model is the policy's GGUF file; empty when every seat is scripted.
+	Model       string `yaml:"model"`
+	Adapter     string `yaml:"adapter"`
+	FrozenModel string `yaml:"frozen_model"`
+	// Agents maps a seat name, "seat<N>", a role or "*" to policy, frozen,
+	// scripted or scripted:NAME.
+	Agents map[string]string `yaml:"agents"`
+
+	MaxTokens      int     `yaml:"max_tokens"`
+	Context        int     `yaml:"context"`
+	MinReplyTokens int     `yaml:"min_reply_tokens"`
+	Temperature    float32 `yaml:"temperature"`
+	TopK           int     `yaml:"top_k"`
+	TopP           float32 `yaml:"top_p"`
+	MinP           float32 `yaml:"min_p"`
+	Grammar        *bool   `yaml:"grammar"`
+	BatchWindowMS  float64 `yaml:"batch_window_ms"`
+	MaxRetries     *int    `yaml:"max_retries"`
+
+	Threads   int    `yaml:"threads"`
+	GPULayers int    `yaml:"gpu_layers"`
+	KVCache   string `yaml:"kv_cache"` // "f16" (default) or "f32"
+	LlamaLib  string `yaml:"llama_lib"`
+}
+
+// defaultRolloutConfig fills what a config left out.
+func (c *rolloutConfig) applyDefaults() {
+	d := selfplay.Options{}.Defaults()
+	if c.Episodes == 0 {
+		c.Episodes = 16
+	}
+	if c.Parallel == 0 {
+		c.Parallel = d.Parallel
+	}
+	if c.GroupSize == 0 {
+		c.GroupSize = d.GroupSize
+	}
+	if c.Seed == 0 {
+		c.Seed = d.Seed
+	}
+	if c.MaxTokens == 0 {
+		c.MaxTokens = d.MaxTokens
+	}
+	if c.Context == 0 {
+		c.Context = d.Context
+	}
+	if c.MinReplyTokens == 0 {
+		c.MinReplyTokens = min(d.MinReplyTokens, c.MaxTokens)
+	}
+	if c.Grammar == nil {
+		c.Grammar = &d.Grammar
+	}
+	if c.MaxRetries == nil {
+		c.MaxRetries = &d.Engine.MaxRetries
+	}
+	if c.BatchWindowMS == 0 {
+		c.BatchWindowMS = float64(d.BatchWindow) / float64(time.Millisecond)
+	}
+	if c.Threads == 0 {
+		c.Threads = 2
+	}
+	if c.KVCache == "" {
+		c.KVCache = "f16"
+	}
+	if c.Temperature == 0 {
+		c.Temperature = d.Sampling.Temperature
+	}
+}
+
+// options converts the config into runner options.
+func (c *rolloutConfig) options() (selfplay.Options, error) {
+	o := selfplay.Options{}.Defaults()
+	o.Seed, o.Parallel, o.GroupSize = c.Seed, c.Parallel, c.GroupSize
+	o.Params = engine.Params(c.Params)
+	o.Engine.MaxRetries = *c.MaxRetries
+	o.MaxTokens, o.Context, o.MinReplyTokens = c.MaxTokens, c.Context, c.MinReplyTokens
+	o.Sampling = inference.Sampling{Temperature: c.Temperature, TopK: c.TopK, TopP: c.TopP, MinP: c.MinP}
+	o.Grammar = *c.Grammar
+	o.BatchWindow = time.Duration(c.BatchWindowMS * float64(time.Millisecond))
+	o.Agents = c.Agents
+	return o, o.Validate()
+}
+
+// decodeYAMLFile decodes path into v strictly: an unknown key is an error
+// naming its line.
+func decodeYAMLFile(path string, v any) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// rolloutFlags binds the flags that override a rollout config.
+type rolloutFlags struct {
+	env, model, agents, llamaLib string
+	episodes, parallel           int
+	seed                         uint64
+}
+
+func (f *rolloutFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.env, "env", "", "environment id (overrides the config)")
+	fs.StringVar(&f.model, "model", "", "policy model GGUF file")
+	fs.StringVar(&f.agents, "agents", "", "seat agents, e.g. '*=policy,seat0=scripted:random'")
+	fs.StringVar(&f.llamaLib, "llama-lib", os.Getenv("OMAR_LLAMA_LIB"), "llama.cpp library directory (default: OMAR_LLAMA_LIB or lib/llama/cpu)")
+	fs.IntVar(&f.episodes, "episodes", 0, "number of episodes")
+	fs.IntVar(&f.parallel, "parallel", 0, "episodes in flight")
+	fs.Uint64Var(&f.seed, "seed", 0, "run seed")
+}
+
+// apply overrides c with the flags that were set.
+func (f *rolloutFlags) apply(fs *flag.FlagSet, c *rolloutConfig) error {
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "env":
+			c.Env = f.env
+		case "model":
+			c.Model = f.model
+		case "episodes":
+			c.Episodes = f.episodes
+		case "parallel":
+			c.Parallel = f.parallel
+		case "seed":
+			c.Seed = f.seed
+		case "llama-lib":
+			c.LlamaLib = f.llamaLib
+		case "agents":
+			c.Agents = map[string]string{}
+			for kv := range strings.SplitSeq(f.agents, ",") {
+				k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+				if !ok {
+					err = fmt.Errorf("--agents %q: want key=agent pairs: %w", f.agents, errUsage)
+					return
+				}
+				c.Agents[k] = v
+			}
+		}
+	})
+	if c.LlamaLib == "" {
+		c.LlamaLib = f.llamaLib
+	}
+	return err
+}
+
+// rolloutPlayers holds the backends of a rollout.
+type rolloutPlayers struct {
+	policy, frozen *selfplay.Player
+	llama          *llama.Backend // the policy's backend (adapter swaps)
+	closers        []io.Closer
+}
+
+func (p *rolloutPlayers) Close() {
+	for _, c := range p.closers {
+		c.Close()
+	}
+}
+
+// openPlayers loads the policy (and frozen) models the config names.
+// seatsPerEpisode sizes the llama context's sequence slots.
+func openPlayers(c *rolloutConfig, seatsPerEpisode int) (*rolloutPlayers, error) {
+	p := &rolloutPlayers{}
+	open := func(path, adapter string) (*llama.Backend, error) {
+		o := llama.Options{}.Defaults()
+		o.LibDir = llamacpp.DefaultLibDir(c.LlamaLib)
+		o.Model = path
+		o.Adapter = adapter
+		o.Parallel = max(1, c.Parallel*seatsPerEpisode)
+		o.Context = c.Context
+		o.Batch = max(o.Batch, o.Parallel)
+		o.Threads, o.ThreadsBatch = c.Threads, c.Threads
+		o.GPULayers = c.GPULayers
+		switch c.KVCache {
+		case "f16":
+			o.KVType = llamacpp.KVTypeF16
+		case "f32":
+			o.KVType = llamacpp.KVTypeF32
+		default:
+			return nil, fmt.Errorf("kv_cache %q: want f16 or f32", c.KVCache)
+		}
+		b, err := llama.New(o)
+		if err != nil {
+			return nil, err
+		}
+		p.closers = append(p.closers, b)
+		return b, nil
+	}
+	if c.Model != "" {
+		b, err := open(c.Model, c.Adapter)
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.llama = b
+		p.policy = &selfplay.Player{Label: "llama:" + filepath.Base(c.Model), Backend: b, Tokenizer: b}
+	}
+	if c.FrozenModel != "" {
+		b, err := open(c.FrozenModel, "")
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.frozen = &selfplay.Player{Label: "frozen:" + filepath.Base(c.FrozenModel), Backend: b, Tokenizer: b}
+	}
+	return p, nil
+}
+
+// rolloutWriter writes trajectories and episode records as JSONL.
+type rolloutWriter struct {
+	trajFile, epFile *os.File
+	traj             *selfplay.TrajectoryWriter
+	eps              *json.Encoder
+}
+
+func newRolloutWriter(dir string) (*rolloutWriter, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	tf, err := os.Create(filepath.Join(dir, "trajectories.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	ef, err := os.Create(filepath.Join(dir, "episodes.jsonl"))
+	if err != nil {
+		tf.Close()
+		return nil, err
+	}
+	return &rolloutWriter{trajFile: tf, epFile: ef, traj: selfplay.NewTrajectoryWriter(tf), eps: json.NewEncoder(ef)}, nil
+}
+
+func (w *rolloutWriter) write(res *selfplay.EpisodeResult) error {
+	for i := range res.Trajectories {
+		if err := w.traj.Write(&res.Trajectories[i]); err != nil {
+			return err
+		}
+	}
+	if err := w.eps.Encode(res.Record); err != nil {
+		return fmt.Errorf("write episode: %w", err)
+	}
+	return nil
+}
+
+func (w *rolloutWriter) close() error {
+	return errors.Join(w.traj.Flush(), w.trajFile.Close(), w.epFile.Close())
+}
+
+func runRollout(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "rollout")
+	config := fs.String("config", "", "YAML config file (flags override it)")
+	out := fs.String("out", "traj", "output directory")
+	var rf rolloutFlags
+	rf.bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), errUsage)
+	}
+	var cfg rolloutConfig
+	if *config != "" {
+		if err := decodeYAMLFile(*config, &cfg); err != nil {
+			return err
+		}
+	}
+	if err := rf.apply(fs, &cfg); err != nil {
+		return err
+	}
+	cfg.applyDefaults()
+	if cfg.Env == "" {
+		return fmt.Errorf("no environment: set env in the config or --env: %w", errUsage)
+	}
+	g, err := findGame(cfg.Env)
+	if err != nil {
+		return err
+	}
+	opts, err := cfg.options()
+	if err != nil {
+		return err
+	}
+	specs, err := g.Seats(opts.Params)
+	if err != nil {
+		return err
+	}
+	ps, err := openPlayers(&cfg, len(specs))
+	if err != nil {
+		return err
+	}
+	defer ps.Close()
+	runner, err := selfplay.NewRunner(g, ps.policy, ps.frozen, opts)
+	if err != nil {
+		return err
+	}
+	w, err := newRolloutWriter(*out)
+	if err != nil {
+		return err
+	}
+	var rewards = map[string][]float64{}
+	var roles []string
+	nTraj := 0
+	st, runErr := runner.Run(ctx, cfg.FirstEpisode, cfg.Episodes, func(res *selfplay.EpisodeResult) error {
+		nTraj += len(res.Trajectories)
+		for _, s := range res.Record.Seats {
+			if _, ok := rewards[s.Role]; !ok {
+				roles = append(roles, s.Role)
+			}
+			rewards[s.Role] = append(rewards[s.Role], res.Record.Outcome.Rewards[s.Index])
+		}
+		return w.write(res)
+	})
+	if err := errors.Join(runErr, w.close()); err != nil {
+		return err
+	}
+	stats, _ := json.MarshalIndent(st, "", "  ")
+	if err := os.WriteFile(filepath.Join(*out, "stats.json"), append(stats, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "%d episodes of %s, %d trajectories, %d generated tokens in %.1fs (%.0f tok/s, mean batch %.1f)\n",
+		st.Episodes, g.ID(), nTraj, st.GeneratedTokens, st.Wall.Seconds(), st.TokensPerSecond(), st.MeanBatch())
+	for _, r := range roles {
+		fmt.Fprintf(env.stdout, "  mean reward %-12s %.3f\n", r, meanReward(rewards[r]))
+	}
+	fmt.Fprintf(env.stdout, "wrote %s, %s and %s\n", filepath.Join(*out, "trajectories.jsonl"),
+		filepath.Join(*out, "episodes.jsonl"), filepath.Join(*out, "stats.json"))
+	return nil
+}
+
+func meanReward(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/games/sealedbid"
+	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/selfplay"
+)
+
+// withGame makes g findable for the duration of a test.
+func withGame(t *testing.T, g engine.Game) {
+	t.Helper()
+	if _, err := findGame(g.ID()); err == nil {
+		return
+	}
+	old := games
+	games = append(slices.Clone(games), g)
+	t.Cleanup(func() { games = old })
+}
+
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := runMain(context.Background(), &cliEnv{stdout: &out, stderr: &errb}, args)
+	return out.String(), errb.String(), code
+}
+
+func TestRolloutConfigStrict(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("env: sealedbid\nepisodes: 2\nepisdoes: 3\n"), 0o644)
+	_, stderr, code := runCLI(t, "rollout", "--config", cfg, "--out", dir)
+	if code == 0 || !strings.Contains(stderr, "line 3") || !strings.Contains(stderr, "episdoes") {
+		t.Errorf("unknown key: got code %d, stderr %q; want an error naming line 3 and the key", code, stderr)
+	}
+}
+
+func TestRolloutScripted(t *testing.T) {
+	withGame(t, sealedbid.New())
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("env: sealedbid\nepisodes: 2\nagents: {'*': scripted}\n"), 0o644)
+	out := filepath.Join(dir, "traj")
+	stdout, stderr, code := runCLI(t, "rollout", "--config", cfg, "--out", out, "--episodes", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "episodes.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte("\n")); n != 3 {
+		t.Errorf("episodes: got %d lines, want 3 (the flag overrides the config)", n)
+	}
+	if !strings.Contains(stdout, "3 episodes of sealedbid_v1") {
+		t.Errorf("stdout %q", stdout)
+	}
+}
+
+// TestRolloutLlama runs the tiny llama model on every seat and checks the
+// written trajectories against the written episode records: decoded
+// replies are the actions the engine received.
+func TestRolloutLlama(t *testing.T) {
+	withGame(t, sealedbid.New())
+	dir := t.TempDir()
+	modelPath := filepath.Join(dir, "tiny.gguf")
+	if err := llamatest.WriteModel(modelPath, llamatest.Tiny()); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "traj")
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("env: sealedbid\nparams: {rounds: 1}\nmax_tokens: 8\ncontext: 1024\nkv_cache: f32\n"), 0o644)
+	_, stderr, code := runCLI(t, "rollout", "--config", cfg, "--model", modelPath, "--episodes", "3", "--parallel", "3", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	tf, err := os.Open(filepath.Join(out, "trajectories.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tf.Close()
+	trajs, err := selfplay.ReadTrajectories(tf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, _ := os.ReadFile(filepath.Join(out, "episodes.jsonl"))
+	var recs []engine.Record
+	for line := range bytes.SplitSeq(bytes.TrimSpace(eb), []byte("\n")) {
+		var r engine.Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) != 3 || len(trajs) != 3*3 {
+		t.Fatalf("got %d records and %d trajectories, want 3 and 9", len(recs), len(trajs))
+	}
+	if trajs[0].Generated() == 0 {
+		t.Errorf("no generated tokens")
+	}
+	for _, tr := range trajs {
+		var acts []string
+		for _, e := range recs[tr.Episode].Events {
+			if e.Kind == engine.KindAction && e.Seat == tr.Seat {
+				acts = append(acts, e.Text)
+			}
+		}
+		if len(acts) != len(tr.TurnEnds) {
+			t.Fatalf("episode %d seat %d: %d turns, %d actions", tr.Episode, tr.Seat, len(tr.TurnEnds), len(acts))
+		}
+		for k := range tr.TurnEnds {
+			if !strings.HasPrefix(acts[k], "BID ") {
+				t.Errorf("episode %d seat %d turn %d: action %q does not follow the grammar", tr.Episode, tr.Seat, k, acts[k])
+			}
+		}
+	}
+}
