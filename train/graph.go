@@ -1,0 +1,307 @@
+package train
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/omar-selfplay/omar/llamacpp"
+)
+
+// graphKind selects what a cached graph computes.
+type graphKind int
+
+const (
+	kindPolicy graphKind = iota // no-grad: logprobs and values with the adapter on
+	kindBase                    // no-grad: logprobs with the adapter off (reference model)
+	kindPPO                     // forward + backward of the PPO loss
+	kindSFT                     // forward + backward of masked cross-entropy
+)
+
+func (k graphKind) grads() bool { return k == kindPPO || k == kindSFT }
+
+type graphKey struct {
+	kind graphKind
+	b, t int
+}
+
+// built is one constructed graph with its input and output tensors. Graphs
+// are cached per (kind, batch, length bucket): rebuilding is cheap, but the
+// cache keeps the scheduler's allocation pattern stable across steps.
+type built struct {
+	ctx   llamacpp.Context
+	g     llamacpp.Graph
+	b, t  int
+	in    map[string]llamacpp.Tensor // per-row inputs [1, N], and tokens/pos/kq_mask/tgt
+	out   map[string]llamacpp.Tensor // scalar or per-row outputs
+	nRows int
+}
+
+func (b *built) free() { b.ctx.Free() }
+
+// graphSize bounds the nodes of one training graph (forward ≈ 60 nodes per
+// layer with LoRA, backward about three times that).
+func (t *Trainer) graphSize() int { return 4096 + 1024*t.hp.nLayer }
+
+// mm applies a base matrix and, when on, its LoRA adapter:
+// W·x + (alpha/r)·B·(A·x), the same form llama.cpp's build_lora_mm uses.
+func (t *Trainer) mm(ctx llamacpp.Context, layer int, module string, x llamacpp.Tensor, adapterOn bool) llamacpp.Tensor {
+	y := ctx.MulMat(t.w.layers[layer].mat[module], x)
+	if !adapterOn {
+		return y
+	}
+	if l := t.loraAt(layer, module); l != nil {
+		ab := ctx.MulMat(l.b, ctx.MulMat(l.a, x))
+		y = ctx.Add(y, ctx.Scale(ab, t.opts.LoRAAlpha/float32(t.opts.LoRARank)))
+	}
+	return y
+}
+
+// expandKV repeats each of the nHeadKV heads of x [D, T, Hkv, B] for the
+// nHead/nHeadKV query heads that share it, giving [D, T, H, B] with query
+// head h reading kv head h / (H/Hkv) as in llama.cpp. ggml's mul_mat can
+// broadcast instead, but its backward only supports that without a batch
+// dimension.
+func (t *Trainer) expandKV(ctx llamacpp.Context, x llamacpp.Tensor, T, B int) llamacpp.Tensor {
+	h := t.hp
+	if h.nHead == h.nHeadKV {
+		return x
+	}
+	r := h.nHead / h.nHeadKV
+	D, Hkv := int64(h.headDim), int64(h.nHeadKV)
+	x4 := ctx.Reshape(x, D*int64(T), 1, Hkv, int64(B))
+	like := ctx.NewTensor(llamacpp.TypeF32, D*int64(T), int64(r), Hkv, int64(B))
+	rep := ctx.Repeat(x4, like)
+	return ctx.Reshape(rep, D, int64(T), int64(h.nHead), int64(B))
+}
+
+// forward builds the model on B sequences padded to T tokens (row b*T+p is
+// position p of sequence b) and returns the logits [V, N] and the final
+// normalised hidden state [E, N].
+func (t *Trainer) forward(ctx llamacpp.Context, in map[string]llamacpp.Tensor, B, T int, adapterOn bool) (logits, hidden llamacpp.Tensor) {
+	h := t.hp
+	N := int64(B * T)
+	D, H, Hkv := int64(h.headDim), int64(h.nHead), int64(h.nHeadKV)
+
+	tokens := ctx.NewTensor(llamacpp.TypeI32, N)
+	llamacpp.SetInput(llamacpp.SetName(tokens, "tokens"))
+	pos := ctx.NewTensor(llamacpp.TypeI32, N)
+	llamacpp.SetInput(llamacpp.SetName(pos, "pos"))
+	kqMask := ctx.NewTensor(llamacpp.TypeF32, int64(T), int64(T))
+	llamacpp.SetInput(llamacpp.SetName(kqMask, "kq_mask"))
+	in["tokens"], in["pos"], in["kq_mask"] = tokens, pos, kqMask
+
+	x := ctx.GetRows(t.w.tokEmbd, tokens) // [E, N]
+	kqScale := float32(1 / math.Sqrt(float64(h.headDim)))
+	for l := range h.nLayer {
+		lw := t.w.layers[l]
+		cur := ctx.Mul(ctx.RMSNorm(x, h.eps), lw.attnNorm)
+
+		q := t.mm(ctx, l, "attn_q", cur, adapterOn)
+		k := t.mm(ctx, l, "attn_k", cur, adapterOn)
+		v := t.mm(ctx, l, "attn_v", cur, adapterOn)
+		if h.qkvBias {
+			q, k, v = ctx.Add(q, lw.bq), ctx.Add(k, lw.bk), ctx.Add(v, lw.bv)
+		}
+		q = ctx.Reshape(q, D, H, N)
+		k = ctx.Reshape(k, D, Hkv, N)
+		v = ctx.Reshape(v, D, Hkv, N)
+		if h.qkNorm {
+			q = ctx.Mul(ctx.RMSNorm(q, h.eps), lw.qNorm)
+			k = ctx.Mul(ctx.RMSNorm(k, h.eps), lw.kNorm)
+		}
+		q = ctx.RopeExt(q, pos, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
+		k = ctx.RopeExt(k, pos, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
+
+		// [D, heads, T, B] → [D, T, heads, B]
+		q = ctx.Cont(ctx.Permute(ctx.Reshape(q, D, H, int64(T), int64(B)), 0, 2, 1, 3))
+		k = ctx.Cont(ctx.Permute(ctx.Reshape(k, D, Hkv, int64(T), int64(B)), 0, 2, 1, 3))
+		v = ctx.Cont(ctx.Permute(ctx.Reshape(v, D, Hkv, int64(T), int64(B)), 0, 2, 1, 3))
+		k = t.expandKV(ctx, k, T, B)
+		v = t.expandKV(ctx, v, T, B)
+
+		kq := ctx.MulMat(k, q) // [T_k, T_q, H, B]
+		kq = ctx.SoftMaxExt(kq, kqMask, kqScale, 0)
+		vt := ctx.Cont(ctx.Permute(v, 1, 0, 2, 3)) // [T, D, H, B]
+		kqv := ctx.MulMat(vt, kq)                  // [D, T_q, H, B]
+		att := ctx.Reshape(ctx.Cont(ctx.Permute(kqv, 0, 2, 1, 3)), D*H, N)
+		att = t.mm(ctx, l, "attn_output", att, adapterOn)
+		x = ctx.Add(att, x)
+
+		cur = ctx.Mul(ctx.RMSNorm(x, h.eps), lw.ffnNorm)
+		gate := ctx.Silu(t.mm(ctx, l, "ffn_gate", cur, adapterOn))
+		up := t.mm(ctx, l, "ffn_up", cur, adapterOn)
+		x = ctx.Add(t.mm(ctx, l, "ffn_down", ctx.Mul(gate, up), adapterOn), x)
+	}
+	hidden = ctx.Mul(ctx.RMSNorm(x, h.eps), t.w.outNorm)
+	logits = ctx.MulMat(t.w.output, hidden)
+	return logits, hidden
+}
+
+// tokenLogprob returns, per row, log softmax(logits)[target] [1, N], the
+// log-sum-exp [1, N] and the target index input (row·V + target, I32).
+//
+// The log-sum-exp is computed around M = the row mean of the logits,
+// M + log Σ exp(x − M), which is exact for any M; the mean keeps exp in
+// range (logit spreads above the mean stay far below 88) and has a
+// well-defined backward, unlike a max. Its gradient contribution,
+// (1 − Σ softmax)/V per logit, is zero up to rounding.
+func (t *Trainer) tokenLogprob(ctx llamacpp.Context, in map[string]llamacpp.Tensor, logits llamacpp.Tensor, N int) (lp, lse llamacpp.Tensor) {
+	V := int64(t.hp.nVocab)
+	tgt := ctx.NewTensor(llamacpp.TypeI32, int64(N))
+	llamacpp.SetInput(llamacpp.SetName(tgt, "tgt"))
+	in["tgt"] = tgt
+	m := ctx.Scale(ctx.SumRows(logits), 1/float32(V)) // [1, N]
+	lse = ctx.Add(m, ctx.Log(ctx.SumRows(ctx.Exp(ctx.Sub(logits, m)))))
+	xt := ctx.GetRows(ctx.Reshape(logits, 1, V*int64(N)), tgt) // [1, N]
+	return ctx.Sub(xt, lse), lse
+}
+
+// value is the value head on the final hidden state: w·h + b, [1, N].
+func (t *Trainer) value(ctx llamacpp.Context, hidden llamacpp.Tensor) llamacpp.Tensor {
+	return ctx.Add(ctx.MulMat(t.vhW, hidden), t.vhB)
+}
+
+// rowInput declares a per-row F32 input [1, N].
+func rowInput(ctx llamacpp.Context, in map[string]llamacpp.Tensor, name string, N int) llamacpp.Tensor {
+	x := ctx.NewTensor(llamacpp.TypeF32, 1, int64(N))
+	llamacpp.SetInput(llamacpp.SetName(x, name))
+	in[name] = x
+	return x
+}
+
+// build constructs the graph for key.
+func (t *Trainer) build(key graphKey) (*built, error) {
+	size := t.graphSize()
+	ctx, err := llamacpp.NewContext(2*size, 1, size, key.kind.grads())
+	if err != nil {
+		return nil, err
+	}
+	b := &built{ctx: ctx, b: key.b, t: key.t, in: map[string]llamacpp.Tensor{}, out: map[string]llamacpp.Tensor{}, nRows: key.b * key.t}
+	N := b.nRows
+	g := ctx.NewGraph(size, key.kind.grads())
+	b.g = g
+	logits, hidden := t.forward(ctx, b.in, key.b, key.t, key.kind != kindBase)
+	lp, lse := t.tokenLogprob(ctx, b.in, logits, N)
+	output := func(name string, x llamacpp.Tensor) {
+		llamacpp.SetOutput(llamacpp.SetName(x, name))
+		b.out[name] = x
+		g.BuildForward(x)
+	}
+	switch key.kind {
+	case kindBase:
+		output("logprob", lp)
+	case kindPolicy:
+		output("logprob", lp)
+		output("value", t.value(ctx, hidden))
+	case kindSFT:
+		w := rowInput(ctx, b.in, "w", N)
+		loss := ctx.Neg(ctx.Sum(ctx.Mul(w, lp)))
+		llamacpp.SetLoss(loss)
+		output("loss", loss)
+		t.backward(ctx, g, loss)
+	case kindPPO:
+		loss := t.ppoLoss(ctx, b, lp, lse, logits, hidden, output)
+		llamacpp.SetLoss(loss)
+		output("loss", loss)
+		t.backward(ctx, g, loss)
+	default:
+		ctx.Free()
+		return nil, fmt.Errorf("train: unknown graph kind %d", key.kind)
+	}
+	return b, nil
+}
+
+// backward appends the gradient computation, accumulating every parameter's
+// gradient into its persistent accumulator (so several passes of one
+// minibatch add up) and seeding the loss gradient from t.lossGrad (= 1).
+func (t *Trainer) backward(ctx llamacpp.Context, g llamacpp.Graph, loss llamacpp.Tensor) {
+	accs := make([]llamacpp.Tensor, g.NNodes())
+	for i := range accs {
+		n := g.Node(i)
+		if n == loss {
+			accs[i] = t.lossGrad
+			continue
+		}
+		if p, ok := t.paramIndex[n]; ok {
+			accs[i] = t.params[p].grad
+		}
+	}
+	g.BuildBackward(ctx, accs)
+}
+
+// ppoLoss builds the PPO objective. Per row (weights w = mask/n_trained):
+//
+//	r      = exp((lp − old)·m)                     m = 1 on trained rows
+//	clip   = step(r − (1+ε))·[A>0] + step((1−ε) − r)·[A<0]
+//	L_pg   = −Σ w·((1−clip)·r·A + clip·c·A)         c = 1 ± ε, a constant
+//	L_v    = ½Σ w·((1−vclip)·(v−R)² + vclip·(v_c−R)²)
+//	L_kl   = Σ w·(exp(δ) − δ − 1),  δ = (ref − lp)·m  (k3 estimator)
+//	H      = Σ w·(lse − Σ_v softmax·logits)
+//	loss   = L_pg + c_v·L_v + β·L_kl − c_H·H
+//
+// step() has zero gradient, so where PPO's min() picks the clipped branch the
+// gradient is exactly zero, and elsewhere it is the gradient of −r·A: the
+// exact gradient of the clipped objective. Values are clipped the same way,
+// v_c = old_v + ε_v·sgn(v − old_v) (sgn: zero gradient), used only where
+// |v − old_v| > ε_v and (v_c−R)² > (v−R)².
+func (t *Trainer) ppoLoss(ctx llamacpp.Context, b *built, lp, lse, logits, hidden llamacpp.Tensor, output func(string, llamacpp.Tensor)) llamacpp.Tensor {
+	N := b.nRows
+	o := t.opts
+	w := rowInput(ctx, b.in, "w", N)
+	m := rowInput(ctx, b.in, "m", N)
+	old := rowInput(ctx, b.in, "old_lp", N)
+	adv := rowInput(ctx, b.in, "adv", N)
+	posA := rowInput(ctx, b.in, "pos_a", N)
+	negA := rowInput(ctx, b.in, "neg_a", N)
+	cA := rowInput(ctx, b.in, "clip_adv", N)
+	ret := rowInput(ctx, b.in, "ret", N)
+	oldV := rowInput(ctx, b.in, "old_v", N)
+	ref := rowInput(ctx, b.in, "ref_lp", N)
+
+	r := ctx.Exp(ctx.Mul(ctx.Sub(lp, old), m))
+	hi := ctx.Mul(ctx.Step(ctx.ScaleBias(r, 1, -(1+o.ClipEps))), posA)
+	lo := ctx.Mul(ctx.Step(ctx.ScaleBias(r, -1, 1-o.ClipEps)), negA)
+	clipped := ctx.Add(hi, lo)
+	keep := ctx.ScaleBias(clipped, -1, 1)
+	pg := ctx.Neg(ctx.Sum(ctx.Mul(w, ctx.Add(ctx.Mul(keep, ctx.Mul(r, adv)), ctx.Mul(clipped, cA)))))
+	output("policy_loss", pg)
+	output("clip_frac", ctx.Sum(ctx.Mul(w, clipped)))
+
+	v := t.value(ctx, hidden)
+	sq := ctx.Sqr(ctx.Sub(v, ret))
+	var vterm llamacpp.Tensor
+	if o.ValueClip > 0 {
+		d := ctx.Sub(v, oldV)
+		vc := ctx.Add(oldV, ctx.Scale(ctx.Sgn(d), o.ValueClip))
+		sqc := ctx.Sqr(ctx.Sub(vc, ret))
+		over := ctx.Step(ctx.ScaleBias(ctx.Sqr(d), 1, -o.ValueClip*o.ValueClip))
+		worse := ctx.Step(ctx.Sub(sqc, sq))
+		vclip := ctx.Mul(over, worse)
+		vterm = ctx.Add(ctx.Mul(ctx.ScaleBias(vclip, -1, 1), sq), ctx.Mul(vclip, sqc))
+	} else {
+		vterm = sq
+	}
+	vl := ctx.Scale(ctx.Sum(ctx.Mul(w, vterm)), 0.5)
+	output("value_loss", vl)
+
+	delta := ctx.Mul(ctx.Sub(ref, lp), m)
+	k3 := ctx.ScaleBias(ctx.Sub(ctx.Exp(delta), delta), 1, -1)
+	kl := ctx.Sum(ctx.Mul(w, k3))
+	output("kl", kl)
+
+	ent := ctx.Sub(lse, ctx.SumRows(ctx.Mul(ctx.SoftMax(logits), logits)))
+	entropy := ctx.Sum(ctx.Mul(w, ent))
+	output("entropy", entropy)
+
+	loss := pg
+	if o.ValueCoef > 0 {
+		loss = ctx.Add(loss, ctx.Scale(vl, o.ValueCoef))
+	}
+	if o.KLCoef > 0 {
+		loss = ctx.Add(loss, ctx.Scale(kl, o.KLCoef))
+	}
+	if o.EntropyCoef > 0 {
+		loss = ctx.Sub(loss, ctx.Scale(entropy, o.EntropyCoef))
+	}
+	return loss
+}

@@ -1,0 +1,187 @@
+// Package train is omar's in-process trainer: PPO (and supervised warm-up)
+// on a ggml graph that it builds from Go for the llama, qwen2 and qwen3
+// architectures. The base model's weights are read from the GGUF file and
+// frozen; only LoRA adapters (A, B per adapted matrix) and a value head on the
+// final hidden state are trained, with ggml's automatic differentiation and
+// AdamW. The adapter is exported as a llama.cpp LoRA GGUF so the inference
+// backend can hot-swap it.
+//
+// Conventions (see docs/training.md): per-token arrays are indexed like
+// Sequence.Tokens. Entry i of a logprob is log π(Tokens[i] | Tokens[:i]); entry i
+// of a value is V(Tokens[:i]), computed from the hidden state at position i-1.
+// Entry 0 has no prediction and is always 0.
+package train
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Options configures a Trainer.
+type Options struct {
+	// LoRA rank and alpha: the adapter adds (alpha/rank)·B·A·x to W·x.
+	LoRARank  int
+	LoRAAlpha float32
+	// LoRAModules names the adapted matrices of every layer: attn_q, attn_k,
+	// attn_v, attn_output, ffn_gate, ffn_up, ffn_down.
+	LoRAModules []string
+	// LR is AdamW's learning rate for the adapter, ValueLR for the value head.
+	LR, ValueLR float32
+	// WeightDecay is AdamW's decoupled weight decay (both groups).
+	WeightDecay float32
+	// ClipEps is PPO's ratio clip ε; ValueClip clips the value change around
+	// OldValues (0 = unclipped value loss).
+	ClipEps, ValueClip float32
+	// ValueCoef weighs the value loss against the policy loss (the adapter
+	// receives gradient from both, the value head only from the value loss).
+	ValueCoef float32
+	// KLCoef weighs the k3 estimate of KL(π‖π_base); EntropyCoef the entropy
+	// bonus (subtracted from the loss).
+	KLCoef, EntropyCoef float32
+	// MaxGradNorm clips the global gradient norm of each optimizer step
+	// (0 = no clipping).
+	MaxGradNorm float32
+	// Epochs over the data of one Step call; MiniBatch sequences per
+	// optimizer step.
+	Epochs, MiniBatch int
+	// BatchTokens bounds the padded tokens of one forward/backward pass;
+	// a minibatch is split into passes of sequences of similar length whose
+	// gradients are accumulated.
+	BatchTokens int
+	// Threads for the CPU backend (explicit: ggml's default busy-waits).
+	Threads int
+	// Device is "cpu" or "cuda" (the first GPU of the ggml backend registry;
+	// ops the GPU cannot run fall back to the CPU through the scheduler).
+	Device string
+	// Seed for the LoRA initialisation and the minibatch shuffling.
+	Seed uint64
+}
+
+// AllModules are the matrices that can carry a LoRA adapter.
+var AllModules = []string{"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}
+
+// Defaults returns the default options: rank-8 LoRA on every matrix,
+// PPO ε=0.2, lr 1e-4 (policy) / 5e-4 (value head), one CPU thread per core
+// of a small machine.
+func (Options) Defaults() Options {
+	return Options{
+		LoRARank:    8,
+		LoRAAlpha:   16,
+		LoRAModules: slices.Clone(AllModules),
+		LR:          1e-4,
+		ValueLR:     5e-4,
+		ClipEps:     0.2,
+		ValueClip:   0.2,
+		ValueCoef:   0.5,
+		KLCoef:      0.05,
+		EntropyCoef: 0,
+		MaxGradNorm: 1,
+		Epochs:      2,
+		MiniBatch:   8,
+		BatchTokens: 2048,
+		Threads:     2,
+		Device:      "cpu",
+		Seed:        1,
+	}
+}
+
+// Validate reports the first invalid field.
+func (o Options) Validate() error {
+	switch {
+	case o.LoRARank < 1:
+		return fmt.Errorf("train: lora rank %d < 1", o.LoRARank)
+	case o.LoRAAlpha <= 0:
+		return fmt.Errorf("train: lora alpha %g <= 0", o.LoRAAlpha)
+	case len(o.LoRAModules) == 0:
+		return errors.New("train: no lora modules")
+	case o.LR <= 0 || o.ValueLR <= 0:
+		return fmt.Errorf("train: learning rates must be > 0 (lr %g, value lr %g)", o.LR, o.ValueLR)
+	case o.WeightDecay < 0 || o.WeightDecay >= 1:
+		return fmt.Errorf("train: weight decay %g outside [0, 1)", o.WeightDecay)
+	case o.ClipEps <= 0 || o.ClipEps >= 1:
+		return fmt.Errorf("train: clip eps %g outside (0, 1)", o.ClipEps)
+	case o.ValueClip < 0:
+		return fmt.Errorf("train: value clip %g < 0", o.ValueClip)
+	case o.ValueCoef < 0 || o.KLCoef < 0 || o.EntropyCoef < 0:
+		return errors.New("train: loss coefficients must be >= 0")
+	case o.MaxGradNorm < 0:
+		return fmt.Errorf("train: max grad norm %g < 0", o.MaxGradNorm)
+	case o.Epochs < 1:
+		return fmt.Errorf("train: epochs %d < 1", o.Epochs)
+	case o.MiniBatch < 1:
+		return fmt.Errorf("train: minibatch %d < 1", o.MiniBatch)
+	case o.BatchTokens < 16:
+		return fmt.Errorf("train: batch tokens %d < 16", o.BatchTokens)
+	case o.Threads < 1:
+		return fmt.Errorf("train: threads %d < 1", o.Threads)
+	case o.Device != "cpu" && o.Device != "cuda":
+		return fmt.Errorf("train: device %q (want cpu or cuda)", o.Device)
+	}
+	seen := map[string]bool{}
+	for _, m := range o.LoRAModules {
+		if !slices.Contains(AllModules, m) {
+			return fmt.Errorf("train: unknown lora module %q (want one of %v)", m, AllModules)
+		}
+		if seen[m] {
+			return fmt.Errorf("train: lora module %q listed twice", m)
+		}
+		seen[m] = true
+	}
+	return nil
+}
+
+// Sequence is one trajectory (a seat's token stream) to score or train on.
+// All per-token slices have len(Tokens) entries.
+type Sequence struct {
+	Tokens []int32
+	// Mask is true on tokens the model generated: only they are trained.
+	Mask []bool
+	// OldLogprobs are the behaviour policy's logprobs (0 where !Mask).
+	OldLogprobs []float32
+	// Advantages, Returns and OldValues feed the PPO losses (used where Mask).
+	Advantages, Returns, OldValues []float32
+}
+
+// Stats summarises one Step: token-weighted means over every minibatch of
+// every epoch, and the mean pre-clipping gradient norm per optimizer step.
+type Stats struct {
+	PolicyLoss, ValueLoss, KL, Entropy, ClipFrac, GradNorm float64
+	// Tokens is the number of sequence tokens run through forward+backward
+	// (all epochs, padding excluded).
+	Tokens int
+	// TrainedTokens is the number of masked (trained) tokens among them.
+	TrainedTokens int
+	// OptimizerSteps taken during the call.
+	OptimizerSteps int
+}
+
+func (s Sequence) validate(i, nVocab, nCtx int, needPPO bool) error {
+	n := len(s.Tokens)
+	if n < 2 {
+		return fmt.Errorf("train: sequence %d has %d tokens, want at least 2", i, n)
+	}
+	if n > nCtx {
+		return fmt.Errorf("train: sequence %d has %d tokens, more than the model's context %d", i, n, nCtx)
+	}
+	if len(s.Mask) != n {
+		return fmt.Errorf("train: sequence %d: mask has %d entries, want %d", i, len(s.Mask), n)
+	}
+	for j, t := range s.Tokens {
+		if t < 0 || int(t) >= nVocab {
+			return fmt.Errorf("train: sequence %d: token %d at %d outside the vocabulary (%d)", i, t, j, nVocab)
+		}
+	}
+	if !needPPO {
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		v    []float32
+	}{{"old logprobs", s.OldLogprobs}, {"advantages", s.Advantages}, {"returns", s.Returns}, {"old values", s.OldValues}} {
+		if len(f.v) != n {
+			return fmt.Errorf("train: sequence %d: %s has %d entries, want %d", i, f.name, len(f.v), n)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,711 @@
+package train
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+
+	"github.com/omar-selfplay/omar/llamacpp"
+)
+
+// lora is one adapted matrix: A [n_in, r], B [r, n_out].
+type lora struct {
+	layer     int
+	module    string
+	a, b      llamacpp.Tensor
+	nIn, nOut int
+	pa, pb    int // indices into Trainer.params
+}
+
+// param is one trainable tensor with its gradient accumulator and AdamW
+// moments.
+type param struct {
+	name    string
+	t, grad llamacpp.Tensor
+	m, v    llamacpp.Tensor
+	group   int // 0 adapter (LR), 1 value head (ValueLR)
+	n       int // elements
+}
+
+// Trainer trains a LoRA adapter and a value head on a frozen GGUF model.
+// It is not safe for concurrent use: one goroutine drives it.
+type Trainer struct {
+	opts  Options
+	hp    hparams
+	model string
+
+	backends []llamacpp.Backend // primary first, CPU last
+	sched    llamacpp.Sched
+
+	wctx llamacpp.Context // base weights
+	wbuf llamacpp.Buffer
+	w    weights
+	// baseNames are the GGUF tensors loaded as base weights.
+	baseNames []string
+
+	pctx llamacpp.Context // parameters, moments, optimizer inputs
+	pbuf llamacpp.Buffer
+	gctx llamacpp.Context // gradient accumulators
+	gbuf llamacpp.Buffer
+
+	loras      []*lora
+	loraIdx    map[[2]any]*lora
+	vhW, vhB   llamacpp.Tensor
+	params     []param
+	paramIndex map[llamacpp.Tensor]int
+
+	lossGrad  llamacpp.Tensor    // seed of the loss gradient (1)
+	clipScale llamacpp.Tensor    // gradient-norm clipping factor
+	adamPar   [2]llamacpp.Tensor // AdamW parameters per group
+
+	octx      llamacpp.Context // optimizer graphs
+	normGraph llamacpp.Graph
+	normOut   llamacpp.Tensor
+	optGraph  llamacpp.Graph
+
+	cache    map[graphKey]*built
+	cacheLRU []graphKey
+
+	step int // optimizer steps taken
+	pcg  *rand.PCG
+	rng  *rand.Rand
+}
+
+const maxCachedGraphs = 12
+
+// New loads the model at modelPath (F32, F16 or BF16 GGUF of the llama, qwen2
+// or qwen3 architecture) onto the configured device and initialises a fresh
+// adapter (A random, B zero, so the adapted model starts equal to the base)
+// and a zero value head. llamacpp.Load must have succeeded.
+func New(modelPath string, opts Options) (*Trainer, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if !llamacpp.Loaded() {
+		return nil, llamacpp.ErrNotLoaded
+	}
+	t := &Trainer{opts: opts, model: modelPath, cache: map[graphKey]*built{}, loraIdx: map[[2]any]*lora{}, paramIndex: map[llamacpp.Tensor]int{}}
+	t.pcg = rand.NewPCG(opts.Seed, 0x747261696e) // "train"
+	t.rng = rand.New(t.pcg)
+	if err := t.init(); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Trainer) init() error {
+	f, err := llamacpp.OpenGGUF(t.model)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if t.hp, err = readHparams(f); err != nil {
+		return err
+	}
+	infos, err := f.Tensors()
+	if err != nil {
+		return err
+	}
+	dir := map[string]llamacpp.GGUFTensorInfo{}
+	for _, in := range infos {
+		dir[in.Name] = in
+	}
+
+	if err := t.initBackends(); err != nil {
+		return err
+	}
+	primary := t.backends[0]
+
+	// Base weights.
+	if t.wctx, err = llamacpp.NewContext(len(infos)+8, 0, 0, false); err != nil {
+		return err
+	}
+	w, fills, err := declareWeights(t.wctx, &t.hp, dir)
+	if err != nil {
+		return err
+	}
+	t.w = w
+	for _, fl := range fills {
+		t.baseNames = append(t.baseNames, fl.info.Name)
+	}
+	if t.wbuf, err = primary.AllocContextTensors(t.wctx); err != nil {
+		return fmt.Errorf("train: base weights: %w", err)
+	}
+	file, err := os.Open(t.model)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	defer file.Close()
+	for _, fl := range fills {
+		data, err := readF32(file, fl.info)
+		if err != nil {
+			return err
+		}
+		llamacpp.SetF32(fl.t, data)
+	}
+
+	// Parameters: LoRA pairs per (layer, module), then the value head.
+	nParams := t.hp.nLayer*len(t.opts.LoRAModules)*2 + 2
+	if t.pctx, err = llamacpp.NewContext(3*nParams+8, 0, 0, false); err != nil {
+		return err
+	}
+	if t.gctx, err = llamacpp.NewContext(nParams+2, 0, 0, false); err != nil {
+		return err
+	}
+	addParam := func(name string, group int, ne ...int64) llamacpp.Tensor {
+		p := param{name: name, group: group}
+		p.t = llamacpp.SetName(t.pctx.NewTensor(llamacpp.TypeF32, ne...), name)
+		llamacpp.SetParam(p.t)
+		p.m = t.pctx.NewTensor(llamacpp.TypeF32, ne...)
+		p.v = t.pctx.NewTensor(llamacpp.TypeF32, ne...)
+		p.grad = t.gctx.NewTensor(llamacpp.TypeF32, ne...)
+		p.n = 1
+		for _, n := range ne {
+			p.n *= int(n)
+		}
+		t.paramIndex[p.t] = len(t.params)
+		t.params = append(t.params, p)
+		return p.t
+	}
+	r := int64(t.opts.LoRARank)
+	for l := range t.hp.nLayer {
+		for _, m := range AllModules { // fixed order, independent of the option's order
+			if !slices.Contains(t.opts.LoRAModules, m) {
+				continue
+			}
+			base := t.w.layers[l].mat[m]
+			nIn, nOut := base.Ne[0], base.Ne[1]
+			name := fmt.Sprintf("blk.%d.%s.weight", l, m)
+			lr := &lora{layer: l, module: m, nIn: int(nIn), nOut: int(nOut)}
+			lr.pa = len(t.params)
+			lr.a = addParam(name+".lora_a", 0, nIn, r)
+			lr.pb = len(t.params)
+			lr.b = addParam(name+".lora_b", 0, r, nOut)
+			t.loras = append(t.loras, lr)
+			t.loraIdx[[2]any{l, m}] = lr
+		}
+	}
+	t.vhW = addParam("value_head.weight", 1, int64(t.hp.nEmbd), 1)
+	t.vhB = addParam("value_head.bias", 1, 1)
+	t.lossGrad = t.pctx.NewTensor(llamacpp.TypeF32, 1)
+	t.clipScale = t.pctx.NewTensor(llamacpp.TypeF32, 1)
+	t.adamPar[0] = t.pctx.NewTensor(llamacpp.TypeF32, 7)
+	t.adamPar[1] = t.pctx.NewTensor(llamacpp.TypeF32, 7)
+	if t.pbuf, err = primary.AllocContextTensors(t.pctx); err != nil {
+		return fmt.Errorf("train: parameters: %w", err)
+	}
+	if t.gbuf, err = primary.AllocContextTensors(t.gctx); err != nil {
+		return fmt.Errorf("train: gradients: %w", err)
+	}
+	t.pbuf.Clear(0)
+	t.gbuf.Clear(0)
+	llamacpp.SetF32(t.lossGrad, []float32{1})
+	t.initAdapter()
+
+	if t.sched, err = llamacpp.NewSched(t.backends, t.graphSize()); err != nil {
+		return err
+	}
+	return t.buildOptimizer()
+}
+
+// initAdapter draws A from U(−1/√n_in, 1/√n_in) (PEFT's Kaiming-uniform
+// default) and zeroes B, the value head and the optimizer state.
+func (t *Trainer) initAdapter() {
+	for _, l := range t.loras {
+		bound := 1 / math.Sqrt(float64(l.nIn))
+		a := make([]float32, l.nIn*t.opts.LoRARank)
+		for i := range a {
+			a[i] = float32((2*t.rng.Float64() - 1) * bound)
+		}
+		llamacpp.SetF32(l.a, a)
+	}
+}
+
+func (t *Trainer) initBackends() error {
+	cpu, err := llamacpp.NewBackend(llamacpp.DeviceCPU, t.opts.Threads)
+	if err != nil {
+		return err
+	}
+	if t.opts.Device == "cuda" {
+		gpu, err := llamacpp.NewBackend(llamacpp.DeviceGPU, 0)
+		if err != nil {
+			cpu.Free()
+			return fmt.Errorf("train: device cuda: %w (install the cuda libraries with scripts/install-llama.sh cuda)", err)
+		}
+		t.backends = []llamacpp.Backend{gpu, cpu}
+		return nil
+	}
+	t.backends = []llamacpp.Backend{cpu}
+	return nil
+}
+
+// buildOptimizer builds the two small graphs run once per optimizer step:
+// the squared global gradient norm, and AdamW on the clipped gradients.
+func (t *Trainer) buildOptimizer() error {
+	size := 8*len(t.params) + 64
+	var err error
+	if t.octx, err = llamacpp.NewContext(2*size, 2, size, false); err != nil {
+		return err
+	}
+	t.normGraph = t.octx.NewGraph(size, false)
+	var acc llamacpp.Tensor
+	for _, p := range t.params {
+		s := t.octx.Sum(t.octx.Sqr(p.grad))
+		if acc == nil {
+			acc = s
+		} else {
+			acc = t.octx.Add(acc, s)
+		}
+	}
+	t.normOut = acc
+	llamacpp.SetOutput(acc)
+	t.normGraph.BuildForward(acc)
+
+	t.optGraph = t.octx.NewGraph(size, false)
+	for _, p := range t.params {
+		g := t.octx.Mul(p.grad, t.clipScale)
+		t.optGraph.BuildForward(t.octx.OptStepAdamW(p.t, g, p.m, p.v, t.adamPar[p.group]))
+	}
+	return nil
+}
+
+// fillNames lists the base tensors read from the model file.
+func (t *Trainer) fillNames() []string { return t.baseNames }
+
+func (t *Trainer) loraAt(layer int, module string) *lora { return t.loraIdx[[2]any{layer, module}] }
+
+// Close releases every C resource. The Trainer is unusable afterwards.
+func (t *Trainer) Close() error {
+	for _, b := range t.cache {
+		b.free()
+	}
+	t.cache = nil
+	t.sched.Free()
+	t.sched = 0
+	t.octx.Free()
+	t.octx = 0
+	t.gbuf.Free()
+	t.pbuf.Free()
+	t.wbuf.Free()
+	t.gbuf, t.pbuf, t.wbuf = 0, 0, 0
+	t.gctx.Free()
+	t.pctx.Free()
+	t.wctx.Free()
+	t.gctx, t.pctx, t.wctx = 0, 0, 0
+	for _, b := range t.backends {
+		b.Free()
+	}
+	t.backends = nil
+	return nil
+}
+
+// graph returns the cached graph for key, building it on first use.
+func (t *Trainer) graph(key graphKey) (*built, error) {
+	if b, ok := t.cache[key]; ok {
+		i := slices.Index(t.cacheLRU, key)
+		t.cacheLRU = append(slices.Delete(t.cacheLRU, i, i+1), key)
+		return b, nil
+	}
+	if len(t.cacheLRU) >= maxCachedGraphs {
+		old := t.cacheLRU[0]
+		t.cacheLRU = t.cacheLRU[1:]
+		t.cache[old].free()
+		delete(t.cache, old)
+	}
+	b, err := t.build(key)
+	if err != nil {
+		return nil, err
+	}
+	t.cache[key] = b
+	t.cacheLRU = append(t.cacheLRU, key)
+	return b, nil
+}
+
+// pass is one forward(/backward) over a group of sequences padded to t.
+type pass struct {
+	seqs []int // indices into the caller's slice
+	t    int
+}
+
+// bucket rounds a length up to a multiple of 32, so that graphs (and the
+// scheduler's allocations) are shared by sequences of similar length.
+func bucket(n int) int { return (n + 31) / 32 * 32 }
+
+// plan groups the sequences idx into passes of similar length, each with at
+// most BatchTokens padded tokens (a longer sequence gets a pass of its own).
+func (t *Trainer) plan(seqs []Sequence, idx []int) []pass {
+	order := slices.Clone(idx)
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(len(seqs[a].Tokens), len(seqs[b].Tokens)) })
+	var out []pass
+	var cur pass
+	for _, i := range order {
+		T := bucket(len(seqs[i].Tokens))
+		if len(cur.seqs) > 0 && (len(cur.seqs)+1)*T > t.opts.BatchTokens {
+			out = append(out, cur)
+			cur = pass{}
+		}
+		cur.seqs = append(cur.seqs, i)
+		cur.t = T
+	}
+	if len(cur.seqs) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// setCommon writes the inputs every graph has: tokens, positions, the causal
+// mask and the target indices.
+func (t *Trainer) setCommon(b *built, seqs []Sequence, p pass) {
+	T, N, V := p.t, b.nRows, t.hp.nVocab
+	tokens := make([]int32, N)
+	pos := make([]int32, N)
+	tgt := make([]int32, N)
+	for bi, si := range p.seqs {
+		s := seqs[si].Tokens
+		for q := range T {
+			r := bi*T + q
+			pos[r] = int32(q)
+			if q < len(s) {
+				tokens[r] = s[q]
+			}
+			tg := int32(0)
+			if q+1 < len(s) {
+				tg = s[q+1]
+			}
+			tgt[r] = int32(r*V) + tg
+		}
+	}
+	mask := make([]float32, T*T)
+	for q := range T {
+		for k := q + 1; k < T; k++ {
+			mask[q*T+k] = float32(math.Inf(-1))
+		}
+	}
+	llamacpp.SetI32(b.in["tokens"], tokens)
+	llamacpp.SetI32(b.in["pos"], pos)
+	llamacpp.SetI32(b.in["tgt"], tgt)
+	llamacpp.SetF32(b.in["kq_mask"], mask)
+}
+
+func (t *Trainer) validate(seqs []Sequence, ppo bool) error {
+	if len(seqs) == 0 {
+		return errors.New("train: no sequences")
+	}
+	for i, s := range seqs {
+		if err := s.validate(i, t.hp.nVocab, t.hp.nCtx, ppo); err != nil {
+			return err
+		}
+		if bucket(len(s.Tokens))*t.hp.nVocab >= math.MaxInt32 {
+			return fmt.Errorf("train: sequence %d too long for the vocabulary size", i)
+		}
+	}
+	return nil
+}
+
+// run allocates and computes a graph whose inputs set writes.
+func (t *Trainer) run(b *built, set func()) error {
+	if err := t.sched.Alloc(b.g); err != nil {
+		return err
+	}
+	set()
+	return t.sched.Compute(b.g)
+}
+
+// score runs a no-grad pass of kind over all sequences and returns the
+// per-token logprobs (and values for kindPolicy), indexed like Tokens.
+func (t *Trainer) score(ctx context.Context, seqs []Sequence, kind graphKind) (lps, vals [][]float32, err error) {
+	idx := make([]int, len(seqs))
+	for i := range idx {
+		idx[i] = i
+	}
+	lps = make([][]float32, len(seqs))
+	if kind == kindPolicy {
+		vals = make([][]float32, len(seqs))
+	}
+	for _, p := range t.plan(seqs, idx) {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		b, err := t.graph(graphKey{kind, len(p.seqs), p.t})
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := t.run(b, func() { t.setCommon(b, seqs, p) }); err != nil {
+			return nil, nil, err
+		}
+		lp := make([]float32, b.nRows)
+		llamacpp.GetF32(b.out["logprob"], lp)
+		var v []float32
+		if kind == kindPolicy {
+			v = make([]float32, b.nRows)
+			llamacpp.GetF32(b.out["value"], v)
+		}
+		for bi, si := range p.seqs {
+			n := len(seqs[si].Tokens)
+			l := make([]float32, n)
+			copy(l[1:], lp[bi*p.t:bi*p.t+n-1])
+			lps[si] = l
+			if v != nil {
+				vv := make([]float32, n)
+				copy(vv[1:], v[bi*p.t:bi*p.t+n-1])
+				vals[si] = vv
+			}
+		}
+	}
+	return lps, vals, nil
+}
+
+// Evaluate scores the sequences without gradients: per token, the value
+// V(Tokens[:i]) and logprob log π(Tokens[i] | Tokens[:i]) under the current
+// adapter, and the base model's logprob (adapter off). Entry 0 is 0.
+func (t *Trainer) Evaluate(ctx context.Context, seqs []Sequence) (values, logprobs, refLogprobs [][]float32, err error) {
+	if err := t.validate(seqs, false); err != nil {
+		return nil, nil, nil, err
+	}
+	if logprobs, values, err = t.score(ctx, seqs, kindPolicy); err != nil {
+		return nil, nil, nil, err
+	}
+	if refLogprobs, _, err = t.score(ctx, seqs, kindBase); err != nil {
+		return nil, nil, nil, err
+	}
+	return values, logprobs, refLogprobs, nil
+}
+
+// trainedTokens counts the masked tokens that have a prediction (i ≥ 1).
+func trainedTokens(s Sequence) int {
+	n := 0
+	for i := 1; i < len(s.Mask); i++ {
+		if s.Mask[i] {
+			n++
+		}
+	}
+	return n
+}
+
+// Step runs PPO on the sequences: Epochs passes over them in a seeded random
+// order, one optimizer step per MiniBatch sequences. The reference logprobs
+// for the KL term come from a no-grad pass with the adapter off at the start.
+func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
+	var st Stats
+	if err := t.validate(seqs, true); err != nil {
+		return st, err
+	}
+	ref, _, err := t.score(ctx, seqs, kindBase)
+	if err != nil {
+		return st, err
+	}
+	var weight float64
+	for range t.opts.Epochs {
+		perm := t.rng.Perm(len(seqs))
+		for start := 0; start < len(perm); start += t.opts.MiniBatch {
+			mb := perm[start:min(start+t.opts.MiniBatch, len(perm))]
+			n := 0
+			for _, i := range mb {
+				n += trainedTokens(seqs[i])
+			}
+			if n == 0 {
+				continue
+			}
+			sums := map[string]float64{}
+			for _, p := range t.plan(seqs, mb) {
+				if err := ctx.Err(); err != nil {
+					t.gbuf.Clear(0)
+					return st, err
+				}
+				b, err := t.graph(graphKey{kindPPO, len(p.seqs), p.t})
+				if err != nil {
+					return st, err
+				}
+				if err := t.run(b, func() { t.setCommon(b, seqs, p); t.setPPO(b, seqs, ref, p, n) }); err != nil {
+					t.gbuf.Clear(0)
+					return st, err
+				}
+				for _, name := range []string{"loss", "policy_loss", "value_loss", "kl", "entropy", "clip_frac"} {
+					v := make([]float32, 1)
+					llamacpp.GetF32(b.out[name], v)
+					sums[name] += float64(v[0])
+				}
+				for _, i := range p.seqs {
+					st.Tokens += len(seqs[i].Tokens)
+				}
+			}
+			if l := sums["loss"]; math.IsNaN(l) || math.IsInf(l, 0) {
+				t.gbuf.Clear(0)
+				return st, fmt.Errorf("train: non-finite loss %g at optimizer step %d", l, t.step+1)
+			}
+			gn, err := t.optimize()
+			if err != nil {
+				return st, err
+			}
+			w := float64(n)
+			weight += w
+			st.PolicyLoss += w * sums["policy_loss"]
+			st.ValueLoss += w * sums["value_loss"]
+			st.KL += w * sums["kl"]
+			st.Entropy += w * sums["entropy"]
+			st.ClipFrac += w * sums["clip_frac"]
+			st.GradNorm += gn
+			st.TrainedTokens += n
+			st.OptimizerSteps++
+		}
+	}
+	if weight > 0 {
+		st.PolicyLoss /= weight
+		st.ValueLoss /= weight
+		st.KL /= weight
+		st.Entropy /= weight
+		st.ClipFrac /= weight
+		st.GradNorm /= float64(st.OptimizerSteps)
+	}
+	return st, nil
+}
+
+// setPPO writes the per-row PPO inputs. Row q of sequence b predicts token
+// q+1; it is trained when Mask[q+1], with weight 1/n (n = trained tokens of
+// the minibatch) so that the passes of a minibatch add up to its mean.
+func (t *Trainer) setPPO(b *built, seqs []Sequence, ref [][]float32, p pass, n int) {
+	N := b.nRows
+	names := []string{"w", "m", "old_lp", "adv", "pos_a", "neg_a", "clip_adv", "ret", "old_v", "ref_lp"}
+	rows := map[string][]float32{}
+	for _, name := range names {
+		rows[name] = make([]float32, N)
+	}
+	inv := 1 / float32(n)
+	eps := t.opts.ClipEps
+	for bi, si := range p.seqs {
+		s := seqs[si]
+		for q := 0; q+1 < len(s.Tokens); q++ {
+			i, r := q+1, bi*p.t+q
+			if !s.Mask[i] {
+				continue
+			}
+			a := s.Advantages[i]
+			rows["w"][r] = inv
+			rows["m"][r] = 1
+			rows["old_lp"][r] = s.OldLogprobs[i]
+			rows["adv"][r] = a
+			switch {
+			case a > 0:
+				rows["pos_a"][r] = 1
+				rows["clip_adv"][r] = (1 + eps) * a
+			case a < 0:
+				rows["neg_a"][r] = 1
+				rows["clip_adv"][r] = (1 - eps) * a
+			}
+			rows["ret"][r] = s.Returns[i]
+			rows["old_v"][r] = s.OldValues[i]
+			rows["ref_lp"][r] = ref[si][i]
+		}
+	}
+	for _, name := range names {
+		llamacpp.SetF32(b.in[name], rows[name])
+	}
+}
+
+// SFTStep takes one optimizer step on the mean cross-entropy of the masked
+// tokens of seqs and returns that loss (before the step).
+func (t *Trainer) SFTStep(ctx context.Context, seqs []Sequence) (float64, error) {
+	if err := t.validate(seqs, false); err != nil {
+		return 0, err
+	}
+	n := 0
+	idx := make([]int, len(seqs))
+	for i, s := range seqs {
+		idx[i] = i
+		n += trainedTokens(s)
+	}
+	if n == 0 {
+		return 0, errors.New("train: no masked tokens to train on")
+	}
+	var loss float64
+	for _, p := range t.plan(seqs, idx) {
+		if err := ctx.Err(); err != nil {
+			t.gbuf.Clear(0)
+			return 0, err
+		}
+		b, err := t.graph(graphKey{kindSFT, len(p.seqs), p.t})
+		if err != nil {
+			return 0, err
+		}
+		err = t.run(b, func() {
+			t.setCommon(b, seqs, p)
+			w := make([]float32, b.nRows)
+			for bi, si := range p.seqs {
+				s := seqs[si]
+				for q := 0; q+1 < len(s.Tokens); q++ {
+					if s.Mask[q+1] {
+						w[bi*p.t+q] = 1 / float32(n)
+					}
+				}
+			}
+			llamacpp.SetF32(b.in["w"], w)
+		})
+		if err != nil {
+			t.gbuf.Clear(0)
+			return 0, err
+		}
+		v := make([]float32, 1)
+		llamacpp.GetF32(b.out["loss"], v)
+		loss += float64(v[0])
+	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		t.gbuf.Clear(0)
+		return loss, fmt.Errorf("train: non-finite loss %g", loss)
+	}
+	if _, err := t.optimize(); err != nil {
+		return loss, err
+	}
+	return loss, nil
+}
+
+// AdamW constants (PyTorch defaults).
+const (
+	beta1   = 0.9
+	beta2   = 0.999
+	adamEps = 1e-8
+)
+
+// optimize clips the accumulated gradients to MaxGradNorm, takes one AdamW
+// step on every parameter and clears the accumulators. It returns the
+// gradient norm before clipping.
+func (t *Trainer) optimize() (float64, error) {
+	if err := t.run(&built{g: t.normGraph}, func() {}); err != nil {
+		return 0, err
+	}
+	sq := make([]float32, 1)
+	llamacpp.GetF32(t.normOut, sq)
+	norm := math.Sqrt(float64(sq[0]))
+	if math.IsNaN(norm) || math.IsInf(norm, 0) {
+		t.gbuf.Clear(0)
+		return norm, fmt.Errorf("train: non-finite gradient norm at optimizer step %d", t.step+1)
+	}
+	scale := float32(1)
+	if mg := float64(t.opts.MaxGradNorm); mg > 0 && norm > mg {
+		scale = float32(mg / norm)
+	}
+	t.step++
+	b1h := float32(1 / (1 - math.Pow(beta1, float64(t.step))))
+	b2h := float32(1 / (1 - math.Pow(beta2, float64(t.step))))
+	for g, lr := range []float32{t.opts.LR, t.opts.ValueLR} {
+		llamacpp.SetF32(t.adamPar[g], []float32{lr, beta1, beta2, adamEps, t.opts.WeightDecay, b1h, b2h})
+	}
+	llamacpp.SetF32(t.clipScale, []float32{scale})
+	err := t.run(&built{g: t.optGraph}, func() {})
+	t.gbuf.Clear(0)
+	return norm, err
+}
+
+// Steps returns the number of optimizer steps taken so far.
+func (t *Trainer) Steps() int { return t.step }
+
+// Vocab is the model's vocabulary size.
+func (t *Trainer) Vocab() int { return t.hp.nVocab }
+
+// Arch is the model's architecture name.
+func (t *Trainer) Arch() string { return t.hp.arch }
