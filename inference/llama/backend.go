@@ -33,12 +33,16 @@ type Backend struct {
 	stats   statsCounters
 
 	// Owned by the loop goroutine.
-	batch   *llamacpp.Batch
-	cand    *llamacpp.Candidates
-	slots   []*slot
-	queue   []*job
-	adapter *llamacpp.Adapter
-	clock   uint64
+	batch      *llamacpp.Batch
+	cand       *llamacpp.Candidates
+	candLogits []float32
+	exps       []float64
+	pieces     [][]byte // text of every token (specials render empty)
+	eog        []bool   // end-of-generation tokens
+	slots      []*slot
+	queue      []*job
+	adapter    *llamacpp.Adapter
+	clock      uint64
 }
 
 var _ inference.Backend = (*Backend)(nil)
@@ -86,8 +90,17 @@ func New(o Options) (*Backend, error) {
 		opts: o, model: m, vocab: m.Vocab(), lctx: lctx, nCtx: min(o.Context, lctx.NCtxSeq()),
 		submit: make(chan []*job), swaps: make(chan *swap), quit: make(chan struct{}), done: make(chan struct{}),
 		batch: batch, cand: llamacpp.NewCandidates(m.Vocab().NTokens()),
+		exps: make([]float64, m.Vocab().NTokens()),
 	}
 	b.tmpl, _ = m.ChatTemplate("")
+	// Per-token text and end-of-generation flags, looked up once instead
+	// of two C calls per sampled token.
+	nv := m.Vocab().NTokens()
+	b.pieces, b.eog = make([][]byte, nv), make([]bool, nv)
+	for t := range int32(nv) {
+		b.pieces[t] = []byte(b.vocab.Piece(t, false))
+		b.eog[t] = b.vocab.IsEOG(t)
+	}
 	for i := range o.Parallel {
 		b.slots = append(b.slots, &slot{seq: int32(i)})
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/omar-selfplay/omar/inference"
@@ -32,8 +33,8 @@ type job struct {
 	slot     *slot
 	pending  []int32 // tokens still to decode (prompt suffix, then the last sampled token)
 	chain    *llamacpp.Sampler
-	final    *llamacpp.Sampler
-	greedy   bool
+	rng      *rand.Rand // the seeded draw; nil: greedy (temperature 0)
+	invTemp  float64
 	text     []byte
 	logitIdx int // batch index of this step's logits, -1 when none
 	sent     int // tokens of pending put in this step's batch
@@ -43,8 +44,7 @@ type job struct {
 func (j *job) finish(err error) {
 	j.err = err
 	j.chain.Close()
-	j.final.Close()
-	j.chain, j.final = nil, nil
+	j.chain = nil
 	if j.slot != nil {
 		j.slot.job = nil
 		j.slot = nil
@@ -297,10 +297,11 @@ func commonPrefix(a, b []int32) int {
 	return n
 }
 
-// samplers builds j's chain: grammar, top-k, top-p, min-p, temperature;
-// then the final draw (seeded dist, or greedy at temperature 0). The
-// chain's output is the distribution the token is drawn from, which is what
-// Logprobs reports.
+// samplers builds j's filter chain in llama.cpp (grammar, top-k, top-p,
+// min-p); temperature and the seeded draw happen in Go over what the chain
+// leaves, so the log-probability reported is exactly that of the
+// distribution drawn from, and the common unfiltered case never copies the
+// logits.
 func (b *Backend) samplers(j *job) error {
 	sp := j.req.Sampling
 	chain, err := llamacpp.NewSamplerChain()
@@ -325,21 +326,15 @@ func (b *Backend) samplers(j *job) error {
 		if sp.MinP > 0 {
 			chain.Add(llamacpp.NewMinPSampler(sp.MinP, 1))
 		}
-		if sp.Temperature != 1 {
-			chain.Add(llamacpp.NewTempSampler(sp.Temperature))
-		}
 	}
 	if chain.Len() == 0 {
 		chain.Close()
 		chain = nil
 	}
 	j.chain = chain
-	if sp.Temperature <= 0 {
-		j.greedy = true
-		j.final = llamacpp.NewGreedySampler()
-	} else {
-		// Mix the high bits in: the dist sampler takes a 32-bit seed.
-		j.final = llamacpp.NewDistSampler(uint32(sp.Seed ^ sp.Seed>>32))
+	if sp.Temperature > 0 {
+		j.rng = rand.New(rand.NewPCG(sp.Seed, 0x6f6d61722d6c6c61)) // "omar-lla"
+		j.invTemp = 1 / float64(sp.Temperature)
 	}
 	return nil
 }
@@ -418,33 +413,51 @@ func (b *Backend) sample(j *job) {
 		j.finish(err)
 		return
 	}
-	rawLSE := logSumExp32(logits)
-	c := b.cand
-	c.Fill(logits)
-	if j.chain != nil {
+	rawMax, rawSum := maxSumExp(logits, 1, b.exps)
+	rawLSE := rawMax + math.Log(rawSum)
+	var tok int32
+	var lp float64
+	if j.chain == nil {
+		// Every token is a candidate: work on the logits in place.
+		if j.rng == nil {
+			tok, lp = int32(argmax(logits)), 0
+		} else {
+			m, s := rawMax, rawSum
+			if j.invTemp != 1 {
+				m, s = maxSumExp(logits, j.invTemp, b.exps)
+			}
+			i := draw(b.exps[:len(logits)], s, j.rng.Float64())
+			tok, lp = int32(i), float64(logits[i])*j.invTemp-m-math.Log(s)
+		}
+	} else {
+		c := b.cand
+		c.Fill(logits)
 		c.Apply(j.chain)
-	}
-	lse := logSumExpCand(c.Data())
-	if math.IsInf(lse, -1) {
-		// The grammar allows no token at all: the reply ends here.
-		b.retire(j, inference.StopEOG)
-		return
-	}
-	c.Apply(j.final)
-	sel, ok := c.Selected()
-	if !ok || math.IsInf(float64(sel.Logit), -1) {
-		b.retire(j, inference.StopEOG)
-		return
-	}
-	tok := sel.ID
-	lp := 0.0 // greedy: the distribution is a point mass
-	if !j.greedy {
-		lp = float64(sel.Logit) - lse
-	}
-	if j.chain != nil {
+		d := c.Data()
+		ls := b.candLogits[:0]
+		for _, t := range d {
+			ls = append(ls, t.Logit)
+		}
+		b.candLogits = ls
+		if j.rng == nil {
+			i := argmax(ls)
+			if math.IsInf(float64(ls[i]), -1) {
+				// The grammar allows no token at all: the reply ends here.
+				b.retire(j, inference.StopEOG)
+				return
+			}
+			tok, lp = d[i].ID, 0
+		} else {
+			m, s := maxSumExp(ls, j.invTemp, b.exps)
+			if math.IsInf(m, -1) || s == 0 {
+				b.retire(j, inference.StopEOG)
+				return
+			}
+			i := draw(b.exps[:len(ls)], s, j.rng.Float64())
+			tok, lp = d[i].ID, float64(ls[i])*j.invTemp-m-math.Log(s)
+		}
 		j.chain.Accept(tok)
 	}
-	j.final.Accept(tok)
 	r := &j.resp
 	r.Tokens = append(r.Tokens, tok)
 	r.Logprobs = append(r.Logprobs, float32(lp))
@@ -452,9 +465,9 @@ func (b *Backend) sample(j *job) {
 	b.stats.generated.Add(1)
 
 	prev := len(j.text)
-	j.text = b.vocab.AppendPiece(j.text, tok, false)
+	j.text = append(j.text, b.pieces[tok]...)
 	switch {
-	case b.vocab.IsEOG(tok) && !b.opts.ignoreEOG:
+	case b.eog[tok] && !b.opts.ignoreEOG:
 		b.retire(j, inference.StopEOG)
 	case slices.Contains(j.req.StopTokens, tok):
 		b.retire(j, inference.StopString)
@@ -496,36 +509,50 @@ func (b *Backend) retire(j *job, stop inference.StopReason) {
 	j.finish(nil)
 }
 
-func logSumExp32(x []float32) float64 {
-	m := float32(math.Inf(-1))
+// maxSumExp returns the maximum of x·scale and Σ exp(x·scale − max),
+// leaving each term in exps (which must be at least as long as x).
+func maxSumExp(x []float32, scale float64, exps []float64) (float64, float64) {
+	m := math.Inf(-1)
 	for _, v := range x {
-		if v > m {
-			m = v
-		}
+		m = max(m, float64(v)*scale)
 	}
-	if math.IsInf(float64(m), -1) {
-		return math.Inf(-1)
+	if math.IsInf(m, -1) {
+		clear(exps[:len(x)])
+		return m, 0
 	}
 	s := 0.0
-	for _, v := range x {
-		s += math.Exp(float64(v - m))
+	for i, v := range x {
+		e := math.Exp(float64(v)*scale - m)
+		exps[i] = e
+		s += e
 	}
-	return float64(m) + math.Log(s)
+	return m, s
 }
 
-func logSumExpCand(d []llamacpp.TokenData) float64 {
-	m := float32(math.Inf(-1))
-	for _, v := range d {
-		if v.Logit > m {
-			m = v.Logit
+// draw picks index i with probability exps[i]/sum, for u uniform in [0, 1).
+func draw(exps []float64, sum, u float64) int {
+	target := u * sum
+	acc := 0.0
+	last := 0
+	for i, e := range exps {
+		if e == 0 {
+			continue
+		}
+		acc += e
+		last = i
+		if acc > target {
+			return i
 		}
 	}
-	if math.IsInf(float64(m), -1) {
-		return math.Inf(-1)
+	return last // rounding: the last token with any mass
+}
+
+func argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
 	}
-	s := 0.0
-	for _, v := range d {
-		s += math.Exp(float64(v.Logit - m))
-	}
-	return float64(m) + math.Log(s)
+	return best
 }

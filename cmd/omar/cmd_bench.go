@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/llamacpp"
+)
+
+func init() {
+	register(command{name: "bench", summary: "measure throughput (bench decode)", run: runBench})
+}
+
+func runBench(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 || args[0] != "decode" {
+		return fmt.Errorf("want 'omar bench decode [flags]': %w", errUsage)
+	}
+	fs := newFlags(env, "bench decode")
+	var lf llamaFlags
+	lf.bind(fs)
+	parallel := fs.String("parallel", "1,8,32", "comma-separated numbers of parallel sequences")
+	n := fs.Int("n", 128, "tokens generated per sequence")
+	promptTokens := fs.Int("prompt-tokens", 16, "prompt tokens per sequence")
+	kv := fs.String("kv", "f16", "KV cache type: f16 or f32")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	var ps []int
+	for s := range strings.SplitSeq(*parallel, ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || p < 1 {
+			return fmt.Errorf("--parallel %q: want positive integers: %w", *parallel, errUsage)
+		}
+		ps = append(ps, p)
+	}
+	if *n < 2 || *promptTokens < 1 {
+		return fmt.Errorf("-n ≥ 2 and --prompt-tokens ≥ 1: %w", errUsage)
+	}
+	o, err := lf.options()
+	if err != nil {
+		return err
+	}
+	switch *kv {
+	case "f16":
+		o.KVType = llamacpp.KVTypeF16
+	case "f32":
+		o.KVType = llamacpp.KVTypeF32
+	default:
+		return fmt.Errorf("--kv %q: want f16 or f32: %w", *kv, errUsage)
+	}
+	o.Context = *promptTokens + *n + 1
+	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "parallel\tbackend tok/s\traw tok/s\tratio\tbackend tokens\traw tokens\t\n")
+	for _, p := range ps {
+		r, err := llama.BenchDecode(ctx, o, p, *promptTokens, *n)
+		if err != nil {
+			return fmt.Errorf("parallel %d: %w", p, err)
+		}
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%d\t%d\t\n", p, r.BackendRate(), r.RawRate(), r.Ratio(), r.BackendTokens, r.RawTokens)
+		tw.Flush()
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/llamacpp"
+)
+
+func init() {
+	register(command{name: "generate", summary: "generate text with a GGUF model through llama.cpp", run: runGenerate})
+}
+
+// llamaFlags are the flags every llama.cpp command shares.
+type llamaFlags struct {
+	model, lib            string
+	threads, threadsBatch int
+	gpuLayers             int
+	ctx                   int
+}
+
+func (f *llamaFlags) bind(fs interface {
+	StringVar(*string, string, string, string)
+	IntVar(*int, string, int, string)
+}) {
+	n := min(runtime.NumCPU(), 8)
+	fs.StringVar(&f.model, "model", "", "GGUF model file (required)")
+	fs.StringVar(&f.lib, "llama-lib", os.Getenv("OMAR_LLAMA_LIB"), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
+	fs.IntVar(&f.threads, "threads", n, "threads for token generation")
+	fs.IntVar(&f.threadsBatch, "threads-batch", n, "threads for prompt processing")
+	fs.IntVar(&f.gpuLayers, "gpu-layers", 0, "layers offloaded to a GPU backend (-1 all)")
+	fs.IntVar(&f.ctx, "ctx", 2048, "tokens per sequence")
+}
+
+func (f *llamaFlags) options() (llama.Options, error) {
+	if f.model == "" {
+		return llama.Options{}, fmt.Errorf("--model is required: %w", errUsage)
+	}
+	o := llama.Options{}.Defaults()
+	o.Model = f.model
+	o.LibDir = llamacpp.DefaultLibDir(f.lib)
+	o.Threads, o.ThreadsBatch = f.threads, f.threadsBatch
+	o.GPULayers = f.gpuLayers
+	o.Context = f.ctx
+	return o, nil
+}
+
+func runGenerate(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "generate")
+	var lf llamaFlags
+	lf.bind(fs)
+	promptText := fs.String("prompt", "Hello", "prompt text (a user message when --chat)")
+	system := fs.String("system", "", "system message (with --chat)")
+	chat := fs.Bool("chat", true, "wrap the prompt with the model's chat template")
+	n := fs.Int("n", 128, "most tokens to generate")
+	grammar := fs.String("grammar", "", "GBNF grammar constraining the reply (root rule \"root\"), or @file")
+	seed := fs.Uint64("seed", 0, "sampling seed")
+	temp := fs.Float64("temp", 0.8, "temperature (0: greedy)")
+	topK := fs.Int("top-k", 0, "top-k (0: off)")
+	topP := fs.Float64("top-p", 0, "top-p (0 or 1: off)")
+	minP := fs.Float64("min-p", 0, "min-p (0: off)")
+	stop := fs.String("stop", "", "stop string")
+	asJSON := fs.Bool("json", false, "print the response (tokens, logprobs) as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q: %w", fs.Args(), errUsage)
+	}
+	o, err := lf.options()
+	if err != nil {
+		return err
+	}
+	o.Parallel = 1
+	g := *grammar
+	if name, ok := strings.CutPrefix(g, "@"); ok {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		g = string(b)
+	}
+	b, err := llama.New(o)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	text := *promptText
+	if *chat {
+		var msgs []inference.Message
+		if *system != "" {
+			msgs = append(msgs, inference.Message{Role: "system", Content: *system})
+		}
+		msgs = append(msgs, inference.Message{Role: "user", Content: text})
+		if text, err = b.ChatTemplate(msgs, true); err != nil {
+			return err
+		}
+	}
+	toks, err := b.Tokenize(text, !*chat, true)
+	if err != nil {
+		return err
+	}
+	req := inference.Request{
+		Prompt: toks, MaxTokens: *n, Grammar: g,
+		Sampling: inference.Sampling{Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP), Seed: *seed},
+	}
+	if *stop != "" {
+		req.Stop = []string{*stop}
+	}
+	start := time.Now()
+	out, err := b.Generate(ctx, []inference.Request{req})
+	if err != nil {
+		return err
+	}
+	el := time.Since(start)
+	r := out[0]
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		return enc.Encode(struct {
+			PromptTokens int `json:"prompt_tokens"`
+			inference.Response
+		}{len(toks), r})
+	}
+	fmt.Fprintln(env.stdout, r.Text)
+	fmt.Fprintf(env.stderr, "%d prompt tokens, %d generated (%s) in %s, %.1f tokens/s\n",
+		len(toks), len(r.Tokens), r.Stop, el.Round(time.Millisecond), float64(len(r.Tokens))/el.Seconds())
+	return nil
+}
