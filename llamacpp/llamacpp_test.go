@@ -257,6 +257,7 @@ func newTestLlamaContext(t *testing.T, m *Model, seqs int) *LlamaContext {
 	t.Helper()
 	o := ContextOptions{}.Defaults()
 	o.NCtx, o.NSeqMax, o.NBatch, o.TypeK, o.TypeV = 256*seqs, seqs, 256, KVTypeF32, KVTypeF32
+	o.Threads, o.ThreadsBatch = 1, 1 // spin-waiting threads collapse on a shared machine
 	c, err := NewLlamaContext(m, o)
 	if err != nil {
 		t.Fatal(err)

@@ -63,6 +63,9 @@ func testOptions(t testing.TB) Options {
 	o.Parallel = 4
 	o.Context = 256
 	o.Batch = 128
+	// One thread: the test machine is shared, and llama.cpp's worker
+	// threads spin-wait for each other, which collapses under contention.
+	o.Threads, o.ThreadsBatch = 1, 1
 	// F32 keys and values: logits then agree with a recomputation to
 	// float rounding, which the logprob tests rely on.
 	o.KVType = llamacpp.KVTypeF32
@@ -352,6 +355,7 @@ func recompute(t *testing.T, b *Backend, toks []int32) [][]float32 {
 	t.Helper()
 	co := llamacpp.ContextOptions{}.Defaults()
 	co.NCtx, co.NBatch, co.TypeK, co.TypeV = 512, 512, llamacpp.KVTypeF32, llamacpp.KVTypeF32
+	co.Threads, co.ThreadsBatch = 1, 1
 	c, err := llamacpp.NewLlamaContext(b.Model(), co)
 	if err != nil {
 		t.Fatal(err)
@@ -472,11 +476,12 @@ func TestStops(t *testing.T) {
 func TestCancel(t *testing.T) {
 	o := testOptions(t)
 	o.ignoreEOG = true
+	o.Context = 8192 // long enough that the cancel lands mid-generation
 	b := newBackend(t, o)
 	p := prompt(t, b, "talk forever")
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(5 * time.Millisecond); cancel() }()
-	_, err := b.Generate(ctx, []inference.Request{{Key: "k", Prompt: p, MaxTokens: 250, Sampling: inference.Sampling{Temperature: 1}}})
+	_, err := b.Generate(ctx, []inference.Request{{Key: "k", Prompt: p, MaxTokens: 8000, Sampling: inference.Sampling{Temperature: 1}}})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
