@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/model"
 )
 
 // testLib loads the libraries from lib/llama/cpu or skips the test when the
@@ -37,7 +38,7 @@ func testModel(t testing.TB) *Model {
 			t.Fatal(err)
 		}
 		p := filepath.Join(dir, "tiny.gguf")
-		if err := llamatest.WriteModel(p, llamatest.Tiny()); err != nil {
+		if err := model.WriteFile(p, model.Options{Seed: 1}); err != nil {
 			t.Fatal(err)
 		}
 		tinyPath = p
@@ -48,6 +49,25 @@ func testModel(t testing.TB) *Model {
 	}
 	t.Cleanup(func() { m.Close() })
 	return m
+}
+
+func tinyConfig(t testing.TB) model.Config {
+	t.Helper()
+	c, err := model.PresetConfig("llama", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// specialID tokenizes a special token's text.
+func specialID(t testing.TB, v *Vocab, s string) int32 {
+	t.Helper()
+	toks, err := v.Tokenize(s, false, true)
+	if err != nil || len(toks) != 1 {
+		t.Fatalf("special token %s: got %v, %v", s, toks, err)
+	}
+	return toks[0]
 }
 
 func TestMain(m *testing.M) {
@@ -143,24 +163,24 @@ func TestModelFileErrors(t *testing.T) {
 
 func TestModelInfo(t *testing.T) {
 	m := testModel(t)
-	c := llamatest.Tiny()
-	if got := m.Vocab().NTokens(); got != c.Vocab() {
-		t.Errorf("n_vocab: got %d, want %d", got, c.Vocab())
+	c := tinyConfig(t)
+	if got := m.Vocab().NTokens(); got != c.VocabSize {
+		t.Errorf("n_vocab: got %d, want %d", got, c.VocabSize)
 	}
-	if got := m.NEmbd(); got != c.Embd {
-		t.Errorf("n_embd: got %d, want %d", got, c.Embd)
+	if got := m.NEmbd(); got != c.EmbeddingLength {
+		t.Errorf("n_embd: got %d, want %d", got, c.EmbeddingLength)
 	}
-	if got := m.NLayer(); got != c.Layers {
-		t.Errorf("n_layer: got %d, want %d", got, c.Layers)
+	if got := m.NLayer(); got != c.BlockCount {
+		t.Errorf("n_layer: got %d, want %d", got, c.BlockCount)
 	}
-	if got, ok := m.Meta("general.name"); !ok || got != "omar-tiny-test" {
+	if got, ok := m.Meta("general.name"); !ok || got != "omar-tiny-llama" {
 		t.Errorf("general.name: got %q %v", got, ok)
 	}
 	if _, ok := m.Meta("no.such.key"); ok {
 		t.Errorf("missing key reported present")
 	}
 	v := m.Vocab()
-	imEnd := c.SpecialID("<|im_end|>")
+	imEnd := specialID(t, v, model.IMEnd)
 	if !v.IsEOG(imEnd) {
 		t.Errorf("<|im_end|> (%d) is not end-of-generation", imEnd)
 	}
@@ -208,7 +228,7 @@ func TestTokenizeRoundTrip(t *testing.T) {
 	// Special tokens parse only with parseSpecial.
 	s := "<|im_start|>user"
 	toks, _ = v.Tokenize(s, false, true)
-	if toks[0] != llamatest.Tiny().SpecialID("<|im_start|>") {
+	if toks[0] != specialID(t, v, model.IMStart) {
 		t.Errorf("parse special: got %v", toks)
 	}
 	toks, _ = v.Tokenize(s, false, false)
@@ -220,7 +240,7 @@ func TestTokenizeRoundTrip(t *testing.T) {
 func TestChatTemplate(t *testing.T) {
 	m := testModel(t)
 	tmpl, ok := m.ChatTemplate("")
-	if !ok || tmpl != llamatest.ChatTemplate {
+	if !ok || tmpl != model.ChatTemplate {
 		t.Fatalf("chat template: got %q %v", tmpl, ok)
 	}
 	got, err := ApplyChatTemplate(tmpl, []ChatMessage{{"system", "be brief"}, {"user", "hi"}}, true)
@@ -463,7 +483,11 @@ func TestAdapterRoundTrip(t *testing.T) {
 	m := testModel(t)
 	c := newTestLlamaContext(t, m, 1)
 	lp := filepath.Join(t.TempDir(), "lora.gguf")
-	if err := llamatest.WriteLoRA(lp, llamatest.Tiny(), llamatest.LoRAConfig{Rank: 4, Alpha: 8, Seed: 3, Scale: 0.2}); err != nil {
+	l, err := llamatest.RandomLoRA(tinyConfig(t), 4, 8, 0.2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := model.WriteLoRA(lp, l); err != nil {
 		t.Fatal(err)
 	}
 	a, err := LoadAdapter(m, lp)

@@ -15,6 +15,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/model"
 )
 
 var (
@@ -33,7 +34,7 @@ func tinyModel(t testing.TB) string {
 			return
 		}
 		modelPath = filepath.Join(dir, "tiny.gguf")
-		modelErr = llamatest.WriteModel(modelPath, llamatest.Tiny())
+		modelErr = model.WriteFile(modelPath, model.Options{Seed: 1})
 	})
 	if modelErr != nil {
 		t.Fatal(modelErr)
@@ -177,8 +178,9 @@ func TestTokenizer(t *testing.T) {
 			t.Errorf("round trip: got %q, want %q", got, text)
 		}
 	}
-	imEnd := llamatest.Tiny().SpecialID("<|im_end|>")
-	if !b.EOG(imEnd) || b.EOG(65) {
+	toks, _ := b.Tokenize(model.IMEnd, false, true)
+	imEnd := toks[0]
+	if len(toks) != 1 || !b.EOG(imEnd) || b.EOG(65) {
 		t.Errorf("EOG(<|im_end|>) = %v, EOG(65) = %v", b.EOG(imEnd), b.EOG(65))
 	}
 }
@@ -500,7 +502,15 @@ func TestAdapterSwap(t *testing.T) {
 	o := testOptions(t)
 	b := newBackend(t, o)
 	lora := filepath.Join(t.TempDir(), "lora.gguf")
-	if err := llamatest.WriteLoRA(lora, llamatest.Tiny(), llamatest.LoRAConfig{Rank: 4, Alpha: 8, Seed: 2, Scale: 0.3}); err != nil {
+	c, err := model.PresetConfig("llama", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := llamatest.RandomLoRA(c, 4, 8, 0.3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := model.WriteLoRA(lora, l); err != nil {
 		t.Fatal(err)
 	}
 	p := prompt(t, b, "deal?")

@@ -1,10 +1,9 @@
-// Package llamatest writes tiny llama-architecture GGUF models and LoRA
-// adapters with random weights for tests and benchmarks of the llama.cpp
-// bindings, so that no test needs weights from outside.
+// Package llamatest holds test helpers for code that runs llama.cpp: where
+// the install script put the libraries (LibDir), random LoRA adapters that
+// change the logits (RandomLoRA), and an older self-contained tiny-model
+// writer (WriteModel) that predates package model.
 //
-// It is a stopgap until the repository's own GGUF writer (package gguf) and
-// `omar model init` exist; it does not import llamacpp, so the bindings'
-// own tests can use it.
+// It does not import llamacpp, so the bindings' own tests can use it.
 package llamatest
 
 import (
@@ -159,6 +158,9 @@ type tensor struct {
 
 // WriteModel writes a llama GGUF (v3, F32 tensors, 32-byte alignment,
 // byte-level BPE tokenizer, chatml template) to path.
+//
+// Deprecated: use model.WriteFile (the models `omar model init` writes);
+// kept while other packages' tests still call it.
 func WriteModel(path string, c Config) error {
 	toks, merges, types := vocab(c.Merges)
 	nv := len(toks)
@@ -244,6 +246,8 @@ type LoRAConfig struct {
 }
 
 // WriteLoRA writes a LoRA adapter GGUF for the model of c.
+//
+// Deprecated: use RandomLoRA with model.WriteLoRA.
 func WriteLoRA(path string, c Config, l LoRAConfig) error {
 	if l.Rank < 1 {
 		return fmt.Errorf("llamatest: lora rank %d < 1", l.Rank)
