@@ -244,7 +244,7 @@ func briefing(s Scenario, seat int, q Params) string {
 		vals[k] = fmt.Sprintf("%s=%d", pool.Names[k], s.Values[seat][k])
 	}
 	fmt.Fprintf(&b, "Your private values, in points per item: %s. The whole pool is worth %d points to you.\n", strings.Join(vals, " "), MaxScore)
-	fmt.Fprintf(&b, "%s has different private values that you do not know; the pool is worth %d points to %s too.\n", names[other], MaxScore, names[other])
+	fmt.Fprintf(&b, "%s has private values of their own that you do not know; the pool is worth %d points to %s too.\n", names[other], MaxScore, names[other])
 	b.WriteString("Your score in a deal is the total value of the items you get. Your reward grows with your score, most steeply around a fair split; ")
 	b.WriteString("if you walk away, or the turns run out without a deal, you get 0.\n")
 	fmt.Fprintf(&b, "Each of you has %d turns; %s moves first.\n\n", q.Rounds, names[0])

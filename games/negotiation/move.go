@@ -143,14 +143,17 @@ func (r Reply) Format() string {
 	return b.String()
 }
 
-var assignRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z_0-9]*)\s*=\s*([^\s,;]+)$`)
+var (
+	assignRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z_0-9]*)\s*=\s*([^\s,;]+)$`)
+	equalsRE = regexp.MustCompile(`\s*=\s*`)
+)
 
 // ParseAssignments parses terms like "book=1 hat=2 ball=0" (pairs may also
 // be separated by commas or semicolons, and "=" may have spaces around it)
 // into a map holding exactly the keys in keys (lower-case). Unknown,
 // missing and repeated keys are errors.
 func ParseAssignments(s string, keys []string) (map[string]string, error) {
-	s = regexp.MustCompile(`\s*=\s*`).ReplaceAllString(s, "=")
+	s = equalsRE.ReplaceAllString(s, "=")
 	fields := strings.FieldsFunc(s, func(c rune) bool { return c == ' ' || c == '\t' || c == ',' || c == ';' })
 	out := map[string]string{}
 	for _, f := range fields {
@@ -238,7 +241,9 @@ func Grammar(terms, extra string, canAccept, structuredOnly bool) string {
 		b.WriteString("root ::= move\n")
 	} else {
 		b.WriteString("root ::= say | say \"\\n\" move | move\n")
-		b.WriteString("say ::= \"SAY: \" [^\\n]{1,400}\n")
+		// The first character is visible ASCII so the parser never sees an
+		// empty message; 241 characters of at most 4 bytes stay under MaxSay.
+		b.WriteString("say ::= \"SAY: \" [!-~] [^\\n]{0,240}\n")
 	}
 	b.WriteString("move ::= " + strings.Join(moves, " | ") + "\n")
 	b.WriteString("terms ::= " + terms + "\n")
