@@ -1,0 +1,56 @@
+package llama
+
+import (
+	"math"
+	"testing"
+)
+
+func TestHasStop(t *testing.T) {
+	tests := []struct {
+		text  string
+		prev  int
+		stops []string
+		want  bool
+	}{
+		{"hello world", 6, []string{"world"}, true},
+		{"hello world", 11, []string{"world"}, false}, // already checked before
+		{"hello wor", 6, []string{"world"}, false},
+		{"abc\n\n", 4, []string{"\n\n"}, true}, // straddles the previous end
+		{"abc", 0, []string{""}, false},
+		{"", 0, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			if got := hasStop([]byte(tt.text), tt.prev, tt.stops); got != tt.want {
+				t.Errorf("hasStop(%q, %d, %q): got %v, want %v", tt.text, tt.prev, tt.stops, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDraw(t *testing.T) {
+	logits := []float32{0, float32(math.Log(3)), float32(math.Inf(-1)), 0}
+	exps := make([]float64, len(logits))
+	m, s := maxSumExp(logits, 1, exps)
+	if math.Abs(m+math.Log(s)-math.Log(5)) > 1e-6 { // float32 logits
+		t.Fatalf("log-sum-exp: got %v, want %v", m+math.Log(s), math.Log(5))
+	}
+	tests := []struct {
+		u    float64
+		want int
+	}{{0, 0}, {0.19, 0}, {0.21, 1}, {0.79, 1}, {0.81, 3}, {0.999999, 3}}
+	for _, tt := range tests {
+		if got := draw(exps, s, tt.u); got != tt.want {
+			t.Errorf("draw(u=%v): got %d, want %d", tt.u, got, tt.want)
+		}
+	}
+	// Temperature 0.5 squares the odds.
+	m, s = maxSumExp(logits, 2, exps)
+	if got := float64(logits[1])*2 - m - math.Log(s); math.Abs(got-math.Log(9.0/11)) > 1e-6 {
+		t.Errorf("tempered logprob: got %v, want %v", got, math.Log(9.0/11))
+	}
+	// Everything masked: no mass.
+	if _, s := maxSumExp([]float32{float32(math.Inf(-1))}, 1, exps); s != 0 {
+		t.Errorf("all masked: sum %v, want 0", s)
+	}
+}
