@@ -131,10 +131,14 @@ const (
 	TQ1_0   TensorType = 34
 	TQ2_0   TensorType = 35
 	MXFP4   TensorType = 39
+	NVFP4   TensorType = 40
+	Q1_0    TensorType = 41
+	Q2_0    TensorType = 42
 )
 
 // typeTraits are block size (elements) and block size in bytes, from
-// ggml.c's type_traits table.
+// ggml.c's type_traits table (checked with sizeof of the block structs of
+// ggml-common.h in the llama.cpp v0.5.0 sources).
 type typeTraits struct {
 	name      string
 	blockSize uint64
@@ -151,7 +155,7 @@ var tensorTypes = map[TensorType]typeTraits{
 	IQ2_S: {"IQ2_S", 256, 82}, IQ4_XS: {"IQ4_XS", 256, 136}, I8: {"I8", 1, 1}, I16: {"I16", 1, 2},
 	I32: {"I32", 1, 4}, I64: {"I64", 1, 8}, F64: {"F64", 1, 8}, IQ1_M: {"IQ1_M", 256, 56},
 	BF16: {"BF16", 1, 2}, TQ1_0: {"TQ1_0", 256, 54}, TQ2_0: {"TQ2_0", 256, 66},
-	MXFP4: {"MXFP4", 32, 17},
+	MXFP4: {"MXFP4", 32, 17}, NVFP4: {"NVFP4", 64, 36}, Q1_0: {"Q1_0", 128, 18}, Q2_0: {"Q2_0", 64, 18},
 }
 
 func (t TensorType) String() string {

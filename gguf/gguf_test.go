@@ -348,3 +348,25 @@ func BenchmarkWriteF16(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func TestRowBytes(t *testing.T) {
+	tests := []struct {
+		typ  TensorType
+		n    uint64
+		want uint64
+	}{
+		{F32, 3, 12}, {F16, 3, 6}, {BF16, 4, 8}, {Q8_0, 64, 68}, {Q4_K, 512, 288}, {Q6_K, 256, 210},
+		{IQ4_NL, 32, 18}, {MXFP4, 32, 17}, {NVFP4, 64, 36}, {Q1_0, 128, 18}, {TQ1_0, 256, 54},
+	}
+	for _, tt := range tests {
+		if got, err := tt.typ.RowBytes(tt.n); err != nil || got != tt.want {
+			t.Errorf("%v.RowBytes(%d): got %d, %v; want %d", tt.typ, tt.n, got, err, tt.want)
+		}
+	}
+	if _, err := Q8_0.RowBytes(33); err == nil {
+		t.Error("partial block: got nil error")
+	}
+	if _, err := TensorType(4).RowBytes(1); err == nil {
+		t.Error("removed type 4: got nil error")
+	}
+}
