@@ -40,8 +40,8 @@ func TestCalibrated(t *testing.T) {
 
 func TestCorridor(t *testing.T) {
 	tests := []struct {
-		name                   string
-		price, pMin, pMax      float64
+		name                  string
+		price, pMin, pMax     float64
 		wantBuyer, wantSeller float64
 	}{
 		{"middle", 150, 100, 200, 0.5, 0.5},
