@@ -2,15 +2,187 @@ package craigslist
 
 import (
 	"context"
+	"flag"
+	"math"
 	"os"
 	"testing"
 
+	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/enginetest"
 	"github.com/omar-selfplay/omar/games/negotiation"
+	"github.com/omar-selfplay/omar/games/negotiation/negotiationtest"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestRewards(t *testing.T) {
+	type result = negotiation.Result[float64]
+	s := Scenario{Title: "thing", Listing: 200, Target: 150} // corridor [150, 200]
+	deal := func(p float64) result {
+		return result{Status: negotiation.StatusDeal, Walker: -1, Deal: &negotiation.Offer[float64]{Terms: p}}
+	}
+	tests := []struct {
+		name string
+		res  result
+		want [2]float64
+	}{
+		{"middle of the corridor", deal(175), [2]float64{.5, .5}},
+		{"near the target", deal(160), [2]float64{.8, .2}},
+		{"at the target", deal(150), [2]float64{1, 0}},
+		{"at the listing", deal(200), [2]float64{0, 1}},
+		{"below the corridor", deal(120), [2]float64{1, 0}},
+		{"above the listing", deal(230), [2]float64{0, 1}},
+		{"walk-away gives 0", result{Status: negotiation.StatusWalk, Walker: 0}, [2]float64{0, 0}},
+		{"timeout gives 0", result{Status: negotiation.StatusNoDeal, Walker: -1}, [2]float64{0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := newEpisode(s, Params{Params: negotiation.DefaultParams()}).Score(tt.res)
+			for i := range 2 {
+				if !near(out.Rewards[i], tt.want[i]) {
+					t.Errorf("reward of %s: got %v, want %v", roles[i], out.Rewards[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestScriptedEpisode(t *testing.T) {
+	// cl-01: listing 350, buyer target 260 (corridor width 90).
+	tests := []struct {
+		name       string
+		scripts    [2][]string
+		wantResult string
+		want       [2]float64
+		wantMetric map[string]float64
+	}{
+		{
+			name:       "deal in the middle, buyer disclosed its target",
+			scripts:    [2][]string{{"SAY: my target is $260\nPROPOSE: price=200", "PROPOSE: price=oops", "PROPOSE: price=305"}, {"PROPOSE: price=340", "ACCEPT"}},
+			wantResult: "deal", want: [2]float64{.5, .5},
+			wantMetric: map[string]float64{"disclosure_buyer": 1, "opening_buyer": 200.0 / 260, "opening_seller": 340.0 / 350, "invalid_buyer": 1, "rounds": 2},
+		},
+		{
+			name:       "deal above the listing",
+			scripts:    [2][]string{{"PROPOSE: price=$400"}, {"ACCEPT"}},
+			wantResult: "deal", want: [2]float64{0, 1},
+			wantMetric: map[string]float64{"disclosure_buyer": 0, "agreement": 1},
+		},
+		{
+			name:       "walk away",
+			scripts:    [2][]string{{"PROPOSE: price=100"}, {"WALK"}},
+			wantResult: "walk_away", want: [2]float64{0, 0},
+			wantMetric: map[string]float64{"walked_seller": 1},
+		},
+		{
+			name:       "turn limit",
+			scripts:    [2][]string{{"PROPOSE: price=100"}, {"REJECT"}},
+			wantResult: "no_deal", want: [2]float64{0, 0},
+			wantMetric: map[string]float64{"no_deal": 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := engine.Params{"scenario_set": "curated", "scenario": 0, "rounds": 2}
+			out := negotiationtest.Play(t, New(), 1, p, tt.scripts).Outcome
+			if out.Result != tt.wantResult {
+				t.Fatalf("result: got %q, want %q", out.Result, tt.wantResult)
+			}
+			for i := range 2 {
+				if !near(out.Rewards[i], tt.want[i]) {
+					t.Errorf("reward %d: got %v, want %v", i, out.Rewards[i], tt.want[i])
+				}
+			}
+			for k, v := range tt.wantMetric {
+				if got, ok := out.Metrics[k]; !ok || !near(got, v) {
+					t.Errorf("metric %s: got %v (present %v), want %v", k, got, ok, v)
+				}
+			}
+			if _, ok := out.Metrics["disclosure_seller"]; ok {
+				t.Errorf("the seller has no private number, yet disclosure_seller is reported")
+			}
+		})
+	}
+}
 
 func TestConformance(t *testing.T) {
 	enginetest.Conformance(t, New())
+	t.Run("structured_curated", func(t *testing.T) {
+		enginetest.Conformance(t, New(), enginetest.Options{Seeds: 10, Params: engine.Params{"structured_only": true, "scenario_set": "curated"}})
+	})
+}
+
+func TestCurated(t *testing.T) {
+	cur, err := Curated()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cur) < 20 {
+		t.Errorf("got %d curated scenarios, want at least 20", len(cur))
+	}
+	ids := map[string]bool{}
+	for _, s := range cur {
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: %v", s.ID, err)
+		}
+		if s.ID == "" || ids[s.ID] {
+			t.Errorf("id %q empty or repeated", s.ID)
+		}
+		ids[s.ID] = true
+	}
+	if cur[0].Listing != 350 || cur[0].Target != 260 {
+		t.Errorf("scenario 0 is %+v, the tests expect listing 350 and target 260", cur[0])
+	}
+}
+
+func TestSample(t *testing.T) {
+	for seed := range uint64(500) {
+		if s := Sample(negotiation.Rand(seed, 1)); s.Validate() != nil {
+			t.Fatalf("seed %d: %+v: %v", seed, s, s.Validate())
+		}
+	}
+}
+
+func TestBriefingGolden(t *testing.T) {
+	for _, structured := range []bool{false, true} {
+		p := engine.Params{"scenario_set": "curated", "scenario": 0, "structured_only": structured}
+		rec := negotiationtest.Play(t, New(), 0, p, [2][]string{{"WALK"}, nil})
+		for i, b := range negotiationtest.Briefings(rec) {
+			name := roles[i]
+			if structured {
+				name += "_structured"
+			}
+			negotiationtest.Golden(t, name+".golden", b, *update)
+		}
+	}
+}
+
+func TestRepliesMatchGrammar(t *testing.T) {
+	for _, agents := range [][]string{{"strategic", "naive"}, {"random", "random"}, {"naive", "strategic"}} {
+		for seed := range uint64(20) {
+			cast, err := engine.ScriptedCast(New(), agents, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := engine.Play(context.Background(), New(), seed, nil, cast, engine.DefaultOptions(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			negotiationtest.CheckRepliesMatchGrammar(t, rec)
+		}
+	}
+}
+
+func FuzzMove(f *testing.F) {
+	for _, s := range []string{"PROPOSE: price=120", "SAY: hi\nACCEPT", "PROPOSE: price=0", "PROPOSE: $99.50", "PROPOSE: price=1,200", "WALK"} {
+		f.Add(s, uint8(0), false)
+	}
+	rules := negotiation.PriceRules{Seats: []engine.Seat{{Index: 0, Name: names[0]}, {Index: 1, Name: names[1]}}}
+	f.Fuzz(func(t *testing.T, text string, seat uint8, structured bool) {
+		negotiationtest.CheckGrammar(t, rules, int(seat%2), structured, text)
+	})
 }
 
 func TestStrategicBeatsNaive(t *testing.T) {

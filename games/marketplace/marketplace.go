@@ -211,7 +211,11 @@ func briefing(s Scenario, seat int, q Params) string {
 	} else {
 		b.WriteString("You are selling an item on an online marketplace.\n")
 	}
-	fmt.Fprintf(&b, "The item: %s (%s). The seller's public asking price is %s.\n", s.Item, s.Description, price(s.Asking))
+	asker := "The seller's"
+	if seat == 1 {
+		asker = "Your"
+	}
+	fmt.Fprintf(&b, "The item: %s (%s). %s public asking price is %s.\n", s.Item, s.Description, asker, price(s.Asking))
 	if seat == 0 {
 		fmt.Fprintf(&b, "Private: your principal will pay at most %s (the seller does not know this).\n", price(s.BuyerMax))
 		b.WriteString("The seller has a private lowest price that you do not know.\n")
@@ -227,7 +231,11 @@ func briefing(s Scenario, seat int, q Params) string {
 	if q.StructuredOnly {
 		fmt.Fprintf(&b, "Example:\nPROPOSE: price=%s\n", ex)
 	} else {
-		fmt.Fprintf(&b, "Example:\nSAY: I can pay cash today.\nPROPOSE: price=%s\n", ex)
+		say := "I can pay cash today."
+		if seat == 1 {
+			say = "It is in great shape, and I have had other offers."
+		}
+		fmt.Fprintf(&b, "Example:\nSAY: %s\nPROPOSE: price=%s\n", say, ex)
 	}
 	return b.String()
 }
