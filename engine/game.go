@@ -111,6 +111,10 @@ type Turn struct {
 	// View is everything this seat may see so far, in order, ending with the
 	// notification event. Agents must not modify it.
 	View []Event
+	// Validate checks a reply without applying it, so that a transport can
+	// answer a remote client at once; the runtime validates again when it
+	// applies the reply.
+	Validate func(text string) error
 }
 
 // Agent is a participant. Act returns the action for t.Notification. An
@@ -148,4 +152,22 @@ func FindPolicy(g Game, name string) (Policy, error) {
 		names = append(names, p.Name)
 	}
 	return Policy{}, fmt.Errorf("engine: %s has no scripted policy %q (have %v)", g.ID(), name, names)
+}
+
+// DecodeData copies an event's Data into v (a pointer). In-process events
+// carry the game's own typed values; events read back from JSON (HTTP,
+// records) carry generic maps. DecodeData handles both, so scripted
+// policies work in-process and as remote clients alike.
+func DecodeData(data any, v any) error {
+	if data == nil {
+		return fmt.Errorf("engine: event has no data")
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("engine: encode data: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("engine: decode data: %w", err)
+	}
+	return nil
 }

@@ -45,7 +45,9 @@ type Question struct {
 	Grammar string
 	Data    any
 	// Parse validates a reply and returns the move it stands for. Its error
-	// message is shown to the seat, so make it say what to fix.
+	// message is shown to the seat, so make it say what to fix. It must be a
+	// pure function of text: transports call it concurrently to answer
+	// remote clients at once.
 	Parse func(text string) (any, error)
 	// Default is the inert action applied after a timeout or when the retry
 	// budget is spent. It must parse.
@@ -171,7 +173,11 @@ func (rt *Runtime) AskAll(ctx context.Context, qs []Question) ([]Answer, error) 
 				Kind: KindNotification, Audience: Only(q.Seat), Seat: q.Seat, NotificationID: n.ID,
 				Text: q.Text, Legal: q.Legal, Grammar: q.Grammar, Data: q.Data,
 			})
-			turns[j] = Turn{Notification: n, Seat: rt.seats[q.Seat]}
+			parse := q.Parse
+			turns[j] = Turn{Notification: n, Seat: rt.seats[q.Seat], Validate: func(text string) error {
+				_, err := parse(text)
+				return err
+			}}
 		}
 		// Views are taken after every notification is in the log, so no
 		// seat learns who else was asked and nothing is appended while the

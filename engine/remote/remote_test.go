@@ -1,0 +1,322 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/games/sealedbid"
+)
+
+func find(id string) (engine.Game, error) {
+	if id == "sealedbid" || id == "sealedbid_v1" {
+		return sealedbid.New(), nil
+	}
+	return nil, fmt.Errorf("unknown environment %q", id)
+}
+
+func newTestServer(t *testing.T, opts ServerOptions) (*Client, *httptest.Server) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := NewServer(ctx, find, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() { cancel(); ts.Close() })
+	return &Client{BaseURL: ts.URL, HTTP: ts.Client()}, ts
+}
+
+func shading(seat engine.Seat, seed uint64) engine.Agent {
+	p, _ := engine.FindPolicy(sealedbid.New(), "shading")
+	return p.New(seat, seed)
+}
+
+func waitDone(t *testing.T, c *Client, id string) EpisodeInfo {
+	t.Helper()
+	for range 500 {
+		info, err := c.Episode(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status != "running" {
+			return info
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("episode %s did not finish", id)
+	return EpisodeInfo{}
+}
+
+// TestRemoteEqualsLocal plays an episode whose seats are all remote clients
+// and checks that it ends exactly as the same episode played in-process.
+func TestRemoteEqualsLocal(t *testing.T) {
+	c, _ := newTestServer(t, ServerOptions{}.Defaults())
+	const seed = 11
+	info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid", Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(info.Seats))
+	for i, si := range info.Seats {
+		seat := &Seat{Client: c, Episode: info.ID, Info: si, Agent: shading(engine.Seat{Index: i}, 0), Wait: time.Second}
+		wg.Go(func() { errs[i] = seat.Run(context.Background()) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("seat %d: %v", i, err)
+		}
+	}
+	got := waitDone(t, c, info.ID)
+	cast, _ := engine.ScriptedCast(sealedbid.New(), []string{"shading"}, seed)
+	want, err := engine.Play(context.Background(), sealedbid.New(), seed, nil, cast, engine.DefaultOptions(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "done" || !reflect.DeepEqual(got.Outcome.Rewards, want.Outcome.Rewards) {
+		t.Fatalf("remote episode: status %s rewards %v; local rewards %v", got.Status, got.Outcome, want.Outcome.Rewards)
+	}
+}
+
+// flaky answers its first notification with an invalid bid and loses its
+// connection while the second is open (it blocks until its context ends).
+type flaky struct {
+	inner engine.Agent
+	calls int
+	seen  []string
+	lost  chan struct{} // closed when the connection should drop
+}
+
+func (f *flaky) Act(ctx context.Context, t engine.Turn) (engine.Action, error) {
+	f.calls++
+	f.seen = append(f.seen, t.Notification.ID)
+	switch f.calls {
+	case 1:
+		return engine.Action{NotificationID: t.Notification.ID, Text: "BID 999"}, nil
+	case 2:
+		close(f.lost)
+		<-ctx.Done()
+		return engine.Action{}, ctx.Err()
+	}
+	return f.inner.Act(ctx, t)
+}
+
+// TestRemoteEpisode plays over loopback HTTP with an invalid action, a
+// stale action, a disconnect and a resume.
+func TestRemoteEpisode(t *testing.T) {
+	c, ts := newTestServer(t, ServerOptions{}.Defaults())
+	info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid_v1", Seed: 5, Agents: []string{"remote", "remote", "scripted:random"}, Params: engine.Params{"rounds": 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Seats[2].Agent != "scripted:random" || info.Seats[2].Token == "" || info.ObserverToken == "" {
+		t.Fatalf("create answer: %+v", info)
+	}
+	s0 := &Seat{Client: c, Episode: info.ID, Info: info.Seats[0], Agent: shading(engine.Seat{Index: 0}, 0), Wait: time.Second}
+	f := &flaky{inner: shading(engine.Seat{Index: 1}, 0), lost: make(chan struct{})}
+	s1 := &Seat{Client: c, Episode: info.ID, Info: info.Seats[1], Agent: f, Wait: time.Second}
+
+	done0 := make(chan error, 1)
+	go func() { done0 <- s0.Run(context.Background()) }()
+
+	// Seat 1 plays until its second notification, then drops the connection.
+	ctx1, drop := context.WithCancel(context.Background())
+	go func() {
+		<-f.lost
+		drop()
+	}()
+	if err := s1.Run(ctx1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("first connection: got %v, want a cancelled context", err)
+	}
+	// A stale action (the first, already answered notification) is refused.
+	_, err = c.Act(context.Background(), info.ID, info.Seats[1].Token, engine.Action{NotificationID: f.seen[0], Text: "BID 1"})
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusConflict || !strings.Contains(se.Message, "stale") {
+		t.Fatalf("stale action: got %v, want 409 stale", err)
+	}
+	// Resume from the cursor.
+	if err := s1.Run(context.Background()); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if len(f.seen) < 3 || f.seen[2] != f.seen[1] {
+		t.Errorf("after resuming, seat 1 answered %v; want the notification open at the disconnect (%v) again", f.seen, f.seen[1])
+	}
+	if err := <-done0; err != nil {
+		t.Fatalf("seat 0: %v", err)
+	}
+	got := waitDone(t, c, info.ID)
+	if got.Status != "done" || len(got.Outcome.Rewards) != 3 {
+		t.Fatalf("episode ended %+v", got)
+	}
+	// The invalid bid is in seat 1's view, and the cursor never skipped or
+	// repeated an event.
+	var invalid int
+	for i, e := range s1.View {
+		if e.Kind == engine.KindValidationError {
+			invalid++
+		}
+		if i > 0 && e.Seq <= s1.View[i-1].Seq {
+			t.Fatalf("seat 1 view not increasing at %d: %d after %d", i, e.Seq, s1.View[i-1].Seq)
+		}
+	}
+	if invalid != 1 {
+		t.Errorf("seat 1 saw %d validation errors, want 1", invalid)
+	}
+	page, err := c.Events(context.Background(), info.ID, 1, info.Seats[1].Token, 0, 0)
+	if err != nil || !reflect.DeepEqual(len(page.Events), len(s1.View)) || !page.Done {
+		t.Errorf("re-reading seat 1 from 0: %d events (done %v, %v), resumed view has %d", len(page.Events), page.Done, err, len(s1.View))
+	}
+	// The observer sees everything; no seat sees another's private events.
+	all, err := c.Events(context.Background(), info.ID, -1, info.ObserverToken, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range s1.View {
+		if !e.Audience.Includes(1) {
+			t.Errorf("seat 1 received event %d for %+v", e.Seq, e.Audience)
+		}
+	}
+	if len(all.Events) <= len(s1.View) {
+		t.Errorf("observer saw %d events, seat 1 %d", len(all.Events), len(s1.View))
+	}
+
+	// Bad requests get clear 4xx answers.
+	for _, tc := range []struct {
+		name, method, path, token, body string
+		code                            int
+	}{
+		{"unknown episode", "GET", "/v1/episodes/nope/events?seat=0", info.Seats[0].Token, "", 404},
+		{"no token", "GET", "/v1/episodes/" + info.ID + "/events?seat=0", "", "", 401},
+		{"other seat's token", "GET", "/v1/episodes/" + info.ID + "/events?seat=1", info.Seats[0].Token, "", 403},
+		{"seat token reads all", "GET", "/v1/episodes/" + info.ID + "/events", info.Seats[0].Token, "", 403},
+		{"bad seat", "GET", "/v1/episodes/" + info.ID + "/events?seat=9", info.Seats[0].Token, "", 400},
+		{"bad cursor", "GET", "/v1/episodes/" + info.ID + "/events?seat=0&after=-3", info.Seats[0].Token, "", 400},
+		{"bad json", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, "{", 400},
+		{"unknown field", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, `{"notification_id":"n1","action":"x","seat":1}`, 400},
+		{"no notification id", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, `{"action":"BID 1"}`, 400},
+		{"scripted seat cannot act", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[2].Token, `{"notification_id":"n1","action":"BID 1"}`, 403},
+		{"episode over", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, `{"notification_id":"n1","action":"BID 1"}`, 409},
+		{"too large", "POST", "/v1/episodes", "", `{"env":"` + strings.Repeat("x", 70<<10) + `"}`, 413},
+		{"unknown env", "POST", "/v1/episodes", "", `{"env":"chess"}`, 400},
+		{"bad params", "POST", "/v1/episodes", "", `{"env":"sealedbid","params":{"bidders":1}}`, 400},
+		{"wrong agent count", "POST", "/v1/episodes", "", `{"env":"sealedbid","agents":["remote","remote"]}`, 400},
+		{"unknown policy", "POST", "/v1/episodes", "", `{"env":"sealedbid","agents":["scripted:genius"]}`, 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, ts.URL+tc.path, strings.NewReader(tc.body))
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.code {
+				t.Errorf("got HTTP %d, want %d", resp.StatusCode, tc.code)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("got content type %q, want application/json", ct)
+			}
+		})
+	}
+}
+
+// TestRemoteTimeout: a remote seat that never answers gets the default
+// and the episode goes on.
+func TestRemoteTimeout(t *testing.T) {
+	opts := ServerOptions{}.Defaults()
+	opts.ActionTimeout = 20 * time.Millisecond
+	c, _ := newTestServer(t, opts)
+	info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid", Seed: 1, Agents: []string{"remote", "scripted", "scripted"}, Params: engine.Params{"rounds": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitDone(t, c, info.ID)
+	if got.Status != "done" {
+		t.Fatalf("got status %s (%s), want done", got.Status, got.Error)
+	}
+	page, err := c.Events(context.Background(), info.ID, 0, info.Seats[0].Token, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := 0
+	for _, e := range page.Events {
+		if e.Kind == engine.KindDefault {
+			defaults++
+		}
+	}
+	if defaults != 2 {
+		t.Errorf("got %d defaults, want one per round (2)", defaults)
+	}
+}
+
+func TestParseEventsQuery(t *testing.T) {
+	for _, tc := range []struct {
+		q    string
+		want EventsQuery
+		err  bool
+	}{
+		{"", EventsQuery{Seat: -1}, false},
+		{"seat=1&after=7&wait=2.5", EventsQuery{Seat: 1, After: 7, Wait: 2500 * time.Millisecond}, false},
+		{"wait=999", EventsQuery{Seat: -1, Wait: 30 * time.Second}, false},
+		{"seat=3", EventsQuery{}, true},
+		{"seat=-1", EventsQuery{}, true},
+		{"after=x", EventsQuery{}, true},
+		{"wait=NaN", EventsQuery{}, true},
+		{"wait=-1", EventsQuery{}, true},
+	} {
+		v, _ := url.ParseQuery(tc.q)
+		got, err := ParseEventsQuery(v, 3, 30*time.Second)
+		if (err != nil) != tc.err || (!tc.err && got != tc.want) {
+			t.Errorf("%q: got %+v, %v; want %+v, error %v", tc.q, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func FuzzParseEventsQuery(f *testing.F) {
+	for _, s := range []string{"", "seat=1&after=7&wait=2.5", "after=9223372036854775807", "wait=1e309", "seat=%zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := url.ParseQuery(s)
+		if err != nil {
+			return
+		}
+		q, err := ParseEventsQuery(v, 4, 30*time.Second)
+		if err != nil {
+			return
+		}
+		if q.Seat < -1 || q.Seat >= 4 || q.After < 0 || q.Wait < 0 || q.Wait > 30*time.Second {
+			t.Fatalf("%q parsed to out-of-range %+v", s, q)
+		}
+	})
+}
+
+func FuzzDecodeAction(f *testing.F) {
+	for _, s := range []string{`{"notification_id":"n1","action":"BID 3"}`, `{}`, `{"action":1}`, `{"x":1}`, `{"notification_id":"n1"} {}`, ``, `null`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var a ActionRequest
+		if err := DecodeStrict(strings.NewReader(s), &a); err != nil {
+			return
+		}
+		// Whatever decodes must re-encode to an equivalent request.
+		var b ActionRequest
+		if err := DecodeStrict(strings.NewReader(fmt.Sprintf(`{"notification_id":%q,"action":%q}`, a.NotificationID, a.Action)), &b); err != nil || a != b {
+			t.Fatalf("%q decoded to %+v, which does not round-trip (%+v, %v)", s, a, b, err)
+		}
+	})
+}

@@ -1,0 +1,421 @@
+// Package remote is the engine's HTTP transport: a server that runs
+// episodes and lets remote agents read their seat's events with a cursor
+// (long-poll) and submit actions, and a client that plays a seat with any
+// engine.Agent and resumes from its cursor after a disconnect.
+//
+// Every seat gets a bearer token when its episode is created; a token reads
+// only its own seat's view and acts only for that seat. An observer token
+// reads the omniscient log.
+package remote
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/omar-selfplay/omar/engine"
+)
+
+// ServerOptions tune the server.
+type ServerOptions struct {
+	// MaxBodyBytes bounds request bodies.
+	MaxBodyBytes int64
+	// MaxWait bounds a long-poll.
+	MaxWait time.Duration
+	// ActionTimeout bounds how long a remote seat may take to answer a
+	// notification; then the inert default is applied.
+	ActionTimeout time.Duration
+	// MaxRetries is the runtime's retry budget for invalid actions.
+	MaxRetries int
+	// MaxEpisodes bounds the episodes kept in memory.
+	MaxEpisodes int
+}
+
+// Defaults returns 64 KiB bodies, 30 s long-polls, 120 s per action, two
+// retries and 1000 episodes.
+func (ServerOptions) Defaults() ServerOptions {
+	return ServerOptions{MaxBodyBytes: 64 << 10, MaxWait: 30 * time.Second, ActionTimeout: 120 * time.Second, MaxRetries: 2, MaxEpisodes: 1000}
+}
+
+// Validate checks o.
+func (o ServerOptions) Validate() error {
+	if o.MaxBodyBytes <= 0 || o.MaxWait <= 0 || o.ActionTimeout <= 0 || o.MaxRetries < 0 || o.MaxEpisodes <= 0 {
+		return fmt.Errorf("remote: invalid server options %+v", o)
+	}
+	return nil
+}
+
+// CreateRequest is the body of POST /v1/episodes.
+type CreateRequest struct {
+	Env    string        `json:"env"`
+	Seed   uint64        `json:"seed"`
+	Params engine.Params `json:"params,omitempty"`
+	// Agents names each seat's agent: "remote" (the default) or a scripted
+	// policy ("scripted" for the game's default, or "scripted:NAME").
+	Agents []string `json:"agents,omitempty"`
+}
+
+// SeatInfo is a seat as the creator learns it: roles stay hidden.
+type SeatInfo struct {
+	Index int    `json:"index"`
+	Name  string `json:"name"`
+	Agent string `json:"agent"`
+	Token string `json:"token,omitempty"`
+}
+
+// EpisodeInfo describes an episode.
+type EpisodeInfo struct {
+	ID     string     `json:"id"`
+	Env    string     `json:"env"`
+	Seed   uint64     `json:"seed"`
+	Status string     `json:"status"` // "running", "done" or "failed"
+	Error  string     `json:"error,omitempty"`
+	Seats  []SeatInfo `json:"seats"`
+	// ObserverToken reads the omniscient log; only the creator gets it.
+	ObserverToken string          `json:"observer_token,omitempty"`
+	Outcome       *engine.Outcome `json:"outcome,omitempty"`
+}
+
+// EventsPage is the answer of GET /v1/episodes/{id}/events.
+type EventsPage struct {
+	Events []engine.Event `json:"events"`
+	// Next is the cursor for the next request (the last sequence number
+	// returned, or the request's cursor when nothing was).
+	Next int64 `json:"next"`
+	// Done reports that the episode is over and no event will follow.
+	Done bool `json:"done"`
+}
+
+// ActionRequest is the body of POST /v1/episodes/{id}/actions.
+type ActionRequest struct {
+	NotificationID string `json:"notification_id"`
+	Action         string `json:"action"`
+}
+
+// ActionResult answers an action: "ack" or "validation_error".
+type ActionResult struct {
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// ErrorBody is the JSON body of every 4xx/5xx answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+// Server runs episodes for remote agents. It implements http.Handler.
+type Server struct {
+	find func(id string) (engine.Game, error)
+	opts ServerOptions
+	mux  *http.ServeMux
+	ctx  context.Context
+
+	mu       sync.Mutex
+	episodes map[string]*episode
+	order    []string
+	nextID   int
+}
+
+type episode struct {
+	info     EpisodeInfo
+	game     engine.Game
+	tokens   map[string]int // token -> seat, -1 for the observer
+	boxes    []*mailbox     // nil for scripted seats
+	log      *engine.Log
+	ready    chan struct{} // closed once log is set
+	finished chan struct{}
+}
+
+// NewServer returns a server whose episodes live until ctx is done. find
+// resolves an environment id.
+func NewServer(ctx context.Context, find func(id string) (engine.Game, error), opts ServerOptions) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{find: find, opts: opts, mux: http.NewServeMux(), ctx: ctx, episodes: map[string]*episode{}}
+	s.mux.HandleFunc("POST /v1/episodes", s.create)
+	s.mux.HandleFunc("GET /v1/episodes", s.list)
+	s.mux.HandleFunc("GET /v1/episodes/{id}", s.get)
+	s.mux.HandleFunc("GET /v1/episodes/{id}/events", s.events)
+	s.mux.HandleFunc("POST /v1/episodes/{id}/actions", s.act)
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func fail(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, ErrorBody{Error: fmt.Sprintf(format, args...)})
+}
+
+// decodeBody decodes a JSON body strictly (unknown fields, trailing data
+// and oversize bodies are errors) and writes the 4xx itself on failure.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	if err := DecodeStrict(r.Body, v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			fail(w, http.StatusRequestEntityTooLarge, "request body larger than %d bytes", s.opts.MaxBodyBytes)
+		} else {
+			fail(w, http.StatusBadRequest, "bad request body: %v", err)
+		}
+		return false
+	}
+	return true
+}
+
+func newToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand never fails on Linux
+	return hex.EncodeToString(b)
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	var req CreateRequest
+	if !s.decodeBody(w, r, &req) {
+		return
+	}
+	g, err := s.find(req.Env)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	ep, err := g.NewEpisode(req.Seed, req.Params)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	seats := ep.Seats()
+	if len(req.Agents) > 1 && len(req.Agents) != len(seats) {
+		fail(w, http.StatusBadRequest, "%d agents for %d seats", len(req.Agents), len(seats))
+		return
+	}
+	e := &episode{
+		game: g, tokens: map[string]int{}, boxes: make([]*mailbox, len(seats)),
+		ready: make(chan struct{}), finished: make(chan struct{}),
+		info: EpisodeInfo{Env: g.ID(), Seed: req.Seed, Status: "running"},
+	}
+	agents := make([]engine.Agent, len(seats))
+	for i, seat := range seats {
+		name := "remote"
+		if len(req.Agents) == 1 {
+			name = req.Agents[0]
+		} else if len(req.Agents) > 1 {
+			name = req.Agents[i]
+		}
+		info := SeatInfo{Index: i, Name: seat.Name, Agent: name}
+		if name == "remote" || name == "" {
+			info.Agent = "remote"
+			e.boxes[i] = newMailbox()
+			agents[i] = e.boxes[i]
+		} else {
+			cast, err := engine.ScriptedCast(g, []string{name}, req.Seed)
+			if err != nil {
+				fail(w, http.StatusBadRequest, "seat %d: %v", i, err)
+				return
+			}
+			a, label, err := cast(seat)
+			if err != nil {
+				fail(w, http.StatusBadRequest, "seat %d: %v", i, err)
+				return
+			}
+			agents[i], info.Agent = a, label
+		}
+		info.Token = newToken()
+		e.tokens[info.Token] = i
+		e.info.Seats = append(e.info.Seats, info)
+	}
+	e.info.ObserverToken = newToken()
+	e.tokens[e.info.ObserverToken] = -1
+
+	s.mu.Lock()
+	if len(s.order) >= s.opts.MaxEpisodes && !s.evictFinished() {
+		s.mu.Unlock()
+		fail(w, http.StatusServiceUnavailable, "too many running episodes (%d)", s.opts.MaxEpisodes)
+		return
+	}
+	s.nextID++
+	e.info.ID = "ep" + strconv.Itoa(s.nextID)
+	s.episodes[e.info.ID] = e
+	s.order = append(s.order, e.info.ID)
+	s.mu.Unlock()
+
+	cast := func(seat engine.Seat) (engine.Agent, string, error) {
+		return agents[seat.Index], e.info.Seats[seat.Index].Agent, nil
+	}
+	opts := engine.Options{MaxRetries: s.opts.MaxRetries, Timeout: s.opts.ActionTimeout}
+	go func() {
+		defer close(e.finished)
+		rec, err := engine.Play(s.ctx, g, req.Seed, req.Params, cast, opts, func(rt *engine.Runtime) {
+			e.log = rt.Log()
+			close(e.ready)
+		})
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err != nil {
+			e.info.Status, e.info.Error = "failed", err.Error()
+			select {
+			case <-e.ready:
+			default:
+				e.log = engine.NewLog(seats)
+				e.log.Close()
+				close(e.ready)
+			}
+			return
+		}
+		e.info.Status = "done"
+		e.info.Outcome = &rec.Outcome
+	}()
+	writeJSON(w, http.StatusCreated, e.info)
+}
+
+// evictFinished drops the oldest finished episode; s.mu is held.
+func (s *Server) evictFinished() bool {
+	for i, id := range s.order {
+		if s.episodes[id].info.Status != "running" {
+			delete(s.episodes, id)
+			s.order = append(s.order[:i], s.order[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// public strips tokens from an episode's info.
+func (e *episode) public() EpisodeInfo {
+	info := e.info
+	info.ObserverToken = ""
+	info.Seats = make([]SeatInfo, len(e.info.Seats))
+	for i, si := range e.info.Seats {
+		si.Token = ""
+		info.Seats[i] = si
+	}
+	return info
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	out := make([]EpisodeInfo, 0, len(s.order))
+	for _, id := range s.order {
+		out = append(out, s.episodes[id].public())
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"episodes": out})
+}
+
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *episode {
+	s.mu.Lock()
+	e := s.episodes[r.PathValue("id")]
+	s.mu.Unlock()
+	if e == nil {
+		fail(w, http.StatusNotFound, "no episode %q", r.PathValue("id"))
+	}
+	return e
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	if e := s.lookup(w, r); e != nil {
+		s.mu.Lock()
+		info := e.public()
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, info)
+	}
+}
+
+// authorize returns the seat of the request's bearer token (-1 for the
+// observer) or writes 401.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, e *episode) (int, bool) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	seat, known := e.tokens[strings.TrimSpace(tok)]
+	if !ok || !known {
+		fail(w, http.StatusUnauthorized, "missing or unknown bearer token for episode %s", e.info.ID)
+		return 0, false
+	}
+	return seat, true
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	e := s.lookup(w, r)
+	if e == nil {
+		return
+	}
+	tokSeat, ok := s.authorize(w, r, e)
+	if !ok {
+		return
+	}
+	q, err := ParseEventsQuery(r.URL.Query(), len(e.info.Seats), s.opts.MaxWait)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if q.Seat != tokSeat && tokSeat != -1 {
+		fail(w, http.StatusForbidden, "this token belongs to seat %d, not seat %d", tokSeat, q.Seat)
+		return
+	}
+	select {
+	case <-e.ready:
+	case <-r.Context().Done():
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), q.Wait)
+	defer cancel()
+	evs, done, err := e.log.Wait(ctx, q.Seat, q.After)
+	if err != nil && r.Context().Err() != nil {
+		return // the client went away
+	}
+	page := EventsPage{Events: evs, Next: q.After, Done: done}
+	if page.Events == nil {
+		page.Events = []engine.Event{}
+	}
+	if n := len(evs); n > 0 {
+		page.Next = evs[n-1].Seq
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) act(w http.ResponseWriter, r *http.Request) {
+	e := s.lookup(w, r)
+	if e == nil {
+		return
+	}
+	seat, ok := s.authorize(w, r, e)
+	if !ok {
+		return
+	}
+	if seat < 0 || e.boxes[seat] == nil {
+		fail(w, http.StatusForbidden, "this token cannot act: the seat is not played remotely")
+		return
+	}
+	var req ActionRequest
+	if !s.decodeBody(w, r, &req) {
+		return
+	}
+	if req.NotificationID == "" {
+		fail(w, http.StatusBadRequest, "notification_id is required")
+		return
+	}
+	res, err := e.boxes[seat].submit(engine.Action{NotificationID: req.NotificationID, Text: req.Action})
+	if err != nil {
+		fail(w, http.StatusConflict, "%v", err)
+		return
+	}
+	if res.Status != "ack" {
+		writeJSON(w, http.StatusUnprocessableEntity, res)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
