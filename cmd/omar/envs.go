@@ -12,6 +12,7 @@ import (
 	"github.com/omar-selfplay/omar/games/dealornodeal"
 	"github.com/omar-selfplay/omar/games/jobinterview"
 	"github.com/omar-selfplay/omar/games/marketplace"
+	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/sotopia"
 	"github.com/omar-selfplay/omar/werewolf"
 )
@@ -27,6 +28,7 @@ var games = []engine.Game{
 	jobinterview.New(),
 	calendar.New(),
 	marketplace.New(),
+	sealedbid.New(),
 }
 
 // findGame returns the game whose id is id, or whose id without its

@@ -249,7 +249,10 @@ func (Game) Policies() []engine.Policy {
 	return []engine.Policy{
 		{Name: "shading", Description: "bids the risk-neutral equilibrium of the pricing rule", New: func(s engine.Seat, seed uint64) engine.Agent {
 			return engine.AgentFunc(func(ctx context.Context, t engine.Turn) (engine.Action, error) {
-				req, _ := t.Notification.Data.(BidRequest)
+				var req BidRequest
+				if err := engine.DecodeData(t.Notification.Data, &req); err != nil {
+					return engine.Action{}, err
+				}
 				bid := req.Value
 				if req.Pricing == "first" && req.Bidders > 1 {
 					bid = req.Value * (req.Bidders - 1) / req.Bidders
@@ -260,7 +263,10 @@ func (Game) Policies() []engine.Policy {
 		{Name: "random", Description: "bids uniformly at random up to the maximum value", New: func(s engine.Seat, seed uint64) engine.Agent {
 			rng := rand.New(rand.NewPCG(seed, 1))
 			return engine.AgentFunc(func(ctx context.Context, t engine.Turn) (engine.Action, error) {
-				req, _ := t.Notification.Data.(BidRequest)
+				var req BidRequest
+				if err := engine.DecodeData(t.Notification.Data, &req); err != nil {
+					return engine.Action{}, err
+				}
 				return engine.Action{NotificationID: t.Notification.ID, Text: "BID " + strconv.Itoa(rng.IntN(req.MaxValue+1))}, nil
 			})
 		}},
