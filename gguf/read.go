@@ -95,7 +95,7 @@ func Read(r io.ReaderAt, size int64) (*File, error) {
 		key := d.str()
 		v := d.value()
 		if d.err != nil {
-			return nil, fmt.Errorf("metadata entry %d: %w", i, d.err)
+			return nil, d.within(fmt.Sprintf("metadata entry %d (%q)", i, key))
 		}
 		if _, dup := f.keys[key]; dup {
 			return nil, d.fail(at, fmt.Sprintf("duplicate metadata key %q", key))
@@ -114,7 +114,7 @@ func Read(r io.ReaderAt, size int64) (*File, error) {
 		at := d.off
 		t := d.tensorInfo()
 		if d.err != nil {
-			return nil, fmt.Errorf("tensor info %d: %w", i, d.err)
+			return nil, d.within(fmt.Sprintf("tensor info %d (%q)", i, t.Name))
 		}
 		if _, dup := f.names[t.Name]; dup {
 			return nil, d.fail(at, fmt.Sprintf("duplicate tensor name %q", t.Name))
@@ -291,6 +291,15 @@ func (d *decoder) fail(at int64, msg string) error {
 		d.err = &FormatError{Offset: at, Msg: msg}
 	}
 	return d.err
+}
+
+// within prefixes the message of a *FormatError with where it happened.
+func (d *decoder) within(where string) error {
+	var fe *FormatError
+	if errors.As(d.err, &fe) {
+		return &FormatError{Offset: fe.Offset, Msg: where + ": " + fe.Msg}
+	}
+	return fmt.Errorf("%s: %w", where, d.err)
 }
 
 func (d *decoder) bytes(n int) []byte {
