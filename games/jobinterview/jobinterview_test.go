@@ -2,15 +2,250 @@ package jobinterview
 
 import (
 	"context"
+	"flag"
+	"math"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/enginetest"
 	"github.com/omar-selfplay/omar/games/negotiation"
+	"github.com/omar-selfplay/omar/games/negotiation/negotiationtest"
 )
 
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// opposed: only salary and workplace matter and the roles want opposite
+// things; worker z = (10·salary index + 30·workplace index)/100 and the
+// recruiter gets the rest, so the max-min contract is 80000 + hybrid at
+// .5/.5. It is curated scenario job-21.
+var opposed = Scenario{Points: [2]Points{
+	{Salary: []int{0, 10, 20, 30, 40}, DaysOff: []int{0, 0, 0, 0, 0}, Position: []int{0, 0, 0, 0}, Workplace: []int{0, 30, 60}, Hours: []int{0, 0, 0, 0}},
+	{Salary: []int{40, 30, 20, 10, 0}, DaysOff: []int{0, 0, 0, 0, 0}, Position: []int{0, 0, 0, 0}, Workplace: []int{60, 30, 0}, Hours: []int{0, 0, 0, 0}},
+}}
+
+const opposedIndex = 20
+
+// tie: worker also likes 30 days off (10 points), which costs the
+// recruiter nothing. Two contracts reach the best minimum 50: 80000 +
+// hybrid + 30 days (55/50, total 105, first in order) and 100000 + office
+// + 30 days (50/60, total 110); the larger total wins.
+var tie = Scenario{Points: [2]Points{
+	{Salary: []int{0, 10, 20, 30, 40}, DaysOff: []int{0, 0, 0, 0, 10}, Position: []int{0, 0, 0, 0}, Workplace: []int{0, 25, 50}, Hours: []int{0, 0, 0, 0}},
+	{Salary: []int{40, 30, 20, 10, 0}, DaysOff: []int{0, 0, 0, 0, 0}, Position: []int{0, 0, 0, 0}, Workplace: []int{60, 30, 0}, Hours: []int{0, 0, 0, 0}},
+}}
+
+func TestMaxMin(t *testing.T) {
+	tests := []struct {
+		name string
+		s    Scenario
+		want Reference
+	}{
+		{"opposed", opposed, Reference{Contract: Contract{2, 0, 0, 1, 0}, M: [2]float64{.5, .5}}},
+		{"tie broken by the larger total", tie, Reference{Contract: Contract{4, 4, 0, 0, 0}, M: [2]float64{.5, .6}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.s.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			got := MaxMin(tt.s.Points[0], tt.s.Points[1])
+			if got.Contract != tt.want.Contract || !near(got.M[0], tt.want.M[0]) || !near(got.M[1], tt.want.M[1]) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRewards(t *testing.T) {
+	type result = negotiation.Result[Contract]
+	deal := func(c Contract) result {
+		return result{Status: negotiation.StatusDeal, Walker: -1, Deal: &negotiation.Offer[Contract]{Terms: c}}
+	}
+	// Calibrated values computed independently (Python).
+	tests := []struct {
+		name string
+		s    Scenario
+		res  result
+		want [2]float64
+	}{
+		{"the max-min contract", opposed, deal(Contract{2, 0, 0, 1, 0}), [2]float64{.5, .5}},
+		{"z=1 for the worker, z=0 for the recruiter", opposed, deal(Contract{4, 2, 3, 2, 3}), [2]float64{1, 0}},
+		{"60000 and remote: .6/.4", opposed, deal(Contract{0, 0, 0, 2, 0}), [2]float64{0.6443613025567579, 0.35563869744324184}},
+		{"tie scenario, the first max-min contract", tie, deal(Contract{2, 4, 0, 1, 0}), [2]float64{0.573296828981533, 0.3961197527813282}},
+		{"walk-away gives 0", opposed, result{Status: negotiation.StatusWalk, Walker: 1}, [2]float64{0, 0}},
+		{"timeout gives 0", opposed, result{Status: negotiation.StatusNoDeal, Walker: -1}, [2]float64{0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := newEpisode(tt.s, Params{Params: negotiation.DefaultParams()}).Score(tt.res)
+			for i := range 2 {
+				if !near(out.Rewards[i], tt.want[i]) {
+					t.Errorf("reward of %s: got %v, want %v", roles[i], out.Rewards[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestParseTerms(t *testing.T) {
+	tests := []struct {
+		text    string
+		want    Contract
+		wantErr string
+	}{
+		{text: "salary=80000 days_off=20 position=senior workplace=hybrid hours=40", want: Contract{2, 2, 2, 1, 1}},
+		{text: "salary=$90k, days_off=30, position=Lead, workplace=REMOTE, hours=35", want: Contract{3, 4, 3, 2, 0}},
+		{text: "salary=100,000 days_off=10 position=analyst workplace=office hours=50", want: Contract{4, 0, 0, 0, 3}},
+		{text: "salary=85000 days_off=20 position=senior workplace=hybrid hours=40", wantErr: "not an option"},
+		{text: "salary=80000 days_off=20 position=senior workplace=hybrid", wantErr: "missing hours"},
+		{text: "salary=80000 days_off=20 position=ceo workplace=hybrid hours=40", wantErr: "position=ceo is not an option"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			got, err := Rules{}.ParseTerms(0, tt.text)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, %v; want error containing %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("got %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestScriptedEpisode(t *testing.T) {
+	tests := []struct {
+		name       string
+		scripts    [2][]string
+		wantResult string
+		want       [2]float64
+		wantMetric map[string]float64
+	}{
+		{
+			name: "deal at the max-min contract after a bad option",
+			scripts: [2][]string{
+				{"SAY: salary is worth up to 40 points to me\nPROPOSE: salary=100000 days_off=30 position=lead workplace=remote hours=35", "PROPOSE: salary=85000 days_off=20 position=senior workplace=hybrid hours=40", "PROPOSE: salary=80000 days_off=20 position=senior workplace=hybrid hours=40"},
+				{"PROPOSE: salary=60000 days_off=10 position=analyst workplace=office hours=50", "ACCEPT"}},
+			wantResult: "deal", want: [2]float64{.5, .5},
+			wantMetric: map[string]float64{"opening_worker": 1, "opening_recruiter": 1, "invalid_worker": 1, "disclosure_worker": .2, "disclosure_recruiter": 0},
+		},
+		{
+			name:       "walk away",
+			scripts:    [2][]string{{"WALK"}, nil},
+			wantResult: "walk_away", want: [2]float64{0, 0},
+		},
+		{
+			name:       "turn limit",
+			scripts:    [2][]string{{"SAY: hello"}, {"SAY: hi"}},
+			wantResult: "no_deal", want: [2]float64{0, 0},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := engine.Params{"scenario_set": "curated", "scenario": opposedIndex, "rounds": 2}
+			out := negotiationtest.Play(t, New(), 1, p, tt.scripts).Outcome
+			if out.Result != tt.wantResult {
+				t.Fatalf("result: got %q, want %q", out.Result, tt.wantResult)
+			}
+			for i := range 2 {
+				if !near(out.Rewards[i], tt.want[i]) {
+					t.Errorf("reward %d: got %v, want %v", i, out.Rewards[i], tt.want[i])
+				}
+			}
+			for k, v := range tt.wantMetric {
+				if got, ok := out.Metrics[k]; !ok || !near(got, v) {
+					t.Errorf("metric %s: got %v (present %v), want %v", k, got, ok, v)
+				}
+			}
+		})
+	}
+}
+
 func TestConformance(t *testing.T) {
-	enginetest.Conformance(t, New())
+	enginetest.Conformance(t, New(), enginetest.Options{Seeds: 20})
+	t.Run("structured_curated", func(t *testing.T) {
+		enginetest.Conformance(t, New(), enginetest.Options{Seeds: 10, Params: engine.Params{"structured_only": true, "scenario_set": "curated"}})
+	})
+}
+
+func TestCurated(t *testing.T) {
+	cur, err := Curated()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cur) < 20 {
+		t.Errorf("got %d curated scenarios, want at least 20", len(cur))
+	}
+	ids := map[string]bool{}
+	for _, s := range cur {
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: %v", s.ID, err)
+		}
+		if s.ID == "" || ids[s.ID] {
+			t.Errorf("id %q empty or repeated", s.ID)
+		}
+		ids[s.ID] = true
+	}
+	if got := MaxMin(cur[opposedIndex].Points[0], cur[opposedIndex].Points[1]); got.Contract != (Contract{2, 0, 0, 1, 0}) {
+		t.Errorf("scenario %d is not the opposed one the tests expect: max-min %v", opposedIndex, got)
+	}
+}
+
+func TestSample(t *testing.T) {
+	for seed := range uint64(300) {
+		if s := Sample(negotiation.Rand(seed, 1)); s.Validate() != nil {
+			t.Fatalf("seed %d: %+v: %v", seed, s, s.Validate())
+		}
+	}
+}
+
+func TestBriefingGolden(t *testing.T) {
+	for _, structured := range []bool{false, true} {
+		p := engine.Params{"scenario_set": "curated", "scenario": 0, "structured_only": structured}
+		rec := negotiationtest.Play(t, New(), 0, p, [2][]string{{"WALK"}, nil})
+		for i, b := range negotiationtest.Briefings(rec) {
+			name := roles[i]
+			if structured {
+				name += "_structured"
+			}
+			negotiationtest.Golden(t, name+".golden", b, *update)
+		}
+	}
+}
+
+func TestRepliesMatchGrammar(t *testing.T) {
+	for _, agents := range [][]string{{"strategic", "naive"}, {"random", "random"}, {"naive", "strategic"}} {
+		for seed := range uint64(10) {
+			cast, err := engine.ScriptedCast(New(), agents, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := engine.Play(context.Background(), New(), seed, nil, cast, engine.DefaultOptions(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			negotiationtest.CheckRepliesMatchGrammar(t, rec)
+		}
+	}
+}
+
+func FuzzMove(f *testing.F) {
+	for _, s := range []string{
+		"PROPOSE: salary=80000 days_off=20 position=senior workplace=hybrid hours=40",
+		"SAY: hi\nACCEPT", "PROPOSE: salary=$90k, days_off=30, position=Lead, workplace=REMOTE, hours=35", "WALK",
+	} {
+		f.Add(s, uint8(0), false)
+	}
+	f.Fuzz(func(t *testing.T, text string, seat uint8, structured bool) {
+		negotiationtest.CheckGrammar(t, Rules{}, int(seat%2), structured, text)
+	})
 }
 
 func TestStrategicBeatsNaive(t *testing.T) {

@@ -146,14 +146,20 @@ func (r Reply) Format() string {
 var (
 	assignRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z_0-9]*)\s*=\s*([^\s,;]+)$`)
 	equalsRE = regexp.MustCompile(`\s*=\s*`)
+	// thousandsRE finds "80,000": a comma inside a number is not a separator.
+	thousandsRE = regexp.MustCompile(`(\d),(\d\d\d)\b`)
 )
 
 // ParseAssignments parses terms like "book=1 hat=2 ball=0" (pairs may also
-// be separated by commas or semicolons, and "=" may have spaces around it)
+// be separated by commas or semicolons, "=" may have spaces around it, and
+// numbers may have thousands separators: "salary=80,000")
 // into a map holding exactly the keys in keys (lower-case). Unknown,
 // missing and repeated keys are errors.
 func ParseAssignments(s string, keys []string) (map[string]string, error) {
 	s = equalsRE.ReplaceAllString(s, "=")
+	for thousandsRE.MatchString(s) {
+		s = thousandsRE.ReplaceAllString(s, "$1$2")
+	}
 	fields := strings.FieldsFunc(s, func(c rune) bool { return c == ' ' || c == '\t' || c == ',' || c == ';' })
 	out := map[string]string{}
 	for _, f := range fields {
