@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+
+	"github.com/omar-selfplay/omar/engine"
+)
+
+func init() {
+	register(command{name: "play", summary: "play episodes with scripted agents and write episode records", run: runPlay})
+}
+
+// playConfig is the YAML config of omar play; flags override it.
+type playConfig struct {
+	Env        string         `yaml:"env"`
+	Params     map[string]any `yaml:"params"`
+	Agents     []string       `yaml:"agents"`
+	Episodes   int            `yaml:"episodes"`
+	Seed       uint64         `yaml:"seed"`
+	Out        string         `yaml:"out"`
+	Parallel   int            `yaml:"parallel"`
+	MaxRetries *int           `yaml:"max_retries"`
+}
+
+func (c *playConfig) validate() error {
+	switch {
+	case c.Env == "":
+		return fmt.Errorf("no environment: pass --env (see omar envs): %w", errUsage)
+	case c.Episodes < 1:
+		return fmt.Errorf("episodes %d < 1: %w", c.Episodes, errUsage)
+	case c.Parallel < 1:
+		return fmt.Errorf("parallel %d < 1: %w", c.Parallel, errUsage)
+	case c.MaxRetries != nil && *c.MaxRetries < 0:
+		return fmt.Errorf("max_retries %d < 0: %w", *c.MaxRetries, errUsage)
+	}
+	return nil
+}
+
+func runPlay(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "play")
+	configPath := fs.String("config", "", "YAML config (flags override it)")
+	envID := fs.String("env", "", "environment id (see omar envs)")
+	agents := fs.String("agents", "scripted", "seat agents: 'scripted' (every seat uses the game's default policy), a policy name for every seat, or a comma list by seat order, e.g. strategic,naive")
+	episodes := fs.Int("episodes", 1, "number of episodes")
+	seed := fs.Uint64("seed", 1, "run seed: episode k is dealt from a seed derived from (seed, k)")
+	out := fs.String("out", "", "episode records file (JSONL); '-' for stdout; empty: no records")
+	parallel := fs.Int("parallel", 4, "episodes played at once")
+	params := fs.String("params", "", "game parameters as JSON, e.g. '{\"rounds\":5}'")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q: %w", fs.Args(), errUsage)
+	}
+	cfg := playConfig{Agents: []string{"scripted"}, Episodes: 1, Seed: 1, Parallel: 4}
+	if *configPath != "" {
+		if err := decodeYAMLFile(*configPath, &cfg); err != nil {
+			return err
+		}
+	}
+	var perr error
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "env":
+			cfg.Env = *envID
+		case "agents":
+			cfg.Agents = strings.Split(*agents, ",")
+		case "episodes":
+			cfg.Episodes = *episodes
+		case "seed":
+			cfg.Seed = *seed
+		case "out":
+			cfg.Out = *out
+		case "parallel":
+			cfg.Parallel = *parallel
+		case "params":
+			cfg.Params = nil
+			if err := json.Unmarshal([]byte(*params), &cfg.Params); err != nil {
+				perr = fmt.Errorf("--params: %v: %w", err, errUsage)
+			}
+		}
+	})
+	if perr != nil {
+		return perr
+	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	g, err := findGame(cfg.Env)
+	if err != nil {
+		return err
+	}
+	for i := range cfg.Agents {
+		cfg.Agents[i] = strings.TrimSpace(cfg.Agents[i])
+	}
+	if len(cfg.Agents) > 1 {
+		seats, err := g.Seats(cfg.Params)
+		if err != nil {
+			return err
+		}
+		if len(cfg.Agents) != len(seats) {
+			return fmt.Errorf("%d agents for the %d seats of %s: %w", len(cfg.Agents), len(seats), g.ID(), errUsage)
+		}
+	}
+	if _, err := engine.ScriptedCast(g, cfg.Agents, 0); err != nil {
+		return err
+	}
+	opts := engine.DefaultOptions()
+	if cfg.MaxRetries != nil {
+		opts.MaxRetries = *cfg.MaxRetries
+	}
+
+	var w io.Writer
+	var flush func() error = func() error { return nil }
+	switch cfg.Out {
+	case "":
+	case "-":
+		w = env.stdout
+	default:
+		f, err := os.Create(cfg.Out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		bw := bufio.NewWriter(f)
+		w, flush = bw, func() error {
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+			return f.Close()
+		}
+	}
+
+	bar := newProgress(env, cfg.Episodes, "playing "+g.ID())
+	sum := newPlaySummary()
+	err = playEpisodes(ctx, g, cfg, opts, func(rec *engine.Record) error {
+		bar.add(1)
+		sum.add(rec)
+		if w == nil {
+			return nil
+		}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	})
+	bar.finish()
+	if ferr := flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return err
+	}
+	report := env.stdout
+	if cfg.Out == "-" {
+		report = env.stderr
+	}
+	sum.print(report, g.ID())
+	if cfg.Out != "" && cfg.Out != "-" {
+		fmt.Fprintf(report, "episode records: %s\n", cfg.Out)
+	}
+	return nil
+}
+
+// playEpisodes plays cfg.Episodes episodes, cfg.Parallel at a time, and
+// hands the records to emit in episode order, so output is identical for
+// every degree of parallelism.
+func playEpisodes(ctx context.Context, g engine.Game, cfg playConfig, opts engine.Options, emit func(*engine.Record) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		rec *engine.Record
+		err error
+	}
+	results := make([]chan result, cfg.Episodes)
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	sem := make(chan struct{}, cfg.Parallel)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for k := range cfg.Episodes {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				results[k] <- result{err: ctx.Err()}
+				continue
+			}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				seed := engine.DeriveSeed(cfg.Seed, uint64(k))
+				cast, err := engine.ScriptedCast(g, cfg.Agents, seed)
+				if err != nil {
+					results[k] <- result{err: err}
+					return
+				}
+				rec, err := engine.Play(ctx, g, seed, cfg.Params, cast, opts, nil)
+				results[k] <- result{rec, err}
+			})
+		}
+	})
+	defer wg.Wait()
+	for k := range cfg.Episodes {
+		r := <-results[k]
+		if r.err != nil {
+			return fmt.Errorf("episode %d: %w", k, r.err)
+		}
+		if err := emit(r.rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// playSummary aggregates records for the closing report.
+type playSummary struct {
+	episodes int
+	results  map[string]int
+	reward   map[string]*meanAcc // by "seat role (agent)"
+	metrics  map[string]*meanAcc
+}
+
+type meanAcc struct {
+	sum float64
+	n   int
+}
+
+func (m *meanAcc) add(x float64) { m.sum += x; m.n++ }
+func (m *meanAcc) mean() float64 { return m.sum / float64(max(m.n, 1)) }
+
+func newPlaySummary() *playSummary {
+	return &playSummary{results: map[string]int{}, reward: map[string]*meanAcc{}, metrics: map[string]*meanAcc{}}
+}
+
+func acc(m map[string]*meanAcc, k string) *meanAcc {
+	if m[k] == nil {
+		m[k] = &meanAcc{}
+	}
+	return m[k]
+}
+
+func (s *playSummary) add(rec *engine.Record) {
+	s.episodes++
+	s.results[rec.Outcome.Result]++
+	for i, seat := range rec.Seats {
+		acc(s.reward, seat.Role+" ("+seat.Agent+")").add(rec.Outcome.Rewards[i])
+	}
+	for k, v := range rec.Outcome.Metrics {
+		acc(s.metrics, k).add(v)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (s *playSummary) print(w io.Writer, id string) {
+	fmt.Fprintf(w, "%s: %d episodes\n", id, s.episodes)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "role (agent)\tmean reward\tn")
+	for _, k := range sortedKeys(s.reward) {
+		fmt.Fprintf(tw, "%s\t%.4f\t%d\n", k, s.reward[k].mean(), s.reward[k].n)
+	}
+	tw.Flush()
+	var res []string
+	for _, k := range sortedKeys(s.results) {
+		res = append(res, fmt.Sprintf("%s %.1f%%", k, 100*float64(s.results[k])/float64(s.episodes)))
+	}
+	fmt.Fprintf(w, "results: %s\n", strings.Join(res, ", "))
+	if len(s.metrics) > 0 {
+		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "metric\tmean")
+		for _, k := range sortedKeys(s.metrics) {
+			fmt.Fprintf(tw, "%s\t%.4f\n", k, s.metrics[k].mean())
+		}
+		tw.Flush()
+	}
+}
