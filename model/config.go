@@ -85,8 +85,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model: %d heads cannot share %d KV heads", c.HeadCount, c.HeadCountKV)
 	case c.HeadDim <= 0 || c.HeadDim%2 != 0:
 		return fmt.Errorf("model: head dimension %d must be positive and even (RoPE)", c.HeadDim)
-	case c.Arch != "qwen3" && c.HeadDim*c.HeadCount != c.EmbeddingLength:
-		return fmt.Errorf("model: %s needs head_dim × heads = n_embd, got %d × %d ≠ %d", c.Arch, c.HeadDim, c.HeadCount, c.EmbeddingLength)
+	case c.Arch == "qwen2" && c.HeadDim*c.HeadCount != c.EmbeddingLength:
+		// llama.cpp's qwen2 sizes attn_output as [n_embd, n_embd].
+		return fmt.Errorf("model: qwen2 needs head_dim × heads = n_embd, got %d × %d ≠ %d", c.HeadDim, c.HeadCount, c.EmbeddingLength)
 	}
 	return nil
 }
@@ -153,5 +154,69 @@ func (o Options) Config() (Config, error) {
 	if o.ContextLength > 0 {
 		c.ContextLength = o.ContextLength
 	}
+	return c, c.Validate()
+}
+
+// ConfigFromGGUF reads the shape of a llama, qwen2 or qwen3 model file —
+// generated or real — from its metadata and tensors, for code (such as the
+// trainer) that rebuilds the model's graph. Keys llama.cpp treats as
+// optional get llama.cpp's defaults: head_count_kv = head_count,
+// key_length = n_embd/head_count, rope.freq_base = 10000.
+func ConfigFromGGUF(f *gguf.File) (Config, error) {
+	var c Config
+	var err error
+	if c.Arch, err = f.String("general.architecture"); err != nil {
+		return c, err
+	}
+	if !slices.Contains(Architectures, c.Arch) {
+		return c, fmt.Errorf("model: architecture %q is not one of %v", c.Arch, Architectures)
+	}
+	a := c.Arch + "."
+	required := func(key string) int {
+		n, e := f.Uint(a + key)
+		if e != nil && err == nil {
+			err = e
+		}
+		return int(n)
+	}
+	c.ContextLength = required("context_length")
+	c.EmbeddingLength = required("embedding_length")
+	c.BlockCount = required("block_count")
+	c.FeedForwardLength = required("feed_forward_length")
+	c.HeadCount = required("attention.head_count")
+	eps, e := f.Float(a + "attention.layer_norm_rms_epsilon")
+	if e != nil && err == nil {
+		err = e
+	}
+	if err != nil {
+		return c, fmt.Errorf("model: %w", err)
+	}
+	c.RMSEpsilon = float32(eps)
+	c.HeadCountKV = c.HeadCount
+	if n, e := f.Uint(a + "attention.head_count_kv"); e == nil {
+		c.HeadCountKV = int(n)
+	}
+	if c.HeadCount > 0 {
+		c.HeadDim = c.EmbeddingLength / c.HeadCount
+	}
+	if n, e := f.Uint(a + "attention.key_length"); e == nil {
+		c.HeadDim = int(n)
+	}
+	if n, e := f.Uint(a + "attention.value_length"); e == nil && int(n) != c.HeadDim {
+		return c, fmt.Errorf("model: key length %d ≠ value length %d is not supported", c.HeadDim, n)
+	}
+	c.RopeFreqBase = 10000
+	if x, e := f.Float(a + "rope.freq_base"); e == nil {
+		c.RopeFreqBase = float32(x)
+	}
+	if toks, e := f.Strings("tokenizer.ggml.tokens"); e == nil {
+		c.VocabSize = len(toks)
+	} else if emb, ok := f.Tensor("token_embd.weight"); ok && len(emb.Shape) == 2 {
+		c.VocabSize = int(emb.Shape[1])
+	}
+	_, hasOutput := f.Tensor("output.weight")
+	c.TiedEmbeddings = !hasOutput
+	_, c.QKVBias = f.Tensor("blk.0.attn_q.bias")
+	_, c.QKNorm = f.Tensor("blk.0.attn_q_norm.weight")
 	return c, c.Validate()
 }

@@ -260,3 +260,29 @@ func BenchmarkGenerateSmall(b *testing.B) {
 		}
 	}
 }
+
+func TestConfigFromGGUF(t *testing.T) {
+	for _, arch := range Architectures {
+		t.Run(arch, func(t *testing.T) {
+			f := readBytes(t, generateBytes(t, Options{Arch: arch, Seed: 2, ContextLength: 2048}))
+			got, err := ConfigFromGGUF(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := PresetConfig(arch, "tiny")
+			want.ContextLength = 2048
+			if got != want {
+				t.Errorf("got %+v, want %+v", got, want)
+			}
+		})
+	}
+	for _, tt := range []struct{ name, arch string }{{"unsupported architecture", "gpt2"}, {"missing keys", "llama"}} {
+		w := gguf.NewWriter()
+		w.Set("general.architecture", tt.arch)
+		var buf bytes.Buffer
+		w.WriteTo(&buf)
+		if _, err := ConfigFromGGUF(readBytes(t, buf.Bytes())); err == nil {
+			t.Errorf("%s: got nil error", tt.name)
+		}
+	}
+}
