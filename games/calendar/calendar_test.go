@@ -2,15 +2,225 @@ package calendar
 
 import (
 	"context"
+	"flag"
+	"math"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/enginetest"
 	"github.com/omar-selfplay/omar/games/negotiation"
+	"github.com/omar-selfplay/omar/games/negotiation/negotiationtest"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// handmade is curated scenario cal-21: Z = {10, 11, 14}; the assistant
+// values them .5, 0, .25 and the requester 0, 1, .5.
+var handmade = Scenario{Calendars: [2]Calendar{
+	{Free: []int{9, 10, 11, 14}, Prefs: []float64{1, 0.5, 0, 0.25}},
+	{Free: []int{10, 11, 14, 16}, Prefs: []float64{0, 1, 0.5, 1}},
+}}
+
+const handmadeIndex = 20
+
+// single has one mutually free slot (12): not a valid scenario to deal,
+// but the reward must still be defined: the only possible slot is the best.
+var single = Scenario{Calendars: [2]Calendar{
+	{Free: []int{9, 12}, Prefs: []float64{1, 0.25}},
+	{Free: []int{12, 15}, Prefs: []float64{0.5, 1}},
+}}
+
+func TestRewards(t *testing.T) {
+	type result = negotiation.Result[int]
+	deal := func(h int) result {
+		return result{Status: negotiation.StatusDeal, Walker: -1, Deal: &negotiation.Offer[int]{Terms: h}}
+	}
+	tests := []struct {
+		name string
+		s    Scenario
+		res  result
+		want [2]float64
+	}{
+		{"assistant's best in Z (not its overall best 9)", handmade, deal(10), [2]float64{1, 0}},
+		{"requester's best", handmade, deal(11), [2]float64{0, 1}},
+		{"halfway for both", handmade, deal(14), [2]float64{.5, .5}},
+		{"single mutually free slot", single, deal(12), [2]float64{1, 1}},
+		{"walk-away gives 0", handmade, result{Status: negotiation.StatusWalk, Walker: 0}, [2]float64{0, 0}},
+		{"timeout gives 0", handmade, result{Status: negotiation.StatusNoDeal, Walker: -1}, [2]float64{0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := newEpisode(tt.s, Params{Params: negotiation.DefaultParams()}).Score(tt.res)
+			for i := range 2 {
+				if !near(out.Rewards[i], tt.want[i]) {
+					t.Errorf("reward of %s: got %v, want %v", roles[i], out.Rewards[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		s       Scenario
+		wantErr string
+	}{
+		{"handmade", handmade, ""},
+		{"single mutually free slot", single, "1 mutually free slots"},
+		{"flat on Z", Scenario{Calendars: [2]Calendar{{Free: []int{9, 10}, Prefs: []float64{1, 1}}, {Free: []int{9, 10}, Prefs: []float64{0, 1}}}}, "no best and worst"},
+		{"bad bucket", Scenario{Calendars: [2]Calendar{{Free: []int{9, 10}, Prefs: []float64{0.3, 1}}, {Free: []int{9, 10}, Prefs: []float64{0, 1}}}}, "not one of"},
+		{"hour out of the day", Scenario{Calendars: [2]Calendar{{Free: []int{7, 10}, Prefs: []float64{0, 1}}, {Free: []int{9, 10}, Prefs: []float64{0, 1}}}}, "increasing within"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.s.Validate()
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("got %v, want error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestScriptedEpisode(t *testing.T) {
+	tests := []struct {
+		name       string
+		scripts    [2][]string
+		wantResult string
+		want       [2]float64
+		wantErrors [2]int
+		wantMetric map[string]float64
+	}{
+		{
+			name: "busy slots are refused, then a deal at 14",
+			scripts: [2][]string{
+				{"PROPOSE: slot=16", "SAY: 10:00 has preference 0.5 for me\nPROPOSE: slot=9", "ACCEPT"},
+				{"ACCEPT", "PROPOSE: slot=14"}},
+			wantResult: "deal", want: [2]float64{.5, .5}, wantErrors: [2]int{1, 1},
+			wantMetric: map[string]float64{"opening_assistant": 1, "opening_requester": .5, "disclosure_assistant": 1, "disclosure_requester": 0, "utility_assistant": .25},
+		},
+		{
+			name:       "walk away",
+			scripts:    [2][]string{{"PROPOSE: slot=10"}, {"WALK"}},
+			wantResult: "walk_away", want: [2]float64{0, 0},
+		},
+		{
+			name:       "turn limit",
+			scripts:    [2][]string{{"PROPOSE: slot=10"}, {"PROPOSE: slot=11"}},
+			wantResult: "no_deal", want: [2]float64{0, 0},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := engine.Params{"scenario_set": "curated", "scenario": handmadeIndex, "rounds": 2}
+			rec := negotiationtest.Play(t, New(), 1, p, tt.scripts)
+			out := rec.Outcome
+			if out.Result != tt.wantResult {
+				t.Fatalf("result: got %q, want %q", out.Result, tt.wantResult)
+			}
+			for i := range 2 {
+				if !near(out.Rewards[i], tt.want[i]) {
+					t.Errorf("reward %d: got %v, want %v", i, out.Rewards[i], tt.want[i])
+				}
+			}
+			var errs [2]int
+			for _, e := range rec.Events {
+				if e.Kind == engine.KindValidationError {
+					errs[e.Seat]++
+				}
+			}
+			if errs != tt.wantErrors {
+				t.Errorf("validation errors by seat: got %v, want %v", errs, tt.wantErrors)
+			}
+			for k, v := range tt.wantMetric {
+				if got, ok := out.Metrics[k]; !ok || !near(got, v) {
+					t.Errorf("metric %s: got %v (present %v), want %v", k, got, ok, v)
+				}
+			}
+		})
+	}
+}
 
 func TestConformance(t *testing.T) {
 	enginetest.Conformance(t, New())
+	t.Run("structured_curated", func(t *testing.T) {
+		enginetest.Conformance(t, New(), enginetest.Options{Seeds: 10, Params: engine.Params{"structured_only": true, "scenario_set": "curated"}})
+	})
+}
+
+func TestCurated(t *testing.T) {
+	cur, err := Curated()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cur) < 20 {
+		t.Errorf("got %d curated scenarios, want at least 20", len(cur))
+	}
+	ids := map[string]bool{}
+	for _, s := range cur {
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: %v", s.ID, err)
+		}
+		if s.ID == "" || ids[s.ID] {
+			t.Errorf("id %q empty or repeated", s.ID)
+		}
+		ids[s.ID] = true
+	}
+	if z := cur[handmadeIndex].Mutual(); len(z) != 3 || z[0] != 10 || z[1] != 11 || z[2] != 14 {
+		t.Errorf("scenario %d has Z = %v, the tests expect [10 11 14]", handmadeIndex, z)
+	}
+}
+
+func TestSample(t *testing.T) {
+	for seed := range uint64(500) {
+		if s := Sample(negotiation.Rand(seed, 1)); s.Validate() != nil {
+			t.Fatalf("seed %d: %+v: %v", seed, s, s.Validate())
+		}
+	}
+}
+
+func TestBriefingGolden(t *testing.T) {
+	for _, structured := range []bool{false, true} {
+		p := engine.Params{"scenario_set": "curated", "scenario": 0, "structured_only": structured}
+		rec := negotiationtest.Play(t, New(), 0, p, [2][]string{{"WALK"}, nil})
+		for i, b := range negotiationtest.Briefings(rec) {
+			name := roles[i]
+			if structured {
+				name += "_structured"
+			}
+			negotiationtest.Golden(t, name+".golden", b, *update)
+		}
+	}
+}
+
+func TestRepliesMatchGrammar(t *testing.T) {
+	for _, agents := range [][]string{{"strategic", "naive"}, {"random", "random"}, {"naive", "strategic"}} {
+		for seed := range uint64(20) {
+			cast, err := engine.ScriptedCast(New(), agents, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := engine.Play(context.Background(), New(), seed, nil, cast, engine.DefaultOptions(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			negotiationtest.CheckRepliesMatchGrammar(t, rec)
+		}
+	}
+}
+
+func FuzzMove(f *testing.F) {
+	for _, s := range []string{"PROPOSE: slot=14", "SAY: hi\nACCEPT", "PROPOSE: slot=16", "PROPOSE: slot=10:00", "PROPOSE: slot=7", "WALK"} {
+		f.Add(s, uint8(0), false)
+	}
+	rules := Rules{Calendars: handmade.Calendars}
+	f.Fuzz(func(t *testing.T, text string, seat uint8, structured bool) {
+		negotiationtest.CheckGrammar(t, rules, int(seat%2), structured, text)
+	})
 }
 
 func TestStrategicBeatsNaive(t *testing.T) {
