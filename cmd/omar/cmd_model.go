@@ -58,7 +58,7 @@ func runModelInit(env *cliEnv, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "wrote %s: %s %s, %s parameters, vocabulary %d, context %d, seed %d\n",
-		*out, c.Arch, opts.Preset, humanCount(uint64(c.Params())), c.VocabSize, c.ContextLength, opts.Seed)
+		*out, c.Arch, opts.Preset, modelCount(uint64(c.Params())), c.VocabSize, c.ContextLength, opts.Seed)
 	return nil
 }
 
@@ -86,27 +86,27 @@ func runModelInfo(env *cliEnv, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(in)
 	}
-	printInfo(env.stdout, fs.Arg(0), f, in, *all)
+	printModelInfo(env.stdout, fs.Arg(0), f, in, *all)
 	return nil
 }
 
-func printInfo(w io.Writer, path string, f *gguf.File, in model.Info, all bool) {
+func printModelInfo(w io.Writer, path string, f *gguf.File, in model.Info, all bool) {
 	name := ""
 	if in.Name != "" {
 		name = " (" + in.Name + ")"
 	}
-	fmt.Fprintf(w, "file:          %s, %s bytes, GGUF v%d\n", path, humanCount(uint64(in.FileSize)), f.Version)
+	fmt.Fprintf(w, "file:          %s, %s bytes, GGUF v%d\n", path, modelCount(uint64(in.FileSize)), f.Version)
 	fmt.Fprintf(w, "architecture:  %s%s\n", in.Arch, name)
 	if in.Type != "" && in.Type != "model" {
 		fmt.Fprintf(w, "type:          %s\n", in.Type)
 	}
-	fmt.Fprintf(w, "parameters:    %s (%d)\n", humanCount(in.Params), in.Params)
+	fmt.Fprintf(w, "parameters:    %s (%d)\n", modelCount(in.Params), in.Params)
 	if in.BlockCount > 0 {
 		fmt.Fprintf(w, "shape:         %d layers, embedding %d, feed-forward %d, heads %d (%d KV), context %d\n",
 			in.BlockCount, in.EmbeddingSize, in.FeedForward, in.HeadCount, in.HeadCountKV, in.ContextLength)
 	}
 	if in.VocabSize > 0 {
-		fmt.Fprintf(w, "vocabulary:    %d tokens, tokenizer %s, pre-tokenizer %s\n", in.VocabSize, in.TokenizerModel, orNone(in.PreTokenizer))
+		fmt.Fprintf(w, "vocabulary:    %d tokens, tokenizer %s, pre-tokenizer %s\n", in.VocabSize, in.TokenizerModel, modelOrNone(in.PreTokenizer))
 	}
 	tmpl := "none"
 	if in.ChatTemplate != "" {
@@ -139,15 +139,15 @@ func printInfo(w io.Writer, path string, f *gguf.File, in model.Info, all bool) 
 	}
 }
 
-func orNone(s string) string {
+func modelOrNone(s string) string {
 	if s == "" {
 		return "none"
 	}
 	return s
 }
 
-// humanCount writes n with a K/M/G suffix.
-func humanCount(n uint64) string {
+// modelCount writes n with a K/M/G suffix.
+func modelCount(n uint64) string {
 	switch {
 	case n >= 1e9:
 		return fmt.Sprintf("%.2fG", float64(n)/1e9)
