@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/model"
 )
@@ -233,4 +234,32 @@ func entropy(logits []float32) float64 {
 		}
 	}
 	return h
+}
+
+// TestLlamaCppF16 checks that an F16 file loads and computes nearly the same
+// logits as the F32 file of the same seed.
+func TestLlamaCppF16(t *testing.T) {
+	llamaLib(t)
+	dir := t.TempDir()
+	prompt := "<|im_start|>user\nShall we split the books?<|im_end|>\n<|im_start|>assistant\n"
+	var logits [][]float32
+	for _, typ := range []gguf.TensorType{gguf.F32, gguf.F16} {
+		path := filepath.Join(dir, typ.String()+".gguf")
+		if err := model.WriteFile(path, model.Options{Arch: "qwen3", Seed: 9, Type: typ}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := llamacpp.LoadModel(path, llamacpp.ModelOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits = append(logits, decodeLogits(t, m, m.Vocab(), prompt, nil))
+		m.Close()
+	}
+	var diff float64
+	for i := range logits[0] {
+		diff = max(diff, math.Abs(float64(logits[0][i]-logits[1][i])))
+	}
+	if diff > 0.05 || diff == 0 {
+		t.Errorf("F16 vs F32 logits differ by up to %g, want (0, 0.05]", diff)
+	}
 }
