@@ -166,10 +166,11 @@ func (e *episode) Run(ctx context.Context, rt *engine.Runtime) error {
 	p := e.sc.Params
 	e.surplus = make([]int, p.Bidders)
 	for i := range p.Bidders {
-		rt.Brief(i, fmt.Sprintf("You are bidder %d of %d in a %s-price sealed-bid auction of %d rounds. "+
+		pays := map[string]string{"first": "its own bid", "second": "the second-highest bid"}[p.Pricing]
+		rt.Brief(i, fmt.Sprintf("You are bidder %d of %d in a %s-price sealed-bid auction (%d round(s)). "+
 			"Each round you learn your private value of the item (0..%d); all bidders bid at once. "+
-			"The highest bid wins and pays the %s bid; your score is your value minus the price when you win. "+
-			"Reply `BID <amount>`.", i+1, p.Bidders, p.Pricing, p.Rounds, p.MaxValue, map[string]string{"first": "its own", "second": "second-highest"}[p.Pricing]), nil)
+			"The highest bid wins and pays %s; your score is your value minus the price when you win. "+
+			"Reply `BID <amount>`.", i+1, p.Bidders, p.Pricing, p.Rounds, p.MaxValue, pays), nil)
 	}
 	for r := range p.Rounds {
 		rt.Phase(fmt.Sprintf("Round %d of %d.", r+1, p.Rounds), map[string]int{"round": r + 1})
