@@ -297,6 +297,20 @@ func (c Context) Tensors() []Tensor {
 	return out
 }
 
+// ResetAllocation forgets the memory of every tensor in c (data and buffer
+// set to NULL). ggml's graph allocator treats a tensor that has data as
+// already allocated, so a graph that is allocated again after the
+// scheduler's buffers were reused or grown for another graph would otherwise
+// keep dangling pointers. Only call it on contexts that hold compute
+// tensors, never on one whose tensors live in a buffer of their own.
+func (c Context) ResetAllocation() {
+	for p := ggmlGetFirstTensor(uintptr(c)); p != 0; p = ggmlGetNextTensor(uintptr(c), p) {
+		t := mk(p)
+		t.Data = 0
+		t.Buffer = 0
+	}
+}
+
 // SetName names the tensor (at most 63 bytes) and returns it.
 func SetName(t Tensor, name string) Tensor { ggmlSetName(tp(t), name); return t }
 

@@ -151,7 +151,8 @@ func (t *Trainer) tokenLogprob(ctx llamacpp.Context, in map[string]llamacpp.Tens
 	llamacpp.SetInput(llamacpp.SetName(tgt, "tgt"))
 	in["tgt"] = tgt
 	m := ctx.Scale(ctx.SumRows(logits), 1/float32(V)) // [1, N]
-	lse = ctx.Add(m, ctx.Log(ctx.SumRows(ctx.Exp(ctx.Sub(logits, m)))))
+	// ADD, not SUB: ggml's SUB backward does not reduce a broadcast operand.
+	lse = ctx.Add(m, ctx.Log(ctx.SumRows(ctx.Exp(ctx.Add(logits, ctx.Scale(m, -1))))))
 	xt := ctx.GetRows(ctx.Reshape(logits, 1, V*int64(N)), tgt) // [1, N]
 	return ctx.Sub(xt, lse), lse
 }

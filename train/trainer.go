@@ -408,8 +408,11 @@ func (t *Trainer) validate(seqs []Sequence, ppo bool) error {
 	return nil
 }
 
-// run allocates and computes a graph whose inputs set writes.
+// run allocates and computes a graph whose inputs set writes. The graph's
+// compute tensors are reallocated every time: other graphs have used (and
+// possibly regrown) the scheduler's buffers since.
 func (t *Trainer) run(b *built, set func()) error {
+	b.ctx.ResetAllocation()
 	if err := t.sched.Alloc(b.g); err != nil {
 		return err
 	}
@@ -512,33 +515,11 @@ func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
 			if n == 0 {
 				continue
 			}
-			sums := map[string]float64{}
-			for _, p := range t.plan(seqs, mb) {
-				if err := ctx.Err(); err != nil {
-					t.gbuf.Clear(0)
-					return st, err
-				}
-				b, err := t.graph(graphKey{kindPPO, len(p.seqs), p.t})
-				if err != nil {
-					return st, err
-				}
-				if err := t.run(b, func() { t.setCommon(b, seqs, p); t.setPPO(b, seqs, ref, p, n) }); err != nil {
-					t.gbuf.Clear(0)
-					return st, err
-				}
-				for _, name := range []string{"loss", "policy_loss", "value_loss", "kl", "entropy", "clip_frac"} {
-					v := make([]float32, 1)
-					llamacpp.GetF32(b.out[name], v)
-					sums[name] += float64(v[0])
-				}
-				for _, i := range p.seqs {
-					st.Tokens += len(seqs[i].Tokens)
-				}
+			sums, tokens, err := t.accumulatePPO(ctx, seqs, ref, mb, n)
+			if err != nil {
+				return st, err
 			}
-			if l := sums["loss"]; math.IsNaN(l) || math.IsInf(l, 0) {
-				t.gbuf.Clear(0)
-				return st, fmt.Errorf("train: non-finite loss %g at optimizer step %d", l, t.step+1)
-			}
+			st.Tokens += tokens
 			gn, err := t.optimize()
 			if err != nil {
 				return st, err
@@ -564,6 +545,43 @@ func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
 		st.GradNorm /= float64(st.OptimizerSteps)
 	}
 	return st, nil
+}
+
+// accumulatePPO runs forward and backward over the minibatch mb (n trained
+// tokens), adding its gradients to the accumulators, and returns the sums of
+// the loss terms (minibatch means) and the number of tokens processed. On
+// error the accumulators are cleared.
+func (t *Trainer) accumulatePPO(ctx context.Context, seqs []Sequence, ref [][]float32, mb []int, n int) (map[string]float64, int, error) {
+	sums := map[string]float64{}
+	tokens := 0
+	fail := func(err error) (map[string]float64, int, error) {
+		t.gbuf.Clear(0)
+		return nil, 0, err
+	}
+	for _, p := range t.plan(seqs, mb) {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		b, err := t.graph(graphKey{kindPPO, len(p.seqs), p.t})
+		if err != nil {
+			return fail(err)
+		}
+		if err := t.run(b, func() { t.setCommon(b, seqs, p); t.setPPO(b, seqs, ref, p, n) }); err != nil {
+			return fail(err)
+		}
+		for _, name := range []string{"loss", "policy_loss", "value_loss", "kl", "entropy", "clip_frac"} {
+			v := make([]float32, 1)
+			llamacpp.GetF32(b.out[name], v)
+			sums[name] += float64(v[0])
+		}
+		for _, i := range p.seqs {
+			tokens += len(seqs[i].Tokens)
+		}
+	}
+	if l := sums["loss"]; math.IsNaN(l) || math.IsInf(l, 0) {
+		return fail(fmt.Errorf("train: non-finite loss %g at optimizer step %d", l, t.step+1))
+	}
+	return sums, tokens, nil
 }
 
 // setPPO writes the per-row PPO inputs. Row q of sequence b predicts token
@@ -675,7 +693,7 @@ const (
 // step on every parameter and clears the accumulators. It returns the
 // gradient norm before clipping.
 func (t *Trainer) optimize() (float64, error) {
-	if err := t.run(&built{g: t.normGraph}, func() {}); err != nil {
+	if err := t.run(&built{ctx: t.octx, g: t.normGraph}, func() {}); err != nil {
 		return 0, err
 	}
 	sq := make([]float32, 1)
@@ -696,7 +714,7 @@ func (t *Trainer) optimize() (float64, error) {
 		llamacpp.SetF32(t.adamPar[g], []float32{lr, beta1, beta2, adamEps, t.opts.WeightDecay, b1h, b2h})
 	}
 	llamacpp.SetF32(t.clipScale, []float32{scale})
-	err := t.run(&built{g: t.optGraph}, func() {})
+	err := t.run(&built{ctx: t.octx, g: t.optGraph}, func() {})
 	t.gbuf.Clear(0)
 	return norm, err
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/llamacpp"
@@ -53,15 +52,14 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("--kv %q: want f16 or f32: %w", *kv, errUsage)
 	}
 	o.Context = *promptTokens + *n + 1
-	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "parallel\tbackend tok/s\traw tok/s\tratio\tbackend tokens\traw tokens\t\n")
+	// Fixed widths rather than a tabwriter: rows print as they finish.
+	fmt.Fprintf(env.stdout, "%8s %14s %12s %7s %14s %12s\n", "parallel", "backend tok/s", "raw tok/s", "ratio", "backend tokens", "raw tokens")
 	for _, p := range ps {
 		r, err := llama.BenchDecode(ctx, o, p, *promptTokens, *n)
 		if err != nil {
 			return fmt.Errorf("parallel %d: %w", p, err)
 		}
-		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%d\t%d\t\n", p, r.BackendRate(), r.RawRate(), r.Ratio(), r.BackendTokens, r.RawTokens)
-		tw.Flush()
+		fmt.Fprintf(env.stdout, "%8d %14.0f %12.0f %7.3f %14d %12d\n", p, r.BackendRate(), r.RawRate(), r.Ratio(), r.BackendTokens, r.RawTokens)
 	}
-	return tw.Flush()
+	return nil
 }

@@ -3,7 +3,6 @@ package llama
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/omar-selfplay/omar/inference"
@@ -71,25 +70,22 @@ func BenchDecode(ctx context.Context, o Options, parallel, promptTokens, newToke
 	backend := func() (int64, time.Duration, error) {
 		round++
 		before := b.Stats().GeneratedTokens
-		start := time.Now()
-		var wg sync.WaitGroup
-		errs := make([]error, parallel)
-		for i := range parallel {
-			wg.Go(func() {
-				// A new key per round: the prompt is decoded again, as in
-				// the raw loop.
-				_, errs[i] = b.Generate(ctx, []inference.Request{{
-					Key: fmt.Sprintf("bench%d/%d", round, i), Prompt: prompts[i], MaxTokens: newTokens,
-					Sampling: inference.Sampling{Temperature: 1, Seed: uint64(i)},
-				}})
-			})
-		}
-		wg.Wait()
-		el := time.Since(start)
-		for _, err := range errs {
-			if err != nil {
-				return 0, el, err
+		// One call with every sequence: they start in the same step, like
+		// the raw loop's batch (concurrent callers would join step by step).
+		reqs := make([]inference.Request, parallel)
+		for i := range reqs {
+			// A new key per round: the prompt is decoded again, as in the
+			// raw loop.
+			reqs[i] = inference.Request{
+				Key: fmt.Sprintf("bench%d/%d", round, i), Prompt: prompts[i], MaxTokens: newTokens,
+				Sampling: inference.Sampling{Temperature: 1, Seed: uint64(i)},
 			}
+		}
+		start := time.Now()
+		_, err := b.Generate(ctx, reqs)
+		el := time.Since(start)
+		if err != nil {
+			return 0, el, err
 		}
 		return b.Stats().GeneratedTokens - before, el, nil
 	}
