@@ -285,6 +285,15 @@ func (r Rules) TermsGrammar(seat int) (string, string) {
 	return `"slot=" (` + strings.Join(alts, " | ") + `)`, ""
 }
 
+// Proposals implements negotiation.Lister: the seat's free hours.
+func (r Rules) Proposals(seat int) []string {
+	out := make([]string, len(r.Calendars[seat].Free))
+	for i, h := range r.Calendars[seat].Free {
+		out[i] = "PROPOSE: slot=" + strconv.Itoa(h)
+	}
+	return out
+}
+
 // Private is a seat's private information (its briefing's Data).
 type Private struct {
 	Seat     int      `json:"seat"`

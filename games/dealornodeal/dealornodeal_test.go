@@ -248,3 +248,40 @@ func TestStrategicBeatsNaive(t *testing.T) {
 		}
 	}
 }
+
+// TestStructuredLegal checks that structured-only turns list every valid
+// reply in Legal, each of which parses, and ACCEPT only when it is legal.
+func TestStructuredLegal(t *testing.T) {
+	p := curatedParams(identicalIndex) // counts 1, 2, 2: 18 splits
+	p["structured_only"] = true
+	p["rounds"] = 1
+	rec := negotiationtest.Play(t, New(), 1, p, [2][]string{{"PROPOSE: book=1 hat=0 ball=0"}, {"REJECT"}})
+	var notes []engine.Event
+	for _, e := range rec.Events {
+		if e.Kind == engine.KindNotification {
+			notes = append(notes, e)
+		}
+	}
+	if len(notes) != 2 {
+		t.Fatalf("got %d notifications, want 2", len(notes))
+	}
+	for i, n := range notes {
+		want := 18 + 2 + i // the second seat may also ACCEPT
+		if len(n.Legal) != want {
+			t.Errorf("notification %d: %d legal replies, want %d: %v", i, len(n.Legal), want, n.Legal)
+		}
+		if got := slices.Contains(n.Legal, "ACCEPT"); got != (i == 1) {
+			t.Errorf("notification %d: ACCEPT legal %v, want %v", i, got, i == 1)
+		}
+		rules := negotiation.SplitRules{Pool: identical.pool()}
+		for _, l := range n.Legal {
+			r, err := negotiation.ParseReply(l, true)
+			if err == nil && r.Kind == negotiation.KindPropose {
+				_, err = rules.ParseTerms(n.Seat, r.Terms)
+			}
+			if err != nil {
+				t.Errorf("legal reply %q does not parse: %v", l, err)
+			}
+		}
+	}
+}

@@ -110,6 +110,15 @@ func (r SplitRules) TermsGrammar(int) (string, string) {
 	return strings.Join(parts, " "), ""
 }
 
+// Proposals implements Lister: every split, as the proposer writes it.
+func (r SplitRules) Proposals(int) []string {
+	var out []string
+	for _, x := range Allocations(r.Pool.Counts) {
+		out = append(out, "PROPOSE: "+r.Pool.Terms(x))
+	}
+	return out
+}
+
 // SplitValuation is a split-game seat's valuation: values[k] points per
 // item of type k, normalised by maxScore.
 func SplitValuation(pool Pool, seat int, values []int, maxScore float64) Valuation[Split] {

@@ -26,6 +26,19 @@ type Rules[T any] interface {
 	TermsGrammar(seat int) (terms, extra string)
 }
 
+// Lister is implemented by Rules whose feasible proposals are few enough to
+// list. In structured-only mode the loop then fills each notification's
+// Legal with every valid reply, so a tiny model can score the options
+// instead of writing one.
+type Lister interface {
+	// Proposals returns every feasible PROPOSE line of seat.
+	Proposals(seat int) []string
+}
+
+// MaxLegal bounds the Legal list; larger action sets are left to the
+// grammar.
+const MaxLegal = 256
+
 // Options are the loop's parameters.
 type Options struct {
 	// Rounds is how many turns each seat gets; the episode ends without a
@@ -129,7 +142,18 @@ func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Opti
 		}
 		st := standing
 		terms, extra := rules.TermsGrammar(seat)
+		var legal []string
+		if l, ok := rules.(Lister); ok && o.StructuredOnly {
+			if props := l.Proposals(seat); len(props)+3 <= MaxLegal {
+				legal = append(legal, props...)
+				if canAccept {
+					legal = append(legal, "ACCEPT")
+				}
+				legal = append(legal, "REJECT", "WALK")
+			}
+		}
 		q := engine.Question{
+			Legal:   legal,
 			Seat:    seat,
 			Text:    turnText(seats, rules, seat, info),
 			Grammar: Grammar(terms, extra, canAccept, o.StructuredOnly),
