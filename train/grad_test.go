@@ -1,0 +1,171 @@
+package train
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/omar-selfplay/omar/llamacpp"
+)
+
+// readParams copies every parameter (or its gradient) out of the backend.
+func readParams(tr *Trainer, grads bool) [][]float32 {
+	out := make([][]float32, len(tr.params))
+	for i, p := range tr.params {
+		out[i] = make([]float32, p.n)
+		src := p.t
+		if grads {
+			src = p.grad
+		}
+		llamacpp.GetF32(src, out[i])
+	}
+	return out
+}
+
+func writeParams(tr *Trainer, vals [][]float32) {
+	for i, p := range tr.params {
+		llamacpp.SetF32(p.t, vals[i])
+	}
+}
+
+// TestGradientsMatchFiniteDifferences compares ggml's gradient of each loss
+// with central finite differences along the gradient direction of each
+// parameter group (LoRA A, LoRA B, value head) and along a random direction.
+// The old logprobs and values are placed around the current ones so that
+// some tokens are clipped and some are not.
+func TestGradientsMatchFiniteDifferences(t *testing.T) {
+	tests := []struct {
+		name               string
+		arch               string
+		zeroAdv            bool
+		value, kl, entropy float32
+	}{
+		{name: "policy", arch: "llama"},
+		{name: "policy_qwen3", arch: "qwen3"},
+		{name: "value", arch: "llama", zeroAdv: true, value: 1},
+		{name: "kl_entropy", arch: "qwen2", zeroAdv: true, kl: 1, entropy: 0.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := testOptions()
+			o.ValueCoef, o.KLCoef, o.EntropyCoef = tt.value, tt.kl, tt.entropy
+			tr := newTrainer(t, tt.arch, o)
+			randomize(tr, 5, 0.05)
+			ctx := context.Background()
+			seqs := randomSeqs(17, 3, 20, 50, tr.Vocab())
+			values, lps, _, err := tr.Evaluate(ctx, seqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(9, 9))
+			for i := range seqs {
+				for j, m := range seqs[i].Mask {
+					if !m {
+						continue
+					}
+					seqs[i].OldLogprobs[j] = lps[i][j] + float32(r.Float64()*0.6-0.3)
+					seqs[i].OldValues[j] = values[i][j] + float32(r.Float64()*0.6-0.3)
+					if tt.zeroAdv {
+						seqs[i].Advantages[j] = 0
+					}
+				}
+			}
+			ref, _, err := tr.score(ctx, seqs, kindBase)
+			if err != nil {
+				t.Fatal(err)
+			}
+			idx := []int{0, 1, 2}
+			n := 0
+			for _, s := range seqs {
+				n += trainedTokens(s)
+			}
+			loss := func() (float64, map[string]float64) {
+				sums, _, err := tr.accumulatePPO(ctx, seqs, ref, idx, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return sums["loss"], sums
+			}
+			tr.gbuf.Clear(0)
+			l0, sums := loss()
+			grads := readParams(tr, true)
+			tr.gbuf.Clear(0)
+			theta := readParams(tr, false)
+			if tt.name == "policy" && (sums["clip_frac"] < 0.05 || sums["clip_frac"] > 0.95) {
+				t.Fatalf("clip fraction %g: the test should mix clipped and unclipped tokens", sums["clip_frac"])
+			}
+
+			groups := map[string]func(i int) bool{
+				"lora_a": func(i int) bool { return tr.params[i].group == 0 && i%2 == 0 },
+				"lora_b": func(i int) bool { return tr.params[i].group == 0 && i%2 == 1 },
+				"value":  func(i int) bool { return tr.params[i].group == 1 },
+				"random": func(int) bool { return true },
+			}
+			for _, gname := range []string{"lora_a", "lora_b", "value", "random"} {
+				in := groups[gname]
+				dir := make([][]float32, len(grads))
+				var norm float64
+				for i := range grads {
+					dir[i] = make([]float32, len(grads[i]))
+					if !in(i) {
+						continue
+					}
+					for j := range dir[i] {
+						if gname == "random" {
+							dir[i][j] = float32(r.NormFloat64())
+						} else {
+							dir[i][j] = grads[i][j]
+						}
+						norm += float64(dir[i][j]) * float64(dir[i][j])
+					}
+				}
+				norm = math.Sqrt(norm)
+				var analytic, gnorm float64
+				for i := range grads {
+					for j := range dir[i] {
+						if norm > 0 {
+							dir[i][j] /= float32(norm)
+						}
+						analytic += float64(grads[i][j]) * float64(dir[i][j])
+						if in(i) {
+							gnorm += float64(grads[i][j]) * float64(grads[i][j])
+						}
+					}
+				}
+				gnorm = math.Sqrt(gnorm)
+				if gname == "value" && tt.value == 0 {
+					if gnorm != 0 {
+						t.Errorf("value head gradient %g without a value loss, want 0", gnorm)
+					}
+					continue
+				}
+				if gnorm == 0 {
+					t.Errorf("%s: zero gradient", gname)
+					continue
+				}
+				const h = 1e-3
+				eval := func(s float64) float64 {
+					p := make([][]float32, len(theta))
+					for i := range theta {
+						p[i] = make([]float32, len(theta[i]))
+						for j := range p[i] {
+							p[i][j] = theta[i][j] + float32(s*h)*dir[i][j]
+						}
+					}
+					writeParams(tr, p)
+					l, _ := loss()
+					tr.gbuf.Clear(0)
+					return l
+				}
+				fd := (eval(1) - eval(-1)) / (2 * h)
+				writeParams(tr, theta)
+				if d := math.Abs(fd - analytic); d > 0.02*gnorm+1e-4 {
+					t.Errorf("%s: directional derivative: got %g (ggml), want %g (finite differences), |grad| %g, loss %g", gname, analytic, fd, gnorm, l0)
+				} else {
+					t.Logf("%s: ggml %.6g, finite differences %.6g, |grad| %.4g", gname, analytic, fd, gnorm)
+				}
+			}
+		})
+	}
+}
