@@ -218,6 +218,31 @@ func score(s Scenario, res negotiation.Result[negotiation.Split]) engine.Outcome
 	return negotiation.Outcome(res, rep, terms)
 }
 
+// Rescore recomputes both rewards from a record's scenario, result and
+// terms alone (the reference m is recomputed, not read).
+func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
+	var r [2]float64
+	ref := negotiation.SplitReference(pool.Counts, s.Values(0), s.Values(1), MaxScore, MaxScore)
+	switch result {
+	case string(negotiation.StatusWalk):
+		for i := range r {
+			r[i] = negotiation.Calibrated(float64(WalkPoints)/MaxScore, ref.M[i])
+		}
+	case string(negotiation.StatusDeal):
+		if t == nil {
+			return r, fmt.Errorf("a deal without terms")
+		}
+		for i, role := range roles {
+			pk := t.Packages[role]
+			if len(pk) != 3 {
+				return r, fmt.Errorf("terms of %s: %v", role, pk)
+			}
+			r[i] = negotiation.Calibrated(float64(negotiation.Score(pk, s.Values(i)))/MaxScore, ref.M[i])
+		}
+	}
+	return r, nil
+}
+
 func briefing(s Scenario, seat int, q Params) string {
 	other := 1 - seat
 	var b strings.Builder

@@ -262,3 +262,8 @@ func TestStrategicBeatsNaive(t *testing.T) {
 		}
 	}
 }
+
+func TestRecordRescore(t *testing.T) {
+	negotiationtest.CheckRescore(t, New(), nil, 10, Rescore)
+	negotiationtest.CheckRescore(t, New(), engine.Params{"scenario_set": "curated"}, 5, Rescore)
+}

@@ -199,6 +199,20 @@ func score(s Scenario, res negotiation.Result[float64]) engine.Outcome {
 	return negotiation.Outcome(res, rep, terms)
 }
 
+// Rescore recomputes both rewards from a record's scenario, result and
+// terms alone.
+func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
+	var r [2]float64
+	if result != string(negotiation.StatusDeal) {
+		return r, nil
+	}
+	if t == nil {
+		return r, fmt.Errorf("a deal without terms")
+	}
+	r[0], r[1] = s.Rewards(t.Price)
+	return r, nil
+}
+
 func briefing(s Scenario, seat int, q Params) string {
 	var b strings.Builder
 	price := func(p float64) string { return "$" + negotiation.FormatPrice(p) }

@@ -6,7 +6,9 @@ package negotiationtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -263,4 +265,48 @@ func Briefings(rec *engine.Record) []string {
 		}
 	}
 	return out
+}
+
+// CheckRescore plays episodes of g for each agent pairing and seeds
+// 1..seeds, writes each record as JSON, reads the scenario and the terms
+// back into S and T, and checks that rescore recomputes the recorded
+// rewards: the record alone must hold everything a reward needs.
+func CheckRescore[S, T any](t *testing.T, g engine.Game, p engine.Params, seeds int, rescore func(S, string, *T) ([2]float64, error)) {
+	t.Helper()
+	for _, agents := range [][]string{{"strategic", "naive"}, {"naive", "strategic"}, {"random", "random"}, {"strategic", "strategic"}} {
+		for seed := uint64(1); seed <= uint64(seeds); seed++ {
+			cast, err := engine.ScriptedCast(g, agents, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := engine.Play(context.Background(), g, seed, p, cast, engine.DefaultOptions(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back struct {
+				Scenario S
+				Outcome  struct {
+					Rewards []float64
+					Result  string
+					Terms   *T
+				}
+			}
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatalf("seed %d: decode record: %v", seed, err)
+			}
+			got, err := rescore(back.Scenario, back.Outcome.Result, back.Outcome.Terms)
+			if err != nil {
+				t.Fatalf("seed %d %v: rescore: %v", seed, agents, err)
+			}
+			for i := range 2 {
+				if math.Abs(got[i]-rec.Outcome.Rewards[i]) > 1e-12 {
+					t.Errorf("seed %d %v: seat %d rescored %v, recorded %v", seed, agents, i, got[i], rec.Outcome.Rewards[i])
+				}
+			}
+		}
+	}
 }
