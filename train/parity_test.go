@@ -83,6 +83,7 @@ func TestParityWithLlamaDecode(t *testing.T) {
 					want := decodeAll(t, m, s.Tokens, adapter)
 					worst = math.Max(worst, maxAbsDiff(lps[i], want))
 				}
+				t.Logf("%s: max |Δ logprob| = %.3g", name, worst)
 				if worst > 1e-4 {
 					t.Errorf("%s: logprobs differ from llama_decode by up to %g", name, worst)
 				}
