@@ -242,7 +242,8 @@ func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Opti
 
 func turnText[T any](seats []engine.Seat, rules Rules[T], seat int, info TurnInfo[T]) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Round %d of %d, your turn %d of %d.", info.Round, info.Rounds, info.OwnTurn, info.Rounds)
+	// Each seat moves once per round, so the round is also its turn count.
+	fmt.Fprintf(&b, "Round %d of %d: your turn.", info.Round, info.Rounds)
 	if info.Final {
 		b.WriteString(" This is the last turn of the negotiation: without an ACCEPT now there is no deal.")
 	} else if info.OwnTurn == info.Rounds {
