@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/engine/enginetest"
 )
 
 // scoreJSON writes a valid score reply with every dimension of agent i
@@ -384,5 +385,59 @@ func TestRejudgeRecord(t *testing.T) {
 	other.Env = "werewolf_v1"
 	if err := Rejudge(context.Background(), j, &other); err == nil {
 		t.Error("a werewolf record was rejudged")
+	}
+}
+
+// hashCompleter answers every pass with valid JSON whose scores depend
+// only on the prompt, so judged episodes stay deterministic.
+func hashCompleter() Completer {
+	return CompleterFunc(func(_ context.Context, c Completion) (string, error) {
+		h := uint64(0)
+		for _, r := range c.Prompt {
+			h = h*31 + uint64(r)
+		}
+		if strings.Contains(c.Prompt, "Evaluate only the last turn") {
+			return processJSON(Stages[h%3], func(d, i int) bool { return (h>>uint(d+i))&1 == 1 }, 2+int(h%3)), nil
+		}
+		dims := EvalDimensions
+		if strings.Contains(c.Prompt, "compromise (") {
+			dims = ExtraDimensions
+		}
+		return scoreJSON(dims, func(a int, d Dimension) int { return d.Lo + int((h>>uint(a+len(d.Key)))%uint64(d.Hi-d.Lo+1)) }), nil
+	})
+}
+
+func TestConformanceJudged(t *testing.T) {
+	o := judgeOpts()
+	o.Extra, o.Process = true, true
+	j, _ := NewJudge(hashCompleter(), o)
+	enginetest.Conformance(t, New().WithJudge(j), enginetest.Options{Seeds: 10})
+}
+
+func BenchmarkEpisodeScripted(b *testing.B) {
+	g := New()
+	cast, _ := engine.ScriptedCast(g, nil, 1)
+	for b.Loop() {
+		if _, err := engine.Play(context.Background(), g, 1, nil, cast, engine.DefaultOptions(), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseScores(b *testing.B) {
+	s := scoreJSON(EvalDimensions, func(_ int, d Dimension) int { return d.Hi })
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseScores(s, EvalDimensions); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLoadEmbedded(b *testing.B) {
+	for b.Loop() {
+		if _, err := LoadEmbedded(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
