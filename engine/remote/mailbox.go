@@ -15,9 +15,13 @@ type mailbox struct {
 	open     *engine.Turn
 	answered bool
 	deliver  chan engine.Action
+	// opened is closed (and replaced) whenever Act opens a notification.
+	opened chan struct{}
 }
 
-func newMailbox() *mailbox { return &mailbox{deliver: make(chan engine.Action, 1)} }
+func newMailbox() *mailbox {
+	return &mailbox{deliver: make(chan engine.Action, 1), opened: make(chan struct{})}
+}
 
 // Act implements engine.Agent.
 func (m *mailbox) Act(ctx context.Context, t engine.Turn) (engine.Action, error) {
@@ -27,6 +31,8 @@ func (m *mailbox) Act(ctx context.Context, t engine.Turn) (engine.Action, error)
 	default:
 	}
 	m.open, m.answered = &t, false
+	close(m.opened)
+	m.opened = make(chan struct{})
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
@@ -49,6 +55,27 @@ func (e errStale) Error() string {
 		return fmt.Sprintf("stale action: notification %q is not open (nothing is awaiting this seat)", e.got)
 	}
 	return fmt.Sprintf("stale action: notification %q is not open; the open one is %q", e.got, e.open)
+}
+
+// submitWait is submit for a notification that may be announced in the
+// log but not yet opened by the runtime (the runtime appends all
+// notifications of an AskAll before it calls the agents, and a fast client
+// can answer in between): while announced reports true it waits for Act.
+func (m *mailbox) submitWait(ctx context.Context, a engine.Action, announced func() bool) (ActionResult, error) {
+	for {
+		m.mu.Lock()
+		ch := m.opened
+		m.mu.Unlock()
+		res, err := m.submit(a)
+		if err == nil || !announced() {
+			return res, err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return res, err
+		}
+	}
 }
 
 // submit hands a over if it answers the open notification. A reply that

@@ -408,7 +408,11 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "notification_id is required")
 		return
 	}
-	res, err := e.boxes[seat].submit(engine.Action{NotificationID: req.NotificationID, Text: req.Action})
+	announced := func() bool { return openInLog(e.log.View(seat)) == req.NotificationID }
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	<-e.ready
+	res, err := e.boxes[seat].submitWait(ctx, engine.Action{NotificationID: req.NotificationID, Text: req.Action}, announced)
 	if err != nil {
 		fail(w, http.StatusConflict, "%v", err)
 		return
@@ -418,4 +422,13 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// openInLog returns the id of the seat's notification that no ack,
+// validation error or default has closed yet, or "".
+func openInLog(view []engine.Event) string {
+	if n := openNotification(view); n != nil {
+		return n.NotificationID
+	}
+	return ""
 }
