@@ -227,6 +227,14 @@ func SetI32(t Tensor, data []int32) {
 	}
 }
 
+// SetBytes copies raw data (of any type) into the allocated tensor t.
+func SetBytes(t Tensor, data []byte) {
+	checkLen(t, len(data))
+	if len(data) > 0 {
+		ggmlBackendTensorSet(tp(t), unsafe.Pointer(&data[0]), 0, uintptr(len(data)))
+	}
+}
+
 // GetF32 copies the F32 tensor t into dst (len = number of elements).
 func GetF32(t Tensor, dst []float32) {
 	checkLen(t, len(dst)*4)

@@ -144,7 +144,16 @@ var (
 	ggmlGetFirstTensor      func(ctx uintptr) uintptr
 	ggmlGetNextTensor       func(ctx, t uintptr) uintptr
 	ggmlVersion             func() string
+	// size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, int64_t start, int64_t nrows, int64_t n_per_row, const float * imatrix)
+	ggmlQuantizeChunk func(t Type, src *float32, dst *byte, start, nrows, nPerRow int64, imatrix *float32) uintptr
+	ggmlTypeName      func(t Type) string            // const char * ggml_type_name(enum ggml_type type)
+	ggmlRowSize       func(t Type, ne int64) uintptr // size_t ggml_row_size(enum ggml_type type, int64_t ne)
+	ggmlBlckSize      func(t Type) int64             // int64_t ggml_blck_size(enum ggml_type type)
 )
+
+// TypeCount is GGML_TYPE_COUNT of ggml 0.25.1: type ids at or above it are
+// unknown to the library.
+const TypeCount = 43
 
 func init() {
 	register(func(libs libraries) error {
@@ -212,6 +221,10 @@ func init() {
 			{&ggmlGetFirstTensor, "ggml_get_first_tensor"},
 			{&ggmlGetNextTensor, "ggml_get_next_tensor"},
 			{&ggmlVersion, "ggml_version"},
+			{&ggmlQuantizeChunk, "ggml_quantize_chunk"},
+			{&ggmlTypeName, "ggml_type_name"},
+			{&ggmlRowSize, "ggml_row_size"},
+			{&ggmlBlckSize, "ggml_blck_size"},
 		})
 	})
 }
@@ -249,6 +262,44 @@ func GGMLVersion() string {
 		return ""
 	}
 	return ggmlVersion()
+}
+
+// TypeName is ggml_type_name ("q8_0", …), or "" for an unknown id.
+func TypeName(t Type) string {
+	if t < 0 || t >= TypeCount {
+		return ""
+	}
+	return ggmlTypeName(t)
+}
+
+// RowSize is the number of bytes of a row of n elements of type t, or an
+// error when n is not a multiple of the type's block size.
+func RowSize(t Type, n int64) (int, error) {
+	if t < 0 || t >= TypeCount || ggmlBlckSize(t) == 0 {
+		return 0, fmt.Errorf("llamacpp: unknown ggml type %d", t)
+	}
+	if b := ggmlBlckSize(t); n%b != 0 {
+		return 0, fmt.Errorf("llamacpp: row of %d elements is not a multiple of the %s block size %d", n, TypeName(t), b)
+	}
+	return int(ggmlRowSize(t, n)), nil
+}
+
+// Quantize converts rows of nPerRow floats to type t (ggml_quantize_chunk,
+// no importance matrix) and returns the encoded bytes.
+func Quantize(t Type, src []float32, nPerRow int) ([]byte, error) {
+	if nPerRow <= 0 || len(src)%nPerRow != 0 {
+		return nil, fmt.Errorf("llamacpp: quantize %d values in rows of %d", len(src), nPerRow)
+	}
+	rs, err := RowSize(t, int64(nPerRow))
+	if err != nil {
+		return nil, err
+	}
+	rows := len(src) / nPerRow
+	dst := make([]byte, rs*rows)
+	if rows > 0 {
+		ggmlQuantizeChunk(t, &src[0], &dst[0], 0, int64(rows), int64(nPerRow), nil)
+	}
+	return dst, nil
 }
 
 // NewContext creates a ggml context with room for maxTensors tensor headers

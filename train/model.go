@@ -217,31 +217,33 @@ type fill struct {
 	info llamacpp.GGUFTensorInfo
 }
 
-// readF32 reads a tensor's data from the model file and converts it to F32.
-// Quantized types are refused: the trainer keeps frozen weights in F32 (CUDA's
-// OUT_PROD, used by the backward pass, only takes F32).
-func readF32(f *os.File, info llamacpp.GGUFTensorInfo) ([]float32, error) {
+// readF32 reads a tensor's data from the model file as F32. F16 and BF16
+// are converted in Go; quantized types are dequantized by ggml on the CPU
+// (get_rows over every row). The trainer keeps frozen weights in F32: the
+// backward pass multiplies by them (OUT_PROD), which CUDA only runs in F32,
+// and dequantizing once is cheaper than on every pass.
+func readF32(f *os.File, info llamacpp.GGUFTensorInfo, cpu llamacpp.Backend) ([]float32, error) {
 	n := int64(1)
 	for _, d := range info.Ne {
 		n *= max(d, 1)
-	}
-	var elem int64
-	switch info.Type {
-	case llamacpp.TypeF32:
-		elem = 4
-	case llamacpp.TypeF16, llamacpp.TypeBF16:
-		elem = 2
-	default:
-		return nil, fmt.Errorf("train: tensor %s has ggml type %d; the trainer reads F32, F16 or BF16 models (convert the base model to F16)", info.Name, info.Type)
-	}
-	if info.Size != n*elem {
-		return nil, fmt.Errorf("train: tensor %s: %d bytes for %d elements", info.Name, info.Size, n)
 	}
 	raw := make([]byte, info.Size)
 	if _, err := f.ReadAt(raw, info.Offset); err != nil {
 		return nil, fmt.Errorf("train: read %s: %w", info.Name, err)
 	}
 	out := make([]float32, n)
+	switch info.Type {
+	case llamacpp.TypeF32, llamacpp.TypeF16, llamacpp.TypeBF16:
+		elem := int64(4)
+		if info.Type != llamacpp.TypeF32 {
+			elem = 2
+		}
+		if info.Size != n*elem {
+			return nil, fmt.Errorf("train: tensor %s: %d bytes for %d elements", info.Name, info.Size, n)
+		}
+	default:
+		return dequantize(cpu, info, raw)
+	}
 	switch info.Type {
 	case llamacpp.TypeF32:
 		for i := range out {
@@ -257,6 +259,50 @@ func readF32(f *os.File, info llamacpp.GGUFTensorInfo) ([]float32, error) {
 		}
 	}
 	return out, nil
+}
+
+// dequantize converts a quantized matrix [ne0, rows] to F32 with ggml's own
+// kernels: get_rows of every row on the CPU backend.
+func dequantize(cpu llamacpp.Backend, info llamacpp.GGUFTensorInfo, raw []byte) ([]float32, error) {
+	ne0 := info.Ne[0]
+	rows := int64(1)
+	for _, d := range info.Ne[1:] {
+		rows *= max(d, 1)
+	}
+	rs, err := llamacpp.RowSize(info.Type, ne0)
+	if err != nil {
+		return nil, fmt.Errorf("train: tensor %s: %w", info.Name, err)
+	}
+	if int64(rs)*rows != info.Size {
+		return nil, fmt.Errorf("train: tensor %s: %d bytes for %d rows of %d %s values", info.Name, info.Size, rows, ne0, llamacpp.TypeName(info.Type))
+	}
+	ctx, err := llamacpp.NewContext(4, 1, 8, false)
+	if err != nil {
+		return nil, err
+	}
+	defer ctx.Free()
+	q := ctx.NewTensor(info.Type, ne0, rows)
+	idx := ctx.NewTensor(llamacpp.TypeI32, rows)
+	out := ctx.GetRows(q, idx)
+	g := ctx.NewGraph(8, false)
+	g.BuildForward(out)
+	buf, err := cpu.AllocContextTensors(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("train: dequantize %s: %w", info.Name, err)
+	}
+	defer buf.Free()
+	llamacpp.SetBytes(q, raw)
+	ids := make([]int32, rows)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	llamacpp.SetI32(idx, ids)
+	if err := cpu.Compute(g); err != nil {
+		return nil, fmt.Errorf("train: dequantize %s: %w", info.Name, err)
+	}
+	data := make([]float32, ne0*rows)
+	llamacpp.GetF32(out, data)
+	return data, nil
 }
 
 func f16ToF32(h uint16) float32 {

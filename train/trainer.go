@@ -143,7 +143,7 @@ func (t *Trainer) init() error {
 	}
 	defer file.Close()
 	for _, fl := range fills {
-		data, err := readF32(file, fl.info)
+		data, err := readF32(file, fl.info, t.backends[len(t.backends)-1])
 		if err != nil {
 			return err
 		}
@@ -342,11 +342,12 @@ func bucket(n int) int { return (n + 31) / 32 * 32 }
 func (t *Trainer) plan(seqs []Sequence, idx []int) []pass {
 	order := slices.Clone(idx)
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(len(seqs[a].Tokens), len(seqs[b].Tokens)) })
+	budget := t.batchTokens()
 	var out []pass
 	var cur pass
 	for _, i := range order {
 		T := bucket(len(seqs[i].Tokens))
-		if len(cur.seqs) > 0 && (len(cur.seqs)+1)*T > t.opts.BatchTokens {
+		if len(cur.seqs) > 0 && (len(cur.seqs)+1)*T > budget {
 			out = append(out, cur)
 			cur = pass{}
 		}
@@ -357,6 +358,19 @@ func (t *Trainer) plan(seqs []Sequence, idx []int) []pass {
 		out = append(out, cur)
 	}
 	return out
+}
+
+// logitsBudget bounds the memory of the per-pass tensors that have one
+// value per (row, vocabulary entry): logits, their exponentials, softmax and
+// gradients, about eight of them in a training pass.
+const logitsBudget = 2 << 30
+
+// batchTokens is BatchTokens, lowered for large vocabularies so that one
+// pass's vocabulary-sized tensors stay within logitsBudget (a 150k
+// vocabulary allows about 440 rows).
+func (t *Trainer) batchTokens() int {
+	rows := logitsBudget / (int64(t.hp.nVocab) * 4 * 8)
+	return int(min(int64(t.opts.BatchTokens), max(rows, 32)))
 }
 
 // setCommon writes the inputs every graph has: tokens, positions, the causal
