@@ -30,8 +30,8 @@ func TestReadQuantizedWeights(t *testing.T) {
 		typ llamacpp.Type
 		tol float64
 	}{
-		{8, 0.03},  // Q8_0
-		{2, 0.35},  // Q4_0
+		{8, 0.03}, // Q8_0
+		{2, 0.35}, // Q4_0
 	}
 	for _, tt := range tests {
 		t.Run(llamacpp.TypeName(tt.typ), func(t *testing.T) {
