@@ -42,18 +42,29 @@ const FormatHelp = `Reply with exactly one action on a single line, in one of th
 "none" means you do nothing this turn; "leave" ends the conversation for both of you.`
 
 // MoveGrammar returns the GBNF of a move whose content has at most
-// maxChars characters (root rule "root").
+// maxChars characters (root rule "root"). Characters are listed as
+// positive ranges of valid code points (no controls, no surrogates, nothing
+// above U+10FFFF) because a negated class would let llama.cpp's loose UTF-8
+// decoder accept invalid lead bytes.
 func MoveGrammar(maxChars int) string {
 	return fmt.Sprintf(`root ::= "none" | "leave" | "speak: " content | "non-verbal: " content | "action: " content
-content ::= [^ \t\r\n] [^\r\n]{0,%d}
-`, maxChars-1)
+content ::= [!-~%[2]s] [ -~%[2]s]{0,%[1]d}
+`, maxChars-1, nonASCII)
 }
+
+// nonASCII is the GBNF class body of every valid non-ASCII code point
+// except the C1 controls.
+const nonASCII = `\u00a0-\ud7ff\ue000-\U0010ffff`
 
 // ParseMove parses one reply in the move format. Surrounding whitespace is
 // ignored and a content wrapped in double quotes is unwrapped; everything
 // else must match the grammar. Errors say what to write instead.
 func ParseMove(text string, maxChars int) (Move, error) {
-	t := strings.TrimSpace(text)
+	// llama.cpp's grammar sampler decodes UTF-8 loosely, so a constrained
+	// reply can still hold overlong or truncated sequences. Such bytes must
+	// never reach the other seat's prompt (llama.cpp's tokenizer aborts the
+	// process on them), so they become U+FFFD.
+	t := strings.TrimSpace(strings.ToValidUTF8(text, "\uFFFD"))
 	if t == "" {
 		return Move{}, fmt.Errorf("empty reply: %s", shortHelp)
 	}

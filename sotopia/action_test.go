@@ -25,6 +25,7 @@ func TestParseMove(t *testing.T) {
 		{"speak:", Move{}, "needs a content"},
 		{"speak: one\nspeak: two", Move{}, "single line"},
 		{"Speak: hi", Move{}, "unknown action"},
+		{"speak: caf\xe9", Move{ActSpeak, "caf\uFFFD"}, ""},
 		{"speak: " + strings.Repeat("x", 11), Move{}, "at most 10"},
 	}
 	for _, tt := range tests {

@@ -205,7 +205,7 @@ func intRange(lo, hi int) string {
 // control characters, simple escapes only).
 func stringRules(name string, n int) string {
 	return fmt.Sprintf("%s ::= \"\\\"\" char{0,%d} \"\\\"\"\n", name, n) +
-		`char ::= [^"\\\x00-\x1f] | "\\" ["\\/nt]` + "\n"
+		`char ::= [ !#-\[\]-~` + nonASCII + `] | "\\" ["\\/nt]` + "\n"
 }
 
 // maxScoreBytes bounds the length in bytes of a reply of ScoreGrammar, so

@@ -2,13 +2,16 @@ package judge
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/sotopia"
@@ -56,14 +59,43 @@ func TestTinyModelJudgeAlwaysValid(t *testing.T) {
 	}
 	// SOTOPIA_TINY_EPISODES=N measures a bigger sample (see docs/sotopia.md).
 	episodes := envInt("SOTOPIA_TINY_EPISODES", 3)
+	// The seats are played by the same tiny model under the move grammar,
+	// so the transcripts are noise too, and every move must parse.
+	player := func(seat engine.Seat) (engine.Agent, string, error) {
+		return engine.AgentFunc(func(ctx context.Context, tn engine.Turn) (engine.Action, error) {
+			var view strings.Builder
+			for _, e := range tn.View[1:] {
+				view.WriteString(e.Text + "\n")
+			}
+			msgs := []inference.Message{{Role: "system", Content: tn.View[0].Text}, {Role: "user", Content: view.String()}}
+			text, err := b.ChatTemplate(msgs, true)
+			// The view holds this seat's own raw replies, which may be
+			// invalid UTF-8; llama.cpp's tokenizer aborts on those.
+			text = strings.ToValidUTF8(text, "\uFFFD")
+			if err != nil {
+				return engine.Action{}, err
+			}
+			ids, err := b.Tokenize(text, true, true)
+			if err != nil {
+				return engine.Action{}, err
+			}
+			resp, err := b.Generate(ctx, []inference.Request{{
+				Key: fmt.Sprintf("seat/%s/%d", seat.Name, len(tn.View)), Prompt: ids, MaxTokens: len("non-verbal: ") + 4*40, // the grammar's bound in bytes
+				Grammar: tn.Notification.Grammar, Sampling: inference.Sampling{Temperature: 1, Seed: uint64(len(tn.View))},
+			}})
+			if err != nil {
+				return engine.Action{}, err
+			}
+			return engine.Action{NotificationID: tn.Notification.ID, Text: resp[0].Text}, nil
+		}), "llama:tiny", nil
+	}
 	recs := make([]*engine.Record, episodes)
 	errs := make([]error, episodes)
 	var wg sync.WaitGroup
 	for i := range episodes {
 		wg.Go(func() {
 			g := sotopia.New().WithJudge(j)
-			cast, _ := engine.ScriptedCast(g, []string{"random"}, uint64(i))
-			recs[i], errs[i] = engine.Play(context.Background(), g, uint64(100+i), engine.Params{"max_turns": 2}, cast, engine.DefaultOptions(), nil)
+			recs[i], errs[i] = engine.Play(context.Background(), g, uint64(100+i), engine.Params{"max_turns": 2, "max_chars": 40}, player, engine.DefaultOptions(), nil)
 		})
 	}
 	wg.Wait()
@@ -73,6 +105,11 @@ func TestTinyModelJudgeAlwaysValid(t *testing.T) {
 			t.Fatalf("episode %d: %v", i, errs[i])
 		}
 		tm := rec.Outcome.Terms.(sotopia.Terms)
+		for _, e := range rec.Events {
+			if e.Kind == engine.KindValidationError {
+				t.Errorf("episode %d: a grammar-constrained move was rejected: %s (reply %q)", i, e.Text, rec.Events[e.Seq-2].Text)
+			}
+		}
 		completions += 2
 		if rec.Outcome.Result == "judged" && tm.Evaluation.Attempts == 1 {
 			valid++
