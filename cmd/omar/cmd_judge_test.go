@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/sotopia"
 )
 
@@ -87,4 +88,52 @@ func TestRejudgeAll(t *testing.T) {
 func itoa(v int) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestJudgeCommandTinyModel runs omar judge end to end with the tiny
+// random-weight model: every episode must come back judged.
+func TestJudgeCommandTinyModel(t *testing.T) {
+	lib := llamatest.LibDir()
+	if lib == "" {
+		t.Skip("llama.cpp libraries not installed in lib/llama/cpu (run scripts/install-llama.sh cpu)")
+	}
+	dir := t.TempDir()
+	cfg := llamatest.Tiny()
+	cfg.Ctx = 8192
+	model := filepath.Join(dir, "tiny.gguf")
+	if err := llamatest.WriteModel(model, cfg); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for seed := range uint64(2) {
+		cast, _ := engine.ScriptedCast(sotopia.New(), nil, seed)
+		rec, err := engine.Play(context.Background(), sotopia.New(), seed, engine.Params{"max_turns": 2}, cast, engine.DefaultOptions(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc.Encode(rec)
+	}
+	in, out := filepath.Join(dir, "eps.jsonl"), filepath.Join(dir, "judged.jsonl")
+	os.WriteFile(in, buf.Bytes(), 0o644)
+	var stdout, stderr bytes.Buffer
+	env := &cliEnv{stdout: &stdout, stderr: &stderr}
+	err := runJudge(context.Background(), env, []string{"--model", model, "--llama-lib", lib, "--threads", "1",
+		"--context", "6144", "--reasoning-chars", "12", "--retries", "0", "-o", out, in})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "judged 2 of 2 episodes (0 invalid") {
+		t.Errorf("got summary %q, want 2 of 2 judged", stderr.String())
+	}
+	recs, err := readRecords([]string{out})
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("got %d records, %v", len(recs), err)
+	}
+	for _, r := range recs {
+		terms := r.Outcome.Terms.(map[string]any)
+		if r.Outcome.Result != "judged" || terms["judge"] != "llama:tiny.gguf" {
+			t.Errorf("got result %q judge %v", r.Outcome.Result, terms["judge"])
+		}
+	}
 }
