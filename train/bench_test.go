@@ -2,36 +2,71 @@ package train
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
 	"testing"
+
+	"github.com/omar-selfplay/omar/model"
 )
 
-// BenchmarkPPOStep measures one PPO Step (1 epoch, one minibatch) on the
-// tiny llama model: 8 sequences of 64–128 tokens, half of each trained.
-// tokens/s counts every sequence token through forward+backward.
+var (
+	smallOnce sync.Once
+	smallErr  error
+)
+
+// smallModel writes the "small" llama preset (~27M parameters) next to the
+// tiny test models.
+func smallModel(b *testing.B) string {
+	tinyModel(b, "llama")
+	p := filepath.Join(modelsDir, "small.gguf")
+	smallOnce.Do(func() { smallErr = model.WriteFile(p, model.Options{Arch: "llama", Preset: "small", Seed: 7}) })
+	if smallErr != nil {
+		b.Fatal(smallErr)
+	}
+	return p
+}
+
+// BenchmarkPPOStep measures Step (1 epoch, one minibatch: the reference
+// pass, forward+backward of the PPO loss, gradient clipping and AdamW) and
+// reports sequence tokens per second. tiny: 8 sequences of 64–128 tokens;
+// small: 2 sequences of 64–128 tokens.
 func BenchmarkPPOStep(b *testing.B) {
-	for _, threads := range []int{1, 2} {
-		b.Run(map[int]string{1: "threads=1", 2: "threads=2"}[threads], func(b *testing.B) {
-			o := testOptions()
-			o.Threads = threads
-			o.Epochs, o.MiniBatch = 1, 8
-			o.BatchTokens = 1024
-			tr := newTrainer(b, "llama", o)
-			seqs := randomSeqs(5, 8, 64, 128, tr.Vocab())
-			ctx := context.Background()
-			tokens := 0
-			for b.Loop() {
-				st, err := tr.Step(ctx, seqs)
+	for _, preset := range []string{"tiny", "small"} {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", preset, threads), func(b *testing.B) {
+				o := testOptions()
+				o.Threads = threads
+				o.Epochs, o.MiniBatch = 1, 8
+				o.BatchTokens = 1024
+				path, n := tinyModel(b, "llama"), 8
+				if preset == "small" {
+					o.LoRARank = 8
+					path, n = smallModel(b), 2
+				}
+				tr, err := New(path, o)
 				if err != nil {
 					b.Fatal(err)
 				}
-				tokens += st.Tokens
-			}
-			b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
-		})
+				defer tr.Close()
+				seqs := randomSeqs(5, n, 64, 128, tr.Vocab())
+				ctx := context.Background()
+				tokens := 0
+				for b.Loop() {
+					st, err := tr.Step(ctx, seqs)
+					if err != nil {
+						b.Fatal(err)
+					}
+					tokens += st.Tokens
+				}
+				b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+			})
+		}
 	}
 }
 
-// BenchmarkEvaluate measures the no-grad scoring pass (policy and base).
+// BenchmarkEvaluate measures the no-grad scoring (policy and base passes)
+// of 8 sequences of 64–128 tokens on the tiny model.
 func BenchmarkEvaluate(b *testing.B) {
 	o := testOptions()
 	o.BatchTokens = 1024
