@@ -223,3 +223,55 @@ func TestCorruptCheckpoint(t *testing.T) {
 		t.Errorf("rank mismatch: got %v, want an error naming the rank", err)
 	}
 }
+
+// FuzzLoadCheckpoint mutates a valid checkpoint: loading must either fail
+// with an error and leave the trainer unchanged, or (when the bytes are
+// unchanged) succeed — never panic.
+func FuzzLoadCheckpoint(f *testing.F) {
+	tr := newTrainer(f, "llama", testOptions())
+	dir := f.TempDir()
+	if err := tr.SaveCheckpoint(dir, []byte(`{"k":1}`)); err != nil {
+		f.Fatal(err)
+	}
+	good, err := os.ReadFile(filepath.Join(dir, CheckpointFile))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte("OMARCKPT"))
+	f.Add([]byte{})
+	before := readParams(tr, false)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := t.TempDir()
+		if err := os.WriteFile(filepath.Join(d, CheckpointFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tr.LoadCheckpoint(d)
+		if err == nil && !bytes.Equal(data, good) {
+			t.Fatalf("a modified checkpoint (%d bytes) loaded", len(data))
+		}
+		after := readParams(tr, false)
+		for i := range before {
+			if maxAbsDiff(before[i], after[i]) != 0 {
+				t.Fatal("parameters changed")
+			}
+		}
+	})
+}
+
+func TestStepHonoursCancellation(t *testing.T) {
+	tr := newTrainer(t, "llama", testOptions())
+	seqs := randomSeqs(3, 4, 10, 20, tr.Vocab())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := tr.Step(ctx, seqs); err == nil {
+		t.Error("Step with a cancelled context: got no error")
+	}
+	if _, _, _, err := tr.Evaluate(ctx, seqs); err == nil {
+		t.Error("Evaluate with a cancelled context: got no error")
+	}
+	if tr.Steps() != 0 {
+		t.Errorf("optimizer steps after cancellation: got %d, want 0", tr.Steps())
+	}
+}
