@@ -3,6 +3,8 @@ package train
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -70,6 +72,10 @@ type Trainer struct {
 
 	cache    map[graphKey]*built
 	cacheLRU []graphKey
+
+	// refCache holds the base model's logprobs of the sequences of the last
+	// Evaluate or Step, keyed by a hash of their tokens.
+	refCache map[[32]byte][]float32
 
 	step int // optimizer steps taken
 	pcg  *rand.PCG
@@ -488,10 +494,48 @@ func (t *Trainer) Evaluate(ctx context.Context, seqs []Sequence) (values, logpro
 	if logprobs, values, err = t.score(ctx, seqs, kindPolicy); err != nil {
 		return nil, nil, nil, err
 	}
-	if refLogprobs, _, err = t.score(ctx, seqs, kindBase); err != nil {
+	if refLogprobs, err = t.baseLogprobs(ctx, seqs); err != nil {
 		return nil, nil, nil, err
 	}
 	return values, logprobs, refLogprobs, nil
+}
+
+// baseLogprobs returns the base model's (adapter off) logprobs of seqs. The
+// base model is frozen, so they depend on the tokens alone: the results of
+// the last call are kept, and Step after Evaluate on the same sequences
+// (the usual PPO iteration) needs no reference pass of its own.
+func (t *Trainer) baseLogprobs(ctx context.Context, seqs []Sequence) ([][]float32, error) {
+	out := make([][]float32, len(seqs))
+	keys := make([][32]byte, len(seqs))
+	var miss []Sequence
+	var missIdx []int
+	for i, s := range seqs {
+		b := make([]byte, 4*len(s.Tokens))
+		for j, tok := range s.Tokens {
+			binary.LittleEndian.PutUint32(b[4*j:], uint32(tok))
+		}
+		keys[i] = sha256.Sum256(b)
+		if lp, ok := t.refCache[keys[i]]; ok {
+			out[i] = slices.Clone(lp)
+			continue
+		}
+		miss = append(miss, s)
+		missIdx = append(missIdx, i)
+	}
+	if len(miss) > 0 {
+		lps, _, err := t.score(ctx, miss, kindBase)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range missIdx {
+			out[i] = lps[k]
+		}
+	}
+	t.refCache = make(map[[32]byte][]float32, len(seqs))
+	for i := range seqs {
+		t.refCache[keys[i]] = slices.Clone(out[i])
+	}
+	return out, nil
 }
 
 // trainedTokens counts the masked tokens that have a prediction (i ≥ 1).
@@ -513,7 +557,7 @@ func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
 	if err := t.validate(seqs, true); err != nil {
 		return st, err
 	}
-	ref, _, err := t.score(ctx, seqs, kindBase)
+	ref, err := t.baseLogprobs(ctx, seqs)
 	if err != nil {
 		return st, err
 	}
