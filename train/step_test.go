@@ -93,6 +93,16 @@ func TestPPOStepImprovesObjective(t *testing.T) {
 	if verr1 >= verr0 {
 		t.Errorf("value error: got %g after the step, want below %g", verr1, verr0)
 	}
+
+	// SFT updates the adapter only: the value head keeps its weights even
+	// though its AdamW moments are non-zero now.
+	vh := readParams(tr, false)[len(tr.params)-2]
+	if _, err := tr.SFTStep(ctx, seqs); err != nil {
+		t.Fatal(err)
+	}
+	if d := maxAbsDiff(vh, readParams(tr, false)[len(tr.params)-2]); d != 0 {
+		t.Errorf("SFT step moved the value head by %g", d)
+	}
 }
 
 func TestValidateRejectsBadSequences(t *testing.T) {

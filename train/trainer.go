@@ -69,6 +69,8 @@ type Trainer struct {
 	normGraph llamacpp.Graph
 	normOut   llamacpp.Tensor
 	optGraph  llamacpp.Graph
+	// optGraphAdapter updates the adapter only.
+	optGraphAdapter llamacpp.Graph
 
 	cache    map[graphKey]*built
 	cacheLRU []graphKey
@@ -256,7 +258,7 @@ func (t *Trainer) initBackends() error {
 func (t *Trainer) buildOptimizer() error {
 	size := 8*len(t.params) + 64
 	var err error
-	if t.octx, err = llamacpp.NewContext(2*size, 2, size, false); err != nil {
+	if t.octx, err = llamacpp.NewContext(2*size, 3, size, false); err != nil {
 		return err
 	}
 	t.normGraph = t.octx.NewGraph(size, false)
@@ -273,10 +275,18 @@ func (t *Trainer) buildOptimizer() error {
 	llamacpp.SetOutput(acc)
 	t.normGraph.BuildForward(acc)
 
+	// Two update graphs: every parameter (PPO), and the adapter alone (SFT,
+	// where the value head has no gradient and AdamW's stale moments would
+	// otherwise keep moving it).
 	t.optGraph = t.octx.NewGraph(size, false)
+	t.optGraphAdapter = t.octx.NewGraph(size, false)
 	for _, p := range t.params {
 		g := t.octx.Mul(p.grad, t.clipScale)
-		t.optGraph.BuildForward(t.octx.OptStepAdamW(p.t, g, p.m, p.v, t.adamPar[p.group]))
+		step := t.octx.OptStepAdamW(p.t, g, p.m, p.v, t.adamPar[p.group])
+		t.optGraph.BuildForward(step)
+		if p.group == 0 {
+			t.optGraphAdapter.BuildForward(step)
+		}
 	}
 	return nil
 }
@@ -578,7 +588,7 @@ func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
 				return st, err
 			}
 			st.Tokens += tokens
-			gn, err := t.optimize()
+			gn, err := t.optimize(false)
 			if err != nil {
 				return st, err
 			}
@@ -734,7 +744,7 @@ func (t *Trainer) SFTStep(ctx context.Context, seqs []Sequence) (float64, error)
 		t.gbuf.Clear(0)
 		return loss, fmt.Errorf("train: non-finite loss %g", loss)
 	}
-	if _, err := t.optimize(); err != nil {
+	if _, err := t.optimize(true); err != nil {
 		return loss, err
 	}
 	return loss, nil
@@ -750,7 +760,7 @@ const (
 // optimize clips the accumulated gradients to MaxGradNorm, takes one AdamW
 // step on every parameter and clears the accumulators. It returns the
 // gradient norm before clipping.
-func (t *Trainer) optimize() (float64, error) {
+func (t *Trainer) optimize(adapterOnly bool) (float64, error) {
 	if err := t.run(&built{ctx: t.octx, g: t.normGraph}, func() {}); err != nil {
 		return 0, err
 	}
@@ -772,7 +782,11 @@ func (t *Trainer) optimize() (float64, error) {
 		llamacpp.SetF32(t.adamPar[g], []float32{lr, beta1, beta2, adamEps, t.opts.WeightDecay, b1h, b2h})
 	}
 	llamacpp.SetF32(t.clipScale, []float32{scale})
-	err := t.run(&built{ctx: t.octx, g: t.optGraph}, func() {})
+	g := t.optGraph
+	if adapterOnly {
+		g = t.optGraphAdapter
+	}
+	err := t.run(&built{ctx: t.octx, g: g}, func() {})
 	t.gbuf.Clear(0)
 	return norm, err
 }
