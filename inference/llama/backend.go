@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -33,16 +34,15 @@ type Backend struct {
 	stats   statsCounters
 
 	// Owned by the loop goroutine.
-	batch      *llamacpp.Batch
-	cand       *llamacpp.Candidates
-	candLogits []float32
-	exps       []float64
-	pieces     [][]byte // text of every token (specials render empty)
-	eog        []bool   // end-of-generation tokens
-	slots      []*slot
-	queue      []*job
-	adapter    *llamacpp.Adapter
-	clock      uint64
+	batch    *llamacpp.Batch
+	scratch  []*scratch // one per sampling goroutine
+	sampling []*job
+	pieces   [][]byte // text of every token (specials render empty)
+	eog      []bool   // end-of-generation tokens
+	slots    []*slot
+	queue    []*job
+	adapter  *llamacpp.Adapter
+	clock    uint64
 }
 
 var _ inference.Backend = (*Backend)(nil)
@@ -89,10 +89,13 @@ func New(o Options) (*Backend, error) {
 		// llama.cpp may round the cache up; the option is the contract.
 		opts: o, model: m, vocab: m.Vocab(), lctx: lctx, nCtx: min(o.Context, lctx.NCtxSeq()),
 		submit: make(chan []*job), swaps: make(chan *swap), quit: make(chan struct{}), done: make(chan struct{}),
-		batch: batch, cand: llamacpp.NewCandidates(m.Vocab().NTokens()),
-		exps: make([]float64, m.Vocab().NTokens()),
+		batch: batch,
 	}
 	b.tmpl, _ = m.ChatTemplate("")
+	for range min(runtime.GOMAXPROCS(0), o.Parallel) {
+		nv := m.Vocab().NTokens()
+		b.scratch = append(b.scratch, &scratch{cand: llamacpp.NewCandidates(nv), exps: make([]float64, nv)})
+	}
 	// Per-token text and end-of-generation flags, looked up once instead
 	// of two C calls per sampled token.
 	nv := m.Vocab().NTokens()

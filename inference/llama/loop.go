@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/llamacpp"
@@ -39,6 +40,15 @@ type job struct {
 	logitIdx int // batch index of this step's logits, -1 when none
 	sent     int // tokens of pending put in this step's batch
 	next     [1]int32
+	logits   []float32 // this step's logits (a view into the context)
+	drawn    drawn
+}
+
+// drawn is the outcome of one draw.
+type drawn struct {
+	token               int32
+	logprob, rawLogprob float32
+	none                bool // no candidate had any probability
 }
 
 func (j *job) finish(err error) {
@@ -395,25 +405,73 @@ func (b *Backend) step() {
 	}
 	b.stats.steps.Add(1)
 	b.stats.decoded.Add(int64(b.batch.Len()))
+	sampling := b.sampling[:0]
 	for _, j := range inBatch {
 		s := j.slot
 		s.tokens = append(s.tokens, j.pending[:j.sent]...)
 		j.pending = j.pending[j.sent:]
 		if j.logitIdx >= 0 {
-			b.sample(j)
+			// Fetched here, in order: llama_get_logits_ith synchronises the
+			// context and is not safe to call from several threads.
+			var err error
+			if j.logits, err = b.lctx.Logits(j.logitIdx); err != nil {
+				j.finish(err)
+				continue
+			}
+			sampling = append(sampling, j)
 		}
+	}
+	b.sampling = sampling
+	b.drawAll(sampling)
+	for _, j := range sampling {
+		b.record(j)
 	}
 }
 
-// sample draws the next token of j from its logits and decides whether j
-// is finished.
-func (b *Backend) sample(j *job) {
-	logits, err := b.lctx.Logits(j.logitIdx)
-	if err != nil {
-		j.finish(err)
+// drawAll draws the next token of every sampling job. Each job touches only
+// its own samplers and a scratch buffer, so with enough work the jobs are
+// split over goroutines: with a large vocabulary the per-token passes over
+// the logits cost as much as a decode step.
+func (b *Backend) drawAll(js []*job) {
+	work := minSampleWork
+	if b.opts.sampleWork > 0 {
+		work = b.opts.sampleWork
+	}
+	workers := min(len(b.scratch), len(js), len(js)*len(b.pieces)/work)
+	if workers <= 1 {
+		for _, j := range js {
+			b.draw(j, b.scratch[0])
+		}
 		return
 	}
-	rawMax, rawSum := maxSumExp(logits, 1, b.exps)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(js); i += workers {
+				b.draw(js[i], b.scratch[w])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// minSampleWork is the number of logits per goroutine below which
+// splitting the draws costs more than it saves.
+const minSampleWork = 65536
+
+// scratch is one sampling goroutine's buffers.
+type scratch struct {
+	cand       *llamacpp.Candidates
+	candLogits []float32
+	exps       []float64
+}
+
+// draw samples j's next token from j.logits into j.drawn.
+func (b *Backend) draw(j *job, sc *scratch) {
+	logits := j.logits
+	d := &j.drawn
+	*d = drawn{}
+	rawMax, rawSum := maxSumExp(logits, 1, sc.exps)
 	rawLSE := rawMax + math.Log(rawSum)
 	var tok int32
 	var lp float64
@@ -424,44 +482,57 @@ func (b *Backend) sample(j *job) {
 		} else {
 			m, s := rawMax, rawSum
 			if j.invTemp != 1 {
-				m, s = maxSumExp(logits, j.invTemp, b.exps)
+				m, s = maxSumExp(logits, j.invTemp, sc.exps)
 			}
-			i := draw(b.exps[:len(logits)], s, j.rng.Float64())
+			i := draw(sc.exps[:len(logits)], s, j.rng.Float64())
 			tok, lp = int32(i), float64(logits[i])*j.invTemp-m-math.Log(s)
 		}
 	} else {
-		c := b.cand
+		c := sc.cand
 		c.Fill(logits)
 		c.Apply(j.chain)
-		d := c.Data()
-		ls := b.candLogits[:0]
-		for _, t := range d {
+		cd := c.Data()
+		ls := sc.candLogits[:0]
+		for _, t := range cd {
 			ls = append(ls, t.Logit)
 		}
-		b.candLogits = ls
+		sc.candLogits = ls
 		if j.rng == nil {
 			i := argmax(ls)
-			if math.IsInf(float64(ls[i]), -1) {
-				// The grammar allows no token at all: the reply ends here.
-				b.retire(j, inference.StopEOG)
+			if len(ls) == 0 || math.IsInf(float64(ls[i]), -1) {
+				d.none = true // the grammar allows no token at all
 				return
 			}
-			tok, lp = d[i].ID, 0
+			tok, lp = cd[i].ID, 0
 		} else {
-			m, s := maxSumExp(ls, j.invTemp, b.exps)
+			m, s := maxSumExp(ls, j.invTemp, sc.exps)
 			if math.IsInf(m, -1) || s == 0 {
-				b.retire(j, inference.StopEOG)
+				d.none = true
 				return
 			}
-			i := draw(b.exps[:len(ls)], s, j.rng.Float64())
-			tok, lp = d[i].ID, float64(ls[i])*j.invTemp-m-math.Log(s)
+			i := draw(sc.exps[:len(ls)], s, j.rng.Float64())
+			tok, lp = cd[i].ID, float64(ls[i])*j.invTemp-m-math.Log(s)
 		}
 		j.chain.Accept(tok)
 	}
+	d.token, d.logprob, d.rawLogprob = tok, float32(lp), float32(float64(logits[tok])-rawLSE)
+}
+
+// record appends j's drawn token to its response and decides whether j is
+// finished.
+func (b *Backend) record(j *job) {
+	j.logits = nil
+	d := j.drawn
+	if d.none {
+		// No token is allowed: the reply ends here.
+		b.retire(j, inference.StopEOG)
+		return
+	}
+	tok := d.token
 	r := &j.resp
 	r.Tokens = append(r.Tokens, tok)
-	r.Logprobs = append(r.Logprobs, float32(lp))
-	r.RawLogprobs = append(r.RawLogprobs, float32(float64(logits[tok])-rawLSE))
+	r.Logprobs = append(r.Logprobs, d.logprob)
+	r.RawLogprobs = append(r.RawLogprobs, d.rawLogprob)
 	b.stats.generated.Add(1)
 
 	prev := len(j.text)
@@ -522,11 +593,26 @@ func maxSumExp(x []float32, scale float64, exps []float64) (float64, float64) {
 	}
 	s := 0.0
 	for i, v := range x {
-		e := math.Exp(float64(v)*scale - m)
+		e := expNonPos(float64(v)*scale - m)
 		exps[i] = e
 		s += e
 	}
 	return m, s
+}
+
+// expNonPos is exp(x) for x ≤ 0, to about 1e-9 relative error, several
+// times faster than math.Exp: the sampler takes one exponential per
+// vocabulary entry per token, which on small models costs as much as the
+// decode itself.
+func expNonPos(x float64) float64 {
+	if x < -708 { // below the smallest normal float64; also -Inf and NaN-free inputs
+		return 0
+	}
+	const log2e, ln2hi, ln2lo = 1.4426950408889634, 6.93147180369123816490e-01, 1.90821492927058770002e-10
+	k := math.Floor(x*log2e + 0.5)
+	r := x - k*ln2hi - k*ln2lo // |r| ≤ ln2/2
+	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040+r*(1.0/40320))))))))
+	return p * math.Float64frombits(uint64(int64(k)+1023)<<52)
 }
 
 // draw picks index i with probability exps[i]/sum, for u uniform in [0, 1).

@@ -52,6 +52,8 @@ type Options struct {
 	// ignoreEOG keeps generating past end-of-generation tokens (benchmarks
 	// need equal lengths).
 	ignoreEOG bool
+	// sampleWork overrides minSampleWork (tests force parallel draws).
+	sampleWork int
 }
 
 // Defaults returns options for CPU inference: 8 slots of 2048 tokens,

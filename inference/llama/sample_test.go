@@ -54,3 +54,29 @@ func TestDraw(t *testing.T) {
 		t.Errorf("all masked: sum %v, want 0", s)
 	}
 }
+
+func TestExpNonPos(t *testing.T) {
+	for _, x := range []float64{0, -1e-12, -0.1, -0.5, -0.693, -1, -2.5, -10, -50.3, -100, -700, -707.9} {
+		want := math.Exp(x)
+		if got := expNonPos(x); math.Abs(got-want) > 1e-9*want {
+			t.Errorf("expNonPos(%v): got %v, want %v", x, got, want)
+		}
+	}
+	for _, x := range []float64{-709, -1e6, math.Inf(-1)} {
+		if got := expNonPos(x); got != 0 {
+			t.Errorf("expNonPos(%v): got %v, want 0", x, got)
+		}
+	}
+}
+
+func BenchmarkMaxSumExp(b *testing.B) {
+	x := make([]float32, 4096)
+	for i := range x {
+		x[i] = float32(i%97) / 10
+	}
+	exps := make([]float64, len(x))
+	b.ReportAllocs()
+	for b.Loop() {
+		maxSumExp(x, 1, exps)
+	}
+}
