@@ -3,6 +3,7 @@ package llamacpp
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"unsafe"
 )
 
@@ -133,10 +134,13 @@ type ContextOptions struct {
 	NoPerf bool
 }
 
-// Defaults returns a context for 1 sequence of 2048 tokens, 2 threads, flash
-// attention off and an F16 KV cache.
+// Defaults returns a context for 1 sequence of 2048 tokens, half the CPUs
+// as threads (at least 1, at most 8: more threads than free cores collapse,
+// since llama.cpp's workers spin-wait), flash attention off and an F16 KV
+// cache.
 func (ContextOptions) Defaults() ContextOptions {
-	return ContextOptions{NCtx: 2048, NBatch: 512, NSeqMax: 1, Threads: 2, ThreadsBatch: 2,
+	th := max(1, min(8, runtime.GOMAXPROCS(0)/2))
+	return ContextOptions{NCtx: 2048, NBatch: 512, NSeqMax: 1, Threads: th, ThreadsBatch: th,
 		FlashAttention: FlashAttentionDisabled, TypeK: KVTypeF16, TypeV: KVTypeF16, NoPerf: true}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 
@@ -30,10 +29,10 @@ func (f *llamaFlags) bind(fs interface {
 	StringVar(*string, string, string, string)
 	IntVar(*int, string, int, string)
 }) {
-	n := min(runtime.NumCPU(), 8)
+	n := llama.DefaultThreads()
 	fs.StringVar(&f.model, "model", "", "GGUF model file (required)")
 	fs.StringVar(&f.lib, "llama-lib", os.Getenv("OMAR_LLAMA_LIB"), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
-	fs.IntVar(&f.threads, "threads", n, "threads for token generation")
+	fs.IntVar(&f.threads, "threads", n, "threads for token generation (more than the free cores collapses throughput: llama.cpp's threads spin-wait)")
 	fs.IntVar(&f.threadsBatch, "threads-batch", n, "threads for prompt processing")
 	fs.IntVar(&f.gpuLayers, "gpu-layers", 0, "layers offloaded to a GPU backend (-1 all)")
 	fs.IntVar(&f.ctx, "ctx", 2048, "tokens per sequence")

@@ -14,6 +14,7 @@ package llama
 import (
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/omar-selfplay/omar/llamacpp"
 )
@@ -57,20 +58,27 @@ type Options struct {
 }
 
 // Defaults returns options for CPU inference: 8 slots of 2048 tokens,
-// 2 threads, F16 KV cache, flash attention off.
+// DefaultThreads threads, F16 KV cache, flash attention off.
 func (Options) Defaults() Options {
 	return Options{
 		LibDir:         llamacpp.DefaultLibDir(""),
 		Parallel:       8,
 		Context:        2048,
 		Batch:          512,
-		Threads:        2,
-		ThreadsBatch:   2,
+		Threads:        DefaultThreads(),
+		ThreadsBatch:   DefaultThreads(),
 		FlashAttention: llamacpp.FlashAttentionDisabled,
 		KVType:         llamacpp.KVTypeF16,
 		AdapterScale:   1,
 	}
 }
+
+// DefaultThreads is half the usable CPUs (at least 1, at most 8).
+// llama.cpp's CPU workers spin-wait for each other at every graph node, so
+// a thread that loses its core to another process stalls all of them: on a
+// shared 2-core machine 2 threads decode 50× slower than 1. Half the cores
+// leaves headroom; benchmark --threads on a dedicated machine.
+func DefaultThreads() int { return max(1, min(8, runtime.GOMAXPROCS(0)/2)) }
 
 // Validate reports options that cannot work.
 func (o Options) Validate() error {
