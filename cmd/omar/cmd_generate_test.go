@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/model"
+)
+
+// llamaCLI runs the CLI for the llama.cpp commands, or skips when the
+// libraries are not installed.
+func llamaCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	lib := llamatest.LibDir()
+	if lib == "" {
+		t.Skip("llama.cpp libraries not installed in lib/llama/cpu (run scripts/install-llama.sh cpu)")
+	}
+	var out, errb bytes.Buffer
+	code := runMain(context.Background(), &cliEnv{stdout: &out, stderr: &errb}, append(args, "--llama-lib", lib, "--threads", "1", "--threads-batch", "1"))
+	return out.String(), errb.String(), code
+}
+
+func tinyGGUF(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := model.WriteFile(p, model.Options{Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestGenerateCommand(t *testing.T) {
+	m := tinyGGUF(t)
+	run := func(args ...string) inference.Response {
+		t.Helper()
+		out, stderr, code := llamaCLI(t, append([]string{"generate", "--model", m, "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var r inference.Response
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v: %q", err, out)
+		}
+		return r
+	}
+	a := run("--prompt", "hello", "-n", "8", "--seed", "3")
+	b := run("--prompt", "hello", "-n", "8", "--seed", "3")
+	if len(a.Tokens) == 0 || len(a.Tokens) != len(b.Tokens) || len(a.Logprobs) != len(a.Tokens) {
+		t.Fatalf("got %v and %v", a, b)
+	}
+	for i := range a.Tokens {
+		if a.Tokens[i] != b.Tokens[i] {
+			t.Fatalf("same seed, different tokens: %v vs %v", a.Tokens, b.Tokens)
+		}
+	}
+	g := run("--prompt", "vote", "-n", "16", "--grammar", `root ::= "vote " [0-9]`)
+	if !strings.HasPrefix(g.Text, "vote ") || len(g.Text) != 6 {
+		t.Errorf("grammar reply %q, want \"vote <digit>\"", g.Text)
+	}
+	_, stderr, code := llamaCLI(t, "generate", "--prompt", "x")
+	if code != 2 || !strings.Contains(stderr, "--model is required") {
+		t.Errorf("no model: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestBenchCommand(t *testing.T) {
+	m := tinyGGUF(t)
+	out, stderr, code := llamaCLI(t, "bench", "decode", "--model", m, "--parallel", "1,2", "-n", "4")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "ratio") {
+		t.Fatalf("output %q: want a header and 2 rows", out)
+	}
+	for i, want := range []string{"1", "2"} {
+		f := strings.Fields(lines[i+1])
+		if len(f) != 6 || f[0] != want || f[4] != f[5] {
+			t.Errorf("row %q: want parallel %s and equal token counts", lines[i+1], want)
+		}
+	}
+	if _, _, code := llamaCLI(t, "bench", "encode"); code != 2 {
+		t.Errorf("bench encode: exit %d, want 2", code)
+	}
+}
