@@ -379,6 +379,47 @@ func TestDecodeMemory(t *testing.T) {
 	}
 }
 
+// TestUnifiedSeqKeep: with one KV stream shared by all sequences,
+// seq_keep drops every other sequence's cells.
+func TestUnifiedSeqKeep(t *testing.T) {
+	m := testModel(t)
+	o := ContextOptions{}.Defaults()
+	o.NCtx, o.NSeqMax, o.NBatch, o.KVUnified = 256, 2, 64, true
+	o.Threads, o.ThreadsBatch = 1, 1
+	c, err := NewLlamaContext(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b, _ := NewBatch(16, 2)
+	defer b.Close()
+	toks, _ := m.Vocab().Tokenize("the deal", false, false)
+	for i, tok := range toks {
+		// Shared prompt: each token belongs to both sequences.
+		if _, err := b.AddSeqs(tok, int32(i), []int32{0, 1}, i == len(toks)-1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	mem := c.Memory()
+	for seq := range int32(2) {
+		if got := mem.SeqPosMax(seq); got != int32(len(toks)-1) {
+			t.Errorf("seq %d pos max %d, want %d", seq, got, len(toks)-1)
+		}
+	}
+	if err := mem.SeqKeep(1); err != nil {
+		t.Fatal(err)
+	}
+	if got := mem.SeqPosMax(0); got != -1 {
+		t.Errorf("after seq_keep(1): seq 0 pos max %d, want -1", got)
+	}
+	if got := mem.SeqPosMax(1); got != int32(len(toks)-1) {
+		t.Errorf("after seq_keep(1): seq 1 pos max %d, want %d", got, len(toks)-1)
+	}
+}
+
 func TestSamplers(t *testing.T) {
 	m := testModel(t)
 	c := newTestLlamaContext(t, m, 1)
