@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/inference/llama"
-	"github.com/omar-selfplay/omar/llamacpp"
 )
 
 func init() {
@@ -24,7 +23,6 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	parallel := fs.String("parallel", "1,8,32", "comma-separated numbers of parallel sequences")
 	n := fs.Int("n", 128, "tokens generated per sequence")
 	promptTokens := fs.Int("prompt-tokens", 16, "prompt tokens per sequence")
-	kv := fs.String("kv", "f16", "KV cache type: f16 or f32")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -42,14 +40,6 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := lf.options()
 	if err != nil {
 		return err
-	}
-	switch *kv {
-	case "f16":
-		o.KVType = llamacpp.KVTypeF16
-	case "f32":
-		o.KVType = llamacpp.KVTypeF32
-	default:
-		return fmt.Errorf("--kv %q: want f16 or f32: %w", *kv, errUsage)
 	}
 	o.Context = *promptTokens + *n + 1
 	// Fixed widths rather than a tabwriter: rows print as they finish.

@@ -23,6 +23,7 @@ type llamaFlags struct {
 	threads, threadsBatch int
 	gpuLayers             int
 	ctx                   int
+	kv, flashAttn         string
 }
 
 func (f *llamaFlags) bind(fs interface {
@@ -36,6 +37,8 @@ func (f *llamaFlags) bind(fs interface {
 	fs.IntVar(&f.threadsBatch, "threads-batch", n, "threads for prompt processing")
 	fs.IntVar(&f.gpuLayers, "gpu-layers", 0, "layers offloaded to a GPU backend (-1 all)")
 	fs.IntVar(&f.ctx, "ctx", 2048, "tokens per sequence")
+	fs.StringVar(&f.kv, "kv", "f16", "KV cache type: f16, f32 or q8_0")
+	fs.StringVar(&f.flashAttn, "flash-attn", "off", "flash attention: off, on or auto")
 }
 
 func (f *llamaFlags) options() (llama.Options, error) {
@@ -48,6 +51,26 @@ func (f *llamaFlags) options() (llama.Options, error) {
 	o.Threads, o.ThreadsBatch = f.threads, f.threadsBatch
 	o.GPULayers = f.gpuLayers
 	o.Context = f.ctx
+	switch f.kv {
+	case "f16":
+		o.KVType = llamacpp.KVTypeF16
+	case "f32":
+		o.KVType = llamacpp.KVTypeF32
+	case "q8_0":
+		o.KVType = llamacpp.KVTypeQ8_0
+	default:
+		return o, fmt.Errorf("--kv %q: want f16, f32 or q8_0: %w", f.kv, errUsage)
+	}
+	switch f.flashAttn {
+	case "off":
+		o.FlashAttention = llamacpp.FlashAttentionDisabled
+	case "on":
+		o.FlashAttention = llamacpp.FlashAttentionEnabled
+	case "auto":
+		o.FlashAttention = llamacpp.FlashAttentionAuto
+	default:
+		return o, fmt.Errorf("--flash-attn %q: want off, on or auto: %w", f.flashAttn, errUsage)
+	}
 	return o, nil
 }
 
