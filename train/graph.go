@@ -19,9 +19,12 @@ const (
 
 func (k graphKind) grads() bool { return k == kindPPO || k == kindSFT }
 
+// graphKey identifies a graph shape: b sequences padded to t tokens, of
+// which k rows (the rows whose next token is trained, padded to a multiple
+// of 32) go through the output layer.
 type graphKey struct {
-	kind graphKind
-	b, t int
+	kind    graphKind
+	b, t, k int
 }
 
 // built is one constructed graph with its input and output tensors. Graphs
@@ -31,9 +34,10 @@ type built struct {
 	ctx   llamacpp.Context
 	g     llamacpp.Graph
 	b, t  int
-	in    map[string]llamacpp.Tensor // per-row inputs [1, N], and tokens/pos/kq_mask/tgt
+	in    map[string]llamacpp.Tensor // tokens/pos/kq_mask [N], sel/tgt and per-selected-row inputs [1, K]
 	out   map[string]llamacpp.Tensor // scalar or per-row outputs
-	nRows int
+	nRows int                        // N = b·t
+	nSel  int                        // K
 }
 
 func (b *built) free() { b.ctx.Free() }
@@ -75,9 +79,9 @@ func (t *Trainer) expandKV(ctx llamacpp.Context, x llamacpp.Tensor, T, B int) ll
 }
 
 // forward builds the model on B sequences padded to T tokens (row b*T+p is
-// position p of sequence b) and returns the logits [V, N] and the final
-// normalised hidden state [E, N].
-func (t *Trainer) forward(ctx llamacpp.Context, in map[string]llamacpp.Tensor, B, T int, adapterOn bool) (logits, hidden llamacpp.Tensor) {
+// position p of sequence b) and returns the final normalised hidden state
+// [E, N] (the output layer is applied by tokenLogprob to selected rows).
+func (t *Trainer) forward(ctx llamacpp.Context, in map[string]llamacpp.Tensor, B, T int, adapterOn bool) llamacpp.Tensor {
 	h := t.hp
 	N := int64(B * T)
 	D, H, Hkv := int64(h.headDim), int64(h.nHead), int64(h.nHeadKV)
@@ -132,29 +136,35 @@ func (t *Trainer) forward(ctx llamacpp.Context, in map[string]llamacpp.Tensor, B
 		up := t.mm(ctx, l, "ffn_up", cur, adapterOn)
 		x = ctx.Add(t.mm(ctx, l, "ffn_down", ctx.Mul(gate, up), adapterOn), x)
 	}
-	hidden = ctx.Mul(ctx.RMSNorm(x, h.eps), t.w.outNorm)
-	logits = ctx.MulMat(t.w.output, hidden)
-	return logits, hidden
+	return ctx.Mul(ctx.RMSNorm(x, h.eps), t.w.outNorm)
 }
 
-// tokenLogprob returns, per row, log softmax(logits)[target] [1, N], the
-// log-sum-exp [1, N] and the target index input (row·V + target, I32).
+// tokenLogprob selects K rows of the final hidden state (input "sel"),
+// applies the output layer to them only — the vocabulary-sized tensors are
+// the largest of the graph, and most rows of a trajectory are prompt — and
+// returns per selected row log softmax(logits)[target] [1, K], the
+// log-sum-exp [1, K], the logits [V, K] and the selected hidden states
+// [E, K]. The target input "tgt" holds k·V + target for selected row k.
 //
 // The log-sum-exp is computed around M = the row mean of the logits,
 // M + log Σ exp(x − M), which is exact for any M; the mean keeps exp in
 // range (logit spreads above the mean stay far below 88) and has a
 // well-defined backward, unlike a max. Its gradient contribution,
 // (1 − Σ softmax)/V per logit, is zero up to rounding.
-func (t *Trainer) tokenLogprob(ctx llamacpp.Context, in map[string]llamacpp.Tensor, logits llamacpp.Tensor, N int) (lp, lse llamacpp.Tensor) {
+func (t *Trainer) tokenLogprob(ctx llamacpp.Context, in map[string]llamacpp.Tensor, hidden llamacpp.Tensor, K int) (lp, lse, logits, hsel llamacpp.Tensor) {
 	V := int64(t.hp.nVocab)
-	tgt := ctx.NewTensor(llamacpp.TypeI32, int64(N))
+	sel := ctx.NewTensor(llamacpp.TypeI32, int64(K))
+	llamacpp.SetInput(llamacpp.SetName(sel, "sel"))
+	tgt := ctx.NewTensor(llamacpp.TypeI32, int64(K))
 	llamacpp.SetInput(llamacpp.SetName(tgt, "tgt"))
-	in["tgt"] = tgt
-	m := ctx.Scale(ctx.SumRows(logits), 1/float32(V)) // [1, N]
+	in["sel"], in["tgt"] = sel, tgt
+	hsel = ctx.GetRows(hidden, sel) // [E, K]
+	logits = ctx.MulMat(t.w.output, hsel)
+	m := ctx.Scale(ctx.SumRows(logits), 1/float32(V)) // [1, K]
 	// ADD, not SUB: ggml's SUB backward does not reduce a broadcast operand.
 	lse = ctx.Add(m, ctx.Log(ctx.SumRows(ctx.Exp(ctx.Add(logits, ctx.Scale(m, -1))))))
-	xt := ctx.GetRows(ctx.Reshape(logits, 1, V*int64(N)), tgt) // [1, N]
-	return ctx.Sub(xt, lse), lse
+	xt := ctx.GetRows(ctx.Reshape(logits, 1, V*int64(K)), tgt) // [1, K]
+	return ctx.Sub(xt, lse), lse, logits, hsel
 }
 
 // value is the value head on the final hidden state: w·h + b, [1, N].
@@ -177,12 +187,13 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &built{ctx: ctx, b: key.b, t: key.t, in: map[string]llamacpp.Tensor{}, out: map[string]llamacpp.Tensor{}, nRows: key.b * key.t}
-	N := b.nRows
+	b := &built{ctx: ctx, b: key.b, t: key.t, in: map[string]llamacpp.Tensor{}, out: map[string]llamacpp.Tensor{},
+		nRows: key.b * key.t, nSel: key.k}
+	K := b.nSel
 	g := ctx.NewGraph(size, key.kind.grads())
 	b.g = g
-	logits, hidden := t.forward(ctx, b.in, key.b, key.t, key.kind != kindBase)
-	lp, lse := t.tokenLogprob(ctx, b.in, logits, N)
+	hidden := t.forward(ctx, b.in, key.b, key.t, key.kind != kindBase)
+	lp, lse, logits, hsel := t.tokenLogprob(ctx, b.in, hidden, K)
 	output := func(name string, x llamacpp.Tensor) {
 		llamacpp.SetOutput(llamacpp.SetName(x, name))
 		b.out[name] = x
@@ -195,13 +206,13 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 		output("logprob", lp)
 		output("value", t.value(ctx, hidden))
 	case kindSFT:
-		w := rowInput(ctx, b.in, "w", N)
+		w := rowInput(ctx, b.in, "w", K)
 		loss := ctx.Neg(ctx.Sum(ctx.Mul(w, lp)))
 		llamacpp.SetLoss(loss)
 		output("loss", loss)
 		t.backward(ctx, g, loss)
 	case kindPPO:
-		loss := t.ppoLoss(ctx, b, lp, lse, logits, hidden, output)
+		loss := t.ppoLoss(ctx, b, lp, lse, logits, hsel, output)
 		llamacpp.SetLoss(loss)
 		output("loss", loss)
 		t.backward(ctx, g, loss)
@@ -246,7 +257,7 @@ func (t *Trainer) backward(ctx llamacpp.Context, g llamacpp.Graph, loss llamacpp
 // v_c = old_v + ε_v·sgn(v − old_v) (sgn: zero gradient), used only where
 // |v − old_v| > ε_v and (v_c−R)² > (v−R)².
 func (t *Trainer) ppoLoss(ctx llamacpp.Context, b *built, lp, lse, logits, hidden llamacpp.Tensor, output func(string, llamacpp.Tensor)) llamacpp.Tensor {
-	N := b.nRows
+	N := b.nSel
 	o := t.opts
 	w := rowInput(ctx, b.in, "w", N)
 	m := rowInput(ctx, b.in, "m", N)

@@ -347,55 +347,83 @@ func (t *Trainer) graph(key graphKey) (*built, error) {
 type pass struct {
 	seqs []int // indices into the caller's slice
 	t    int
+	// sel are the rows (b·t + q) whose next token is masked: the only rows
+	// that go through the output layer. k is len(sel) rounded up to a
+	// multiple of 32 (at least 32), the graph's shape.
+	sel []int32
+	k   int
 }
+
+func (p pass) key(kind graphKind) graphKey { return graphKey{kind, len(p.seqs), p.t, p.k} }
 
 // bucket rounds a length up to a multiple of 32, so that graphs (and the
 // scheduler's allocations) are shared by sequences of similar length.
 func bucket(n int) int { return (n + 31) / 32 * 32 }
 
+// logitsBudget bounds the memory of the per-pass tensors that have one
+// value per (selected row, vocabulary entry): logits, their exponentials,
+// softmax and gradients, about eight of them in a training pass.
+const logitsBudget = 2 << 30
+
+// maxSelected is the most output rows per pass: a 150k vocabulary allows
+// about 440.
+func (t *Trainer) maxSelected() int {
+	return int(max(logitsBudget/(int64(t.hp.nVocab)*4*8), 32))
+}
+
 // plan groups the sequences idx into passes of similar length, each with at
-// most BatchTokens padded tokens (a longer sequence gets a pass of its own).
+// most BatchTokens padded tokens and maxSelected trained rows (a sequence
+// beyond either limit gets a pass of its own).
 func (t *Trainer) plan(seqs []Sequence, idx []int) []pass {
 	order := slices.Clone(idx)
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(len(seqs[a].Tokens), len(seqs[b].Tokens)) })
-	budget := t.batchTokens()
+	maxSel := t.maxSelected()
 	var out []pass
 	var cur pass
+	nSel := 0
+	flush := func() {
+		if len(cur.seqs) == 0 {
+			return
+		}
+		for bi, si := range cur.seqs {
+			s := seqs[si]
+			for q := 0; q+1 < len(s.Tokens); q++ {
+				if s.Mask[q+1] {
+					cur.sel = append(cur.sel, int32(bi*cur.t+q))
+				}
+			}
+		}
+		cur.k = max(bucket(len(cur.sel)), 32)
+		out = append(out, cur)
+		cur, nSel = pass{}, 0
+	}
 	for _, i := range order {
 		T := bucket(len(seqs[i].Tokens))
-		if len(cur.seqs) > 0 && (len(cur.seqs)+1)*T > budget {
-			out = append(out, cur)
-			cur = pass{}
+		n := trainedTokens(seqs[i])
+		if len(cur.seqs) > 0 && ((len(cur.seqs)+1)*T > t.opts.BatchTokens || nSel+n > maxSel) {
+			flush()
 		}
 		cur.seqs = append(cur.seqs, i)
 		cur.t = T
+		nSel += n
 	}
-	if len(cur.seqs) > 0 {
-		out = append(out, cur)
-	}
+	flush()
 	return out
 }
 
-// logitsBudget bounds the memory of the per-pass tensors that have one
-// value per (row, vocabulary entry): logits, their exponentials, softmax and
-// gradients, about eight of them in a training pass.
-const logitsBudget = 2 << 30
-
-// batchTokens is BatchTokens, lowered for large vocabularies so that one
-// pass's vocabulary-sized tensors stay within logitsBudget (a 150k
-// vocabulary allows about 440 rows).
-func (t *Trainer) batchTokens() int {
-	rows := logitsBudget / (int64(t.hp.nVocab) * 4 * 8)
-	return int(min(int64(t.opts.BatchTokens), max(rows, 32)))
+// rowOf maps a selected row to (sequence index in seqs, position q): row q
+// predicts token q+1.
+func (p pass) rowOf(k int) (si, q int) {
+	r := int(p.sel[k])
+	return p.seqs[r/p.t], r % p.t
 }
 
 // setCommon writes the inputs every graph has: tokens, positions, the causal
-// mask and the target indices.
+// mask, the selected rows and their target indices.
 func (t *Trainer) setCommon(b *built, seqs []Sequence, p pass) {
 	T, N, V := p.t, b.nRows, t.hp.nVocab
 	tokens := make([]int32, N)
 	pos := make([]int32, N)
-	tgt := make([]int32, N)
 	for bi, si := range p.seqs {
 		s := seqs[si].Tokens
 		for q := range T {
@@ -404,11 +432,16 @@ func (t *Trainer) setCommon(b *built, seqs []Sequence, p pass) {
 			if q < len(s) {
 				tokens[r] = s[q]
 			}
-			tg := int32(0)
-			if q+1 < len(s) {
-				tg = s[q+1]
-			}
-			tgt[r] = int32(r*V) + tg
+		}
+	}
+	sel := make([]int32, b.nSel)
+	tgt := make([]int32, b.nSel)
+	for k := range b.nSel {
+		tgt[k] = int32(k * V)
+		if k < len(p.sel) {
+			si, q := p.rowOf(k)
+			sel[k] = p.sel[k]
+			tgt[k] += seqs[si].Tokens[q+1]
 		}
 	}
 	mask := make([]float32, T*T)
@@ -419,6 +452,7 @@ func (t *Trainer) setCommon(b *built, seqs []Sequence, p pass) {
 	}
 	llamacpp.SetI32(b.in["tokens"], tokens)
 	llamacpp.SetI32(b.in["pos"], pos)
+	llamacpp.SetI32(b.in["sel"], sel)
 	llamacpp.SetI32(b.in["tgt"], tgt)
 	llamacpp.SetF32(b.in["kq_mask"], mask)
 }
@@ -431,8 +465,8 @@ func (t *Trainer) validate(seqs []Sequence, ppo bool) error {
 		if err := s.validate(i, t.hp.nVocab, t.hp.nCtx, ppo); err != nil {
 			return err
 		}
-		if bucket(len(s.Tokens))*t.hp.nVocab >= math.MaxInt32 {
-			return fmt.Errorf("train: sequence %d too long for the vocabulary size", i)
+		if bucket(trainedTokens(s))*t.hp.nVocab >= math.MaxInt32 {
+			return fmt.Errorf("train: sequence %d has too many trained tokens for the vocabulary size", i)
 		}
 	}
 	return nil
@@ -465,29 +499,29 @@ func (t *Trainer) score(ctx context.Context, seqs []Sequence, kind graphKind) (l
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		b, err := t.graph(graphKey{kind, len(p.seqs), p.t})
+		b, err := t.graph(p.key(kind))
 		if err != nil {
 			return nil, nil, err
 		}
 		if err := t.run(b, func() { t.setCommon(b, seqs, p) }); err != nil {
 			return nil, nil, err
 		}
-		lp := make([]float32, b.nRows)
+		lp := make([]float32, b.nSel)
 		llamacpp.GetF32(b.out["logprob"], lp)
-		var v []float32
-		if kind == kindPolicy {
-			v = make([]float32, b.nRows)
-			llamacpp.GetF32(b.out["value"], v)
+		for _, si := range p.seqs {
+			lps[si] = make([]float32, len(seqs[si].Tokens))
 		}
-		for bi, si := range p.seqs {
-			n := len(seqs[si].Tokens)
-			l := make([]float32, n)
-			copy(l[1:], lp[bi*p.t:bi*p.t+n-1])
-			lps[si] = l
-			if v != nil {
-				vv := make([]float32, n)
-				copy(vv[1:], v[bi*p.t:bi*p.t+n-1])
-				vals[si] = vv
+		for k := range p.sel {
+			si, q := p.rowOf(k)
+			lps[si][q+1] = lp[k]
+		}
+		if kind == kindPolicy {
+			v := make([]float32, b.nRows)
+			llamacpp.GetF32(b.out["value"], v)
+			for bi, si := range p.seqs {
+				n := len(seqs[si].Tokens)
+				vals[si] = make([]float32, n)
+				copy(vals[si][1:], v[bi*p.t:bi*p.t+n-1])
 			}
 		}
 	}
@@ -497,6 +531,9 @@ func (t *Trainer) score(ctx context.Context, seqs []Sequence, kind graphKind) (l
 // Evaluate scores the sequences without gradients: per token, the value
 // V(Tokens[:i]) and logprob log π(Tokens[i] | Tokens[:i]) under the current
 // adapter, and the base model's logprob (adapter off). Entry 0 is 0.
+// Logprobs are computed on the masked (generated) tokens only and are 0
+// elsewhere: the output layer runs on those rows alone. Values cover every
+// token.
 func (t *Trainer) Evaluate(ctx context.Context, seqs []Sequence) (values, logprobs, refLogprobs [][]float32, err error) {
 	if err := t.validate(seqs, false); err != nil {
 		return nil, nil, nil, err
@@ -630,7 +667,7 @@ func (t *Trainer) accumulatePPO(ctx context.Context, seqs []Sequence, ref [][]fl
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
-		b, err := t.graph(graphKey{kindPPO, len(p.seqs), p.t})
+		b, err := t.graph(p.key(kindPPO))
 		if err != nil {
 			return fail(err)
 		}
@@ -656,38 +693,32 @@ func (t *Trainer) accumulatePPO(ctx context.Context, seqs []Sequence, ref [][]fl
 // q+1; it is trained when Mask[q+1], with weight 1/n (n = trained tokens of
 // the minibatch) so that the passes of a minibatch add up to its mean.
 func (t *Trainer) setPPO(b *built, seqs []Sequence, ref [][]float32, p pass, n int) {
-	N := b.nRows
 	names := []string{"w", "m", "old_lp", "adv", "pos_a", "neg_a", "clip_adv", "ret", "old_v", "ref_lp"}
 	rows := map[string][]float32{}
 	for _, name := range names {
-		rows[name] = make([]float32, N)
+		rows[name] = make([]float32, b.nSel)
 	}
 	inv := 1 / float32(n)
 	eps := t.opts.ClipEps
-	for bi, si := range p.seqs {
-		s := seqs[si]
-		for q := 0; q+1 < len(s.Tokens); q++ {
-			i, r := q+1, bi*p.t+q
-			if !s.Mask[i] {
-				continue
-			}
-			a := s.Advantages[i]
-			rows["w"][r] = inv
-			rows["m"][r] = 1
-			rows["old_lp"][r] = s.OldLogprobs[i]
-			rows["adv"][r] = a
-			switch {
-			case a > 0:
-				rows["pos_a"][r] = 1
-				rows["clip_adv"][r] = (1 + eps) * a
-			case a < 0:
-				rows["neg_a"][r] = 1
-				rows["clip_adv"][r] = (1 - eps) * a
-			}
-			rows["ret"][r] = s.Returns[i]
-			rows["old_v"][r] = s.OldValues[i]
-			rows["ref_lp"][r] = ref[si][i]
+	for k := range p.sel {
+		si, q := p.rowOf(k)
+		s, i := seqs[si], q+1
+		a := s.Advantages[i]
+		rows["w"][k] = inv
+		rows["m"][k] = 1
+		rows["old_lp"][k] = s.OldLogprobs[i]
+		rows["adv"][k] = a
+		switch {
+		case a > 0:
+			rows["pos_a"][k] = 1
+			rows["clip_adv"][k] = (1 + eps) * a
+		case a < 0:
+			rows["neg_a"][k] = 1
+			rows["clip_adv"][k] = (1 - eps) * a
 		}
+		rows["ret"][k] = s.Returns[i]
+		rows["old_v"][k] = s.OldValues[i]
+		rows["ref_lp"][k] = ref[si][i]
 	}
 	for _, name := range names {
 		llamacpp.SetF32(b.in[name], rows[name])
@@ -715,20 +746,15 @@ func (t *Trainer) SFTStep(ctx context.Context, seqs []Sequence) (float64, error)
 			t.gbuf.Clear(0)
 			return 0, err
 		}
-		b, err := t.graph(graphKey{kindSFT, len(p.seqs), p.t})
+		b, err := t.graph(p.key(kindSFT))
 		if err != nil {
 			return 0, err
 		}
 		err = t.run(b, func() {
 			t.setCommon(b, seqs, p)
-			w := make([]float32, b.nRows)
-			for bi, si := range p.seqs {
-				s := seqs[si]
-				for q := 0; q+1 < len(s.Tokens); q++ {
-					if s.Mask[q+1] {
-						w[bi*p.t+q] = 1 / float32(n)
-					}
-				}
+			w := make([]float32, b.nSel)
+			for k := range p.sel {
+				w[k] = 1 / float32(n)
 			}
 			llamacpp.SetF32(b.in["w"], w)
 		})
