@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -315,5 +316,36 @@ func TestTrajectoryJSONLRoundTrip(t *testing.T) {
 		if _, err := ReadTrajectories(strings.NewReader(bad)); err == nil {
 			t.Errorf("%s: got no error, want one", bad)
 		}
+	}
+}
+
+// TestDocsExample keeps the example of docs/trajectories.md readable by
+// ReadTrajectories.
+func TestDocsExample(t *testing.T) {
+	b, err := os.ReadFile("../docs/trajectories.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "```json\n")
+	j := strings.Index(s[i+8:], "```")
+	if i < 0 || j < 0 {
+		t.Fatal("no json example")
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(s[i+8:i+8+j])); err != nil {
+		t.Fatal(err)
+	}
+	trs, err := ReadTrajectories(&compact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trs) != 1 || trs[0].Generated() != 6 {
+		t.Fatalf("got %d trajectories, want 1 with 6 generated tokens", len(trs))
+	}
+	tok := byteTokenizer{renderSpecial: true}
+	text, _ := tok.Detokenize(trs[0].Tokens)
+	if want := "<s><|im_start|>user\nBid?<|im_end|>\n<|im_start|>assistant\nBID 7<|im_end|>"; text != want {
+		t.Errorf("example decodes to %q, want %q", text, want)
 	}
 }
