@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,7 +79,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// TestLoadErrors needs a process where Load has not succeeded yet, so it
+// re-runs itself in a child test process.
 func TestLoadErrors(t *testing.T) {
+	if os.Getenv("LLAMACPP_TEST_LOAD_CHILD") != "1" {
+		if llamatest.LibDir() == "" {
+			t.Skip("llama.cpp libraries not installed in lib/llama/cpu (run scripts/install-llama.sh cpu)")
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLoadErrors$", "-test.v")
+		cmd.Env = append(os.Environ(), "LLAMACPP_TEST_LOAD_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestLoadErrors") {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
+	lib := llamatest.LibDir()
 	tmp := t.TempDir()
 	wrong := filepath.Join(tmp, "wrong")
 	os.MkdirAll(wrong, 0o755)
@@ -90,8 +106,22 @@ func TestLoadErrors(t *testing.T) {
 		{"empty dir", tmp, "none of"},
 		{"not a library", wrong, "open"},
 	}
-	if Loaded() {
-		t.Skip("libraries already loaded in this process; load errors are tested before any successful load")
+	// Another llama.cpp version: the real ggml libraries with a libllama
+	// whose llama_version() says 0.4.2 (needs a C compiler).
+	if cc, err := exec.LookPath("cc"); err == nil {
+		old := filepath.Join(tmp, "old")
+		os.MkdirAll(old, 0o755)
+		for _, n := range []string{"libggml-base.so", "libggml.v0.5.0.so"} {
+			os.Symlink(filepath.Join(lib, n), filepath.Join(old, n))
+		}
+		src := filepath.Join(tmp, "fake.c")
+		os.WriteFile(src, []byte("const char * llama_version(void) { return \"0.4.2\"; }\nvoid llama_backend_init(void) {}\n"), 0o644)
+		if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", filepath.Join(old, "libllama.v0.5.0.so"), src).CombinedOutput(); err != nil {
+			t.Fatalf("compile fake libllama: %v\n%s", err, out)
+		}
+		tests = append(tests, struct{ name, dir, want string }{"other version", old, `"0.4.2", want 0.5.0`})
+	} else {
+		t.Log("no C compiler: the wrong-version case is not checked")
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,10 +129,15 @@ func TestLoadErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Load(%s): got %v, want an error containing %q", tt.dir, err, tt.want)
 			}
+			if Loaded() {
+				t.Errorf("Loaded after a failed Load")
+			}
 		})
 	}
-	// A successful load is still possible afterwards.
-	testLib(t)
+	// A successful load is still possible afterwards, and only once.
+	if err := Load(lib); err != nil {
+		t.Fatalf("Load(%s) after failures: %v", lib, err)
+	}
 	if err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "already loaded") {
 		t.Errorf("second Load with another dir: got %v, want already-loaded error", err)
 	}
