@@ -30,6 +30,11 @@ type Backend struct {
 	done   chan struct{} // closed when the loop has exited
 	once   sync.Once
 
+	// mu keeps the model alive for Tokenizer calls from other goroutines:
+	// they hold it shared, Close takes it exclusively before freeing.
+	mu     sync.RWMutex
+	closed bool
+
 	version atomic.Int64 // policy version, bumped by SetAdapter
 	stats   statsCounters
 
@@ -138,7 +143,10 @@ func (b *Backend) Close() error {
 	b.once.Do(func() {
 		close(b.quit)
 		<-b.done
+		b.mu.Lock()
+		b.closed = true
 		b.free()
+		b.mu.Unlock()
 	})
 	return nil
 }
@@ -197,12 +205,22 @@ func (b *Backend) Generate(ctx context.Context, reqs []inference.Request) ([]inf
 
 // Tokenize implements inference.Tokenizer.
 func (b *Backend) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return nil, ErrClosed
+	}
 	return b.vocab.Tokenize(text, addSpecial, parseSpecial)
 }
 
 // Detokenize implements inference.Tokenizer: special tokens are rendered as
 // their text, so it inverts Tokenize(text, false, true).
 func (b *Backend) Detokenize(tokens []int32) (string, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return "", ErrClosed
+	}
 	return b.vocab.Detokenize(tokens, false, true)
 }
 
@@ -218,8 +236,9 @@ func (b *Backend) ChatTemplate(msgs []inference.Message, addAssistant bool) (str
 	return llamacpp.ApplyChatTemplate(b.tmpl, cm, addAssistant)
 }
 
-// EOG implements inference.Tokenizer.
-func (b *Backend) EOG(token int32) bool { return b.vocab.IsEOG(token) }
+// EOG implements inference.Tokenizer (from a table made at New, so it
+// works after Close too).
+func (b *Backend) EOG(token int32) bool { return token >= 0 && int(token) < len(b.eog) && b.eog[token] }
 
 // swap is a request to change the adapter between steps.
 type swap struct {

@@ -498,6 +498,12 @@ func TestCancel(t *testing.T) {
 	if _, err := b.Generate(context.Background(), []inference.Request{{Prompt: p}}); !errors.Is(err, ErrClosed) {
 		t.Errorf("after Close: got %v, want ErrClosed", err)
 	}
+	if _, err := b.Tokenize("hi", false, false); !errors.Is(err, ErrClosed) {
+		t.Errorf("Tokenize after Close: got %v, want ErrClosed", err)
+	}
+	if _, err := b.SetAdapter(context.Background(), "", 0); !errors.Is(err, ErrClosed) {
+		t.Errorf("SetAdapter after Close: got %v, want ErrClosed", err)
+	}
 }
 
 func TestAdapterSwap(t *testing.T) {
