@@ -62,8 +62,9 @@ type Options struct {
 var AllModules = []string{"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}
 
 // Defaults returns the default options: rank-8 LoRA on every matrix,
-// PPO ε=0.2, lr 1e-4 (policy) / 5e-4 (value head), one CPU thread per core
-// of a small machine.
+// PPO ε=0.2, lr 1e-4 (policy) / 5e-4 (value head), one CPU thread. ggml's
+// CPU workers spin at every op barrier, so more threads than free cores is
+// many times slower than one thread; raise Threads only on an idle machine.
 func (Options) Defaults() Options {
 	return Options{
 		LoRARank:    8,
@@ -80,7 +81,7 @@ func (Options) Defaults() Options {
 		Epochs:      2,
 		MiniBatch:   8,
 		BatchTokens: 2048,
-		Threads:     2,
+		Threads:     1,
 		Device:      "cpu",
 		Seed:        1,
 	}
