@@ -262,7 +262,14 @@ func TestBatchedEqualsSequential(t *testing.T) {
 	got := make([]inference.Response, len(reqs))
 	var wg sync.WaitGroup
 	for i, r := range reqs {
-		wg.Go(func() { got[i] = gen(t, conc, r)[0] })
+		wg.Go(func() {
+			rs, err := conc.Generate(context.Background(), []inference.Request{r})
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			got[i] = rs[0]
+		})
 	}
 	wg.Wait()
 	for i := range reqs {
@@ -550,5 +557,65 @@ func TestAdapterSwap(t *testing.T) {
 	}
 	if b.PolicyVersion() != 2 {
 		t.Errorf("failed swap changed the version to %d", b.PolicyVersion())
+	}
+}
+
+// TestSeatsConversation plays several seats' multi-turn conversations
+// concurrently through 3 slots (keys outnumber slots, so caches are evicted
+// and rebuilt) and checks every turn against the same conversations run one
+// seat at a time through a single slot.
+func TestSeatsConversation(t *testing.T) {
+	o := testOptions(t)
+	o.Parallel = 3
+	const seats, turns = 6, 4
+	play := func(b *Backend, concurrent bool) [][]inference.Response {
+		out := make([][]inference.Response, seats)
+		run := func(s int) {
+			key := fmt.Sprintf("ep1/seat%d", s)
+			stream := prompt(t, b, fmt.Sprintf("you are seat %d", s))
+			for turn := range turns {
+				rs, err := b.Generate(context.Background(), []inference.Request{{Key: key, Prompt: stream, MaxTokens: 6,
+					Sampling: inference.Sampling{Temperature: 1, Seed: uint64(s*100 + turn)}}})
+				if err != nil { // t.Fatal is not allowed outside the test goroutine
+					t.Errorf("seat %d turn %d: %v", s, turn, err)
+					return
+				}
+				r := rs[0]
+				out[s] = append(out[s], r)
+				obs, _ := b.Tokenize(fmt.Sprintf("<|im_end|>\n<|im_start|>user\nturn %d<|im_end|>\n<|im_start|>assistant\n", turn), false, true)
+				stream = append(append(stream, r.Tokens...), obs...)
+			}
+		}
+		if !concurrent {
+			for s := range seats {
+				run(s)
+			}
+			return out
+		}
+		var wg sync.WaitGroup
+		for s := range seats {
+			wg.Go(func() { run(s) })
+		}
+		wg.Wait()
+		return out
+	}
+	b := newBackend(t, o)
+	got := play(b, true)
+	o.Parallel = 1
+	want := play(newBackend(t, o), false)
+	reused := 0
+	for s := range seats {
+		for turn := range turns {
+			if !sameTokens(got[s][turn].Tokens, want[s][turn].Tokens) {
+				t.Errorf("seat %d turn %d: concurrent %v, one at a time %v", s, turn, got[s][turn].Tokens, want[s][turn].Tokens)
+			}
+			reused += got[s][turn].ReusedTokens
+		}
+	}
+	if reused == 0 {
+		t.Errorf("no prefix was reused in %d turns", seats*turns)
+	}
+	if st := b.Stats(); st.GeneratedTokens == 0 || st.Steps == 0 {
+		t.Errorf("stats %+v", st)
 	}
 }
