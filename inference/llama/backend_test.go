@@ -605,6 +605,9 @@ func TestSeatsConversation(t *testing.T) {
 	want := play(newBackend(t, o), false)
 	reused := 0
 	for s := range seats {
+		if len(got[s]) != turns || len(want[s]) != turns {
+			t.Fatalf("seat %d: %d and %d turns played, want %d", s, len(got[s]), len(want[s]), turns)
+		}
 		for turn := range turns {
 			if !sameTokens(got[s][turn].Tokens, want[s][turn].Tokens) {
 				t.Errorf("seat %d turn %d: concurrent %v, one at a time %v", s, turn, got[s][turn].Tokens, want[s][turn].Tokens)
