@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/games/sealedbid"
+	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/train"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -67,8 +70,11 @@ func TestRolloutScripted(t *testing.T) {
 }
 
 // TestRolloutLlama runs the tiny llama model on every seat and checks the
-// written trajectories against the written episode records: decoded
-// replies are the actions the engine received.
+// written trajectories against the written episode records (decoded
+// replies are the actions the engine received) and against a
+// recomputation: the trainer's graph, whose logits equal llama_decode's,
+// scores every stream in one pass, and its logprobs of the sampled tokens
+// must equal the raw logprobs the backend reported while sampling.
 func TestRolloutLlama(t *testing.T) {
 	withGame(t, sealedbid.New())
 	dir := t.TempDir()
@@ -107,6 +113,40 @@ func TestRolloutLlama(t *testing.T) {
 	if trajs[0].Generated() == 0 {
 		t.Errorf("no generated tokens")
 	}
+	lo := llama.Options{}.Defaults()
+	lo.Model, lo.Parallel, lo.Context = modelPath, 1, 64
+	tok, err := llama.New(lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tok.Close()
+	to := train.Options{}.Defaults()
+	to.Threads = 1
+	trainer, err := train.New(modelPath, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trainer.Close()
+	seqs := make([]train.Sequence, len(trajs))
+	for i, tj := range trajs {
+		seqs[i] = train.Sequence{Tokens: tj.Tokens, Mask: tj.Mask}
+	}
+	_, lps, _, err := trainer.Evaluate(context.Background(), seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for i, tj := range trajs {
+		for k, on := range tj.Mask {
+			if on {
+				worst = max(worst, math.Abs(float64(tj.RawLogprobs[k]-lps[i][k])))
+			}
+		}
+	}
+	t.Logf("largest |raw logprob − trainer logprob| over generated tokens: %.2g", worst)
+	if worst > 1e-3 {
+		t.Errorf("behaviour raw logprobs differ from the recomputation by up to %g", worst)
+	}
 	for _, tr := range trajs {
 		var acts []string
 		for _, e := range recs[tr.Episode].Events {
@@ -117,7 +157,14 @@ func TestRolloutLlama(t *testing.T) {
 		if len(acts) != len(tr.TurnEnds) {
 			t.Fatalf("episode %d seat %d: %d turns, %d actions", tr.Episode, tr.Seat, len(tr.TurnEnds), len(acts))
 		}
-		for k := range tr.TurnEnds {
+		for k, span := range tr.TurnSpans() {
+			reply := tr.Tokens[span[0] : span[1]+1]
+			if tok.EOG(reply[len(reply)-1]) {
+				reply = reply[:len(reply)-1]
+			}
+			if text, _ := tok.Detokenize(reply); text != acts[k] {
+				t.Errorf("episode %d seat %d turn %d: reply decodes to %q, engine received %q", tr.Episode, tr.Seat, k, text, acts[k])
+			}
 			if !strings.HasPrefix(acts[k], "BID ") {
 				t.Errorf("episode %d seat %d turn %d: action %q does not follow the grammar", tr.Episode, tr.Seat, k, acts[k])
 			}
