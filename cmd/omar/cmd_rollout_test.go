@@ -15,8 +15,8 @@ import (
 	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
-	"github.com/omar-selfplay/omar/train"
 	"github.com/omar-selfplay/omar/selfplay"
+	"github.com/omar-selfplay/omar/train"
 )
 
 // withGame makes g findable for the duration of a test.
