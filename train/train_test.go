@@ -157,6 +157,14 @@ func TestForwardMatchesReference(t *testing.T) {
 	for _, arch := range model.Architectures {
 		t.Run(arch, func(t *testing.T) {
 			tr := newTrainer(t, arch, testOptions())
+			if tr.Arch() != arch || tr.Backend() != "CPU" {
+				t.Errorf("trainer: got arch %q on %q, want %q on CPU", tr.Arch(), tr.Backend(), arch)
+			}
+			// 2 layers × rank 4 × Σ (n_in + n_out) over q, o (64→64), k, v
+			// (64→32), gate, up (64→128), down (128→64); plus the value head.
+			if got, want := tr.TrainableParams(), 2*4*(2*128+2*96+3*192)+64+1; arch == "llama" && got != want {
+				t.Errorf("trainable parameters: got %d, want %d", got, want)
+			}
 			randomize(tr, 3, 0.05)
 			ref := loadRef(t, tinyModel(t, arch), tr)
 			seqs := randomSeqs(11, 4, 5, 70, tr.Vocab())

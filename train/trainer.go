@@ -216,7 +216,8 @@ func (t *Trainer) init() error {
 	llamacpp.SetF32(t.lossGrad, []float32{1})
 	t.initAdapter()
 
-	if t.sched, err = llamacpp.NewSched(t.backends, t.graphSize()); err != nil {
+	// The scheduler's hash set holds the nodes and the leafs of a graph.
+	if t.sched, err = llamacpp.NewSched(t.backends, 2*t.graphSize()); err != nil {
 		return err
 	}
 	return t.buildOptimizer()
@@ -822,6 +823,18 @@ func (t *Trainer) Steps() int { return t.step }
 
 // Vocab is the model's vocabulary size.
 func (t *Trainer) Vocab() int { return t.hp.nVocab }
+
+// Backend names the primary compute backend ("CPU", "CUDA0", …).
+func (t *Trainer) Backend() string { return t.backends[0].Name() }
+
+// TrainableParams is the number of trained values (adapter and value head).
+func (t *Trainer) TrainableParams() int {
+	n := 0
+	for _, p := range t.params {
+		n += p.n
+	}
+	return n
+}
 
 // Arch is the model's architecture name.
 func (t *Trainer) Arch() string { return t.hp.arch }
