@@ -24,6 +24,11 @@ type lora struct {
 	pa, pb    int // indices into Trainer.params
 }
 
+type loraKey struct {
+	layer  int
+	module string
+}
+
 // param is one trainable tensor with its gradient accumulator and AdamW
 // moments.
 type param struct {
@@ -56,7 +61,7 @@ type Trainer struct {
 	gbuf llamacpp.Buffer
 
 	loras      []*lora
-	loraIdx    map[[2]any]*lora
+	loraIdx    map[loraKey]*lora
 	vhW, vhB   llamacpp.Tensor
 	params     []param
 	paramIndex map[llamacpp.Tensor]int
@@ -97,7 +102,7 @@ func New(modelPath string, opts Options) (*Trainer, error) {
 	if !llamacpp.Loaded() {
 		return nil, llamacpp.ErrNotLoaded
 	}
-	t := &Trainer{opts: opts, model: modelPath, cache: map[graphKey]*built{}, loraIdx: map[[2]any]*lora{}, paramIndex: map[llamacpp.Tensor]int{}}
+	t := &Trainer{opts: opts, model: modelPath, cache: map[graphKey]*built{}, loraIdx: map[loraKey]*lora{}, paramIndex: map[llamacpp.Tensor]int{}}
 	t.pcg = rand.NewPCG(opts.Seed, 0x747261696e) // "train"
 	t.rng = rand.New(t.pcg)
 	if err := t.init(); err != nil {
@@ -196,7 +201,7 @@ func (t *Trainer) init() error {
 			lr.pb = len(t.params)
 			lr.b = addParam(name+".lora_b", 0, r, nOut)
 			t.loras = append(t.loras, lr)
-			t.loraIdx[[2]any{l, m}] = lr
+			t.loraIdx[loraKey{l, m}] = lr
 		}
 	}
 	t.vhW = addParam("value_head.weight", 1, int64(t.hp.nEmbd), 1)
@@ -295,7 +300,7 @@ func (t *Trainer) buildOptimizer() error {
 // fillNames lists the base tensors read from the model file.
 func (t *Trainer) fillNames() []string { return t.baseNames }
 
-func (t *Trainer) loraAt(layer int, module string) *lora { return t.loraIdx[[2]any{layer, module}] }
+func (t *Trainer) loraAt(layer int, module string) *lora { return t.loraIdx[loraKey{layer, module}] }
 
 // Close releases every C resource. The Trainer is unusable afterwards.
 func (t *Trainer) Close() error {
