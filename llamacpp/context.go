@@ -171,9 +171,10 @@ func (o ContextOptions) Validate() error {
 // LlamaContext is an inference context: KV cache, compute buffers, logits. It is
 // not safe for concurrent use: one goroutine owns it.
 type LlamaContext struct {
-	ptr    uintptr
-	model  *Model
-	nVocab int
+	ptr     uintptr
+	model   *Model
+	nVocab  int
+	unified bool // one KV stream for all sequences
 }
 
 // NewLlamaContext creates a context for m.
@@ -203,7 +204,8 @@ func NewLlamaContext(m *Model, o ContextOptions) (*LlamaContext, error) {
 	if ptr == 0 {
 		return nil, fmt.Errorf("llamacpp: create context (n_ctx %d, n_seq_max %d, n_batch %d) failed: see the log (out of memory, or options the model does not support)", o.NCtx, o.NSeqMax, o.NBatch)
 	}
-	c := &LlamaContext{ptr: ptr, model: m, nVocab: m.Vocab().NTokens()}
+	// llama.cpp makes the cache unified anyway for a single sequence.
+	c := &LlamaContext{ptr: ptr, model: m, nVocab: m.Vocab().NTokens(), unified: o.KVUnified || o.NSeqMax == 1}
 	llamaSetNThreads(ptr, p.nThreads, p.nThreadsBatch)
 	return c, nil
 }

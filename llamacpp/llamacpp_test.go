@@ -222,6 +222,12 @@ func TestModelInfo(t *testing.T) {
 	if v.IsEOG(100) {
 		t.Errorf("byte token 100 is end-of-generation")
 	}
+	// Ids outside the vocabulary would abort inside llama.cpp.
+	for _, id := range []int32{-5, int32(v.NTokens()), 1 << 30} {
+		if v.IsEOG(id) || v.IsControl(id) || v.Piece(id, true) != "" || v.Text(id) != "" {
+			t.Errorf("token %d outside the vocabulary: got a result", id)
+		}
+	}
 }
 
 func TestTokenizeRoundTrip(t *testing.T) {
@@ -397,6 +403,10 @@ func TestDecodeMemory(t *testing.T) {
 	}
 	if err := mem.SeqCp(0, 7, -1, -1); err == nil {
 		t.Errorf("seq_cp to 7: got no error")
+	}
+	// A partial copy between streams would abort inside llama.cpp.
+	if err := mem.SeqCp(0, 1, 2, -1); err == nil {
+		t.Errorf("partial cross-stream seq_cp: got no error")
 	}
 	if err := mem.SeqRm(0, -1, -1); err != nil || mem.SeqPosMax(0) != -1 {
 		t.Errorf("seq_rm whole sequence: err %v, pos max %d", err, mem.SeqPosMax(0))

@@ -42,11 +42,12 @@ func init() {
 type Memory struct {
 	ptr     uintptr
 	nSeqMax int32
+	unified bool
 }
 
 // Memory returns the context's memory.
 func (c *LlamaContext) Memory() Memory {
-	return Memory{ptr: llamaGetMemory(c.ptr), nSeqMax: int32(c.NSeqMax())}
+	return Memory{ptr: llamaGetMemory(c.ptr), nSeqMax: int32(c.NSeqMax()), unified: c.unified}
 }
 
 func (m Memory) check(seqs ...int32) error {
@@ -74,10 +75,16 @@ func (m Memory) SeqRm(seq, p0, p1 int32) error {
 	return nil
 }
 
-// SeqCp makes the tokens of src in [p0, p1) also belong to dst.
+// SeqCp makes the tokens of src in [p0, p1) also belong to dst. Without a
+// unified cache the sequences live in different streams and only whole
+// sequences can be copied (p0 < 0 and p1 < 0; trim dst with SeqRm after);
+// llama.cpp aborts on a partial cross-stream copy, so that is an error here.
 func (m Memory) SeqCp(src, dst, p0, p1 int32) error {
 	if err := m.check(src, dst); err != nil {
 		return err
+	}
+	if !m.unified && src != dst && (p0 > 0 || p1 >= 0) {
+		return fmt.Errorf("llamacpp: seq_cp %d→%d of [%d, %d): without a unified KV cache only whole sequences can be copied", src, dst, p0, p1)
 	}
 	llamaMemorySeqCp(m.ptr, src, dst, p0, p1)
 	return nil

@@ -152,7 +152,9 @@ func (c *Sampler) Len() int { return int(llamaSamplerChainN(c.ptr)) }
 // Name is the sampler's name ("chain", "dist", "grammar", …).
 func (s *Sampler) Name() string { return goString(llamaSamplerName(s.ptr)) }
 
-// Accept tells the sampler (all of a chain) that token was chosen.
+// Accept tells the sampler (all of a chain) that token was chosen. For a
+// grammar sampler the token must be one the grammar allows (one it did not
+// mask): llama.cpp aborts the process otherwise.
 func (s *Sampler) Accept(token int32) { llamaSamplerAccept(s.ptr, token) }
 
 // Reset restores the initial state (grammar position, RNG stays).

@@ -81,14 +81,18 @@ func (v *Vocab) NL() int32  { return llamaVocabNL(v.ptr) }
 func (v *Vocab) AddBOS() bool { return llamaVocabGetAddBOS(v.ptr) }
 
 // IsEOG reports end-of-generation tokens (EOS, EOT, <|im_end|>, …).
-func (v *Vocab) IsEOG(t int32) bool { return llamaVocabIsEOG(v.ptr, t) }
+func (v *Vocab) IsEOG(t int32) bool { return v.valid(t) && llamaVocabIsEOG(v.ptr, t) }
 
 // IsControl reports control tokens.
-func (v *Vocab) IsControl(t int32) bool { return llamaVocabIsControl(v.ptr, t) }
+func (v *Vocab) IsControl(t int32) bool { return v.valid(t) && llamaVocabIsControl(v.ptr, t) }
+
+// valid guards the per-token calls: llama.cpp indexes its tables with
+// std::vector::at and aborts the process on an id outside the vocabulary.
+func (v *Vocab) valid(t int32) bool { return t >= 0 && int(t) < v.NTokens() }
 
 // Text is the token's text as stored in the vocabulary.
 func (v *Vocab) Text(t int32) string {
-	if t < 0 || int(t) >= v.NTokens() {
+	if !v.valid(t) {
 		return ""
 	}
 	return goString(llamaVocabGetText(v.ptr, t))
@@ -128,6 +132,9 @@ func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, e
 // Piece is the text of one token. special renders special tokens (like
 // "<|im_end|>"); otherwise they render as "".
 func (v *Vocab) Piece(t int32, special bool) string {
+	if !v.valid(t) {
+		return ""
+	}
 	var buf [64]byte
 	n := llamaTokenToPiece(v.ptr, t, &buf[0], int32(len(buf)), 0, special)
 	if n >= 0 {
