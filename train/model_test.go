@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/llamacpp"
+	"github.com/omar-selfplay/omar/model"
 )
 
 // TestReadQuantizedWeights quantizes a random matrix with ggml, stores it in
@@ -70,4 +72,34 @@ func TestReadQuantizedWeights(t *testing.T) {
 			t.Error("got no error for a truncated tensor")
 		}
 	})
+}
+
+// TestF16Model loads the same generated model stored with F16 matrices: the
+// trainer converts them to F32, so its logprobs stay within F16 rounding of
+// the F32 model's.
+func TestF16Model(t *testing.T) {
+	p32 := tinyModel(t, "qwen2")
+	p16 := filepath.Join(t.TempDir(), "qwen2-f16.gguf")
+	if err := model.WriteFile(p16, model.Options{Arch: "qwen2", Preset: "tiny", Seed: 7, Type: gguf.F16}); err != nil {
+		t.Fatal(err)
+	}
+	seqs := randomSeqs(61, 2, 20, 40, 512)
+	var lps [2][][]float32
+	for i, p := range []string{p32, p16} {
+		tr, err := New(p, testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, lps[i], _, err = tr.Evaluate(t.Context(), seqs)
+		tr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range seqs {
+		d := maskedDiff(t, lps[1][i], lps[0][i], seqs[i].Mask)
+		if d > 0.05 || d == 0 {
+			t.Errorf("seq %d: F16 model's logprobs differ from F32 by %g, want in (0, 0.05]", i, d)
+		}
+	}
 }
