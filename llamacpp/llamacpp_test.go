@@ -531,8 +531,10 @@ func TestSamplers(t *testing.T) {
 		}
 	})
 	t.Run("grammar", func(t *testing.T) {
-		if _, err := NewGrammarSampler(m.Vocab(), "root ::= (", "root"); !errors.Is(err, ErrGrammar) {
-			t.Errorf("bad grammar: got %v, want ErrGrammar", err)
+		for _, bad := range []string{"root ::= (", `other ::= "a"`, `root ::= undefined`, `root ::= root "a"`, ""} {
+			if _, err := NewGrammarSampler(m.Vocab(), bad, "root"); !errors.Is(err, ErrGrammar) {
+				t.Errorf("grammar %q: got %v, want ErrGrammar", bad, err)
+			}
 		}
 		g, err := NewGrammarSampler(m.Vocab(), `root ::= "yes" | "no"`, "root")
 		if err != nil {
