@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"bytes"
 	"math"
 	"testing"
 )
@@ -79,4 +80,30 @@ func BenchmarkMaxSumExp(b *testing.B) {
 	for b.Loop() {
 		maxSumExp(x, 1, exps)
 	}
+}
+
+// FuzzHasStop: checking only the bytes added since the last piece finds a
+// stop string at the same piece as searching the whole text each time.
+func FuzzHasStop(f *testing.F) {
+	f.Add("hello world", "world", uint8(3))
+	f.Add("abc\n\nd", "\n\n", uint8(1))
+	f.Add("aaaa", "aa", uint8(2))
+	f.Fuzz(func(t *testing.T, text, stop string, step uint8) {
+		n := int(step%7) + 1
+		var buf []byte
+		incremental, naive := -1, -1
+		for i := 0; i < len(text); i += n {
+			prev := len(buf)
+			buf = append(buf, text[i:min(i+n, len(text))]...)
+			if incremental < 0 && hasStop(buf, prev, []string{stop}) {
+				incremental = i
+			}
+			if naive < 0 && stop != "" && bytes.Contains(buf, []byte(stop)) {
+				naive = i
+			}
+		}
+		if incremental != naive {
+			t.Errorf("text %q stop %q pieces of %d: incremental found it at %d, whole-text search at %d", text, stop, n, incremental, naive)
+		}
+	})
 }
