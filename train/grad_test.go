@@ -81,7 +81,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 				n += trainedTokens(s)
 			}
 			loss := func() (float64, map[string]float64) {
-				sums, _, err := tr.accumulatePPO(ctx, seqs, ref, idx, n)
+				sums, _, err := tr.accumulatePPO(ctx, seqs, ref, idx, tr.tokenWeights(seqs, idx))
 				if err != nil {
 					t.Fatal(err)
 				}

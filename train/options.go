@@ -36,6 +36,11 @@ type Options struct {
 	// ValueCoef weighs the value loss against the policy loss (the adapter
 	// receives gradient from both, the value head only from the value loss).
 	ValueCoef float32
+	// LossAggregation is how per-token losses make a minibatch loss:
+	// "token" (mean over all trained tokens: long sequences weigh more; ""
+	// means the same) or "sequence" (mean over sequences of each sequence's
+	// token mean).
+	LossAggregation string
 	// KLCoef weighs the k3 estimate of KL(π‖π_base); EntropyCoef the entropy
 	// bonus (subtracted from the loss).
 	KLCoef, EntropyCoef float32
@@ -67,23 +72,24 @@ var AllModules = []string{"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate
 // many times slower than one thread; raise Threads only on an idle machine.
 func (Options) Defaults() Options {
 	return Options{
-		LoRARank:    8,
-		LoRAAlpha:   16,
-		LoRAModules: slices.Clone(AllModules),
-		LR:          1e-4,
-		ValueLR:     5e-4,
-		ClipEps:     0.2,
-		ValueClip:   0.2,
-		ValueCoef:   0.5,
-		KLCoef:      0.05,
-		EntropyCoef: 0,
-		MaxGradNorm: 1,
-		Epochs:      2,
-		MiniBatch:   8,
-		BatchTokens: 2048,
-		Threads:     1,
-		Device:      "cpu",
-		Seed:        1,
+		LoRARank:        8,
+		LoRAAlpha:       16,
+		LoRAModules:     slices.Clone(AllModules),
+		LR:              1e-4,
+		ValueLR:         5e-4,
+		ClipEps:         0.2,
+		ValueClip:       0.2,
+		ValueCoef:       0.5,
+		LossAggregation: "token",
+		KLCoef:          0.05,
+		EntropyCoef:     0,
+		MaxGradNorm:     1,
+		Epochs:          2,
+		MiniBatch:       8,
+		BatchTokens:     2048,
+		Threads:         1,
+		Device:          "cpu",
+		Seed:            1,
 	}
 }
 
@@ -116,6 +122,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("train: batch tokens %d < 16", o.BatchTokens)
 	case o.Threads < 1:
 		return fmt.Errorf("train: threads %d < 1", o.Threads)
+	case o.LossAggregation != "" && o.LossAggregation != "token" && o.LossAggregation != "sequence":
+		return fmt.Errorf("train: loss aggregation %q (want token or sequence)", o.LossAggregation)
 	case o.Device != "cpu" && o.Device != "cuda":
 		return fmt.Errorf("train: device %q (want cpu or cuda)", o.Device)
 	}

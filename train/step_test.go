@@ -285,3 +285,33 @@ func TestStepHonoursCancellation(t *testing.T) {
 		t.Errorf("optimizer steps after cancellation: got %d, want 0", tr.Steps())
 	}
 }
+
+func TestTokenWeights(t *testing.T) {
+	seqs := []Sequence{
+		{Tokens: make([]int32, 5), Mask: []bool{false, true, true, true, false}}, // 3 trained
+		{Tokens: make([]int32, 3), Mask: []bool{false, false, true}},             // 1 trained
+		{Tokens: make([]int32, 3), Mask: []bool{true, false, false}},             // 0 (index 0 has no prediction)
+	}
+	tests := []struct {
+		agg  string
+		want map[int]float32
+	}{
+		{"token", map[int]float32{0: 0.25, 1: 0.25}},
+		{"", map[int]float32{0: 0.25, 1: 0.25}},
+		{"sequence", map[int]float32{0: 1.0 / 6, 1: 0.5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.agg, func(t *testing.T) {
+			tr := &Trainer{opts: Options{LossAggregation: tt.agg}}
+			got := tr.tokenWeights(seqs, []int{0, 1, 2})
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+			for i, w := range tt.want {
+				if math.Abs(float64(got[i]-w)) > 1e-7 {
+					t.Errorf("sequence %d: got weight %g, want %g", i, got[i], w)
+				}
+			}
+		})
+	}
+}

@@ -591,6 +591,34 @@ func (t *Trainer) baseLogprobs(ctx context.Context, seqs []Sequence) ([][]float3
 	return out, nil
 }
 
+// tokenWeights gives each sequence of idx the loss weight of its trained
+// tokens, so that the weighted sum over the minibatch is its mean: 1/n for
+// every token (LossAggregation "token", n = trained tokens of idx), or
+// 1/(n_s·S) (LossAggregation "sequence", n_s = trained tokens of the
+// sequence, S = sequences with any), which weighs every sequence equally
+// whatever its length.
+func (t *Trainer) tokenWeights(seqs []Sequence, idx []int) map[int]float32 {
+	w := make(map[int]float32, len(idx))
+	total, nseq := 0, 0
+	for _, i := range idx {
+		if n := trainedTokens(seqs[i]); n > 0 {
+			total += n
+			nseq++
+		}
+	}
+	for _, i := range idx {
+		n := trainedTokens(seqs[i])
+		switch {
+		case n == 0:
+		case t.opts.LossAggregation == "sequence":
+			w[i] = 1 / float32(n*nseq)
+		default:
+			w[i] = 1 / float32(total)
+		}
+	}
+	return w
+}
+
 // trainedTokens counts the masked tokens that have a prediction (i ≥ 1).
 func trainedTokens(s Sequence) int {
 	n := 0
@@ -626,7 +654,7 @@ func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
 			if n == 0 {
 				continue
 			}
-			sums, tokens, err := t.accumulatePPO(ctx, seqs, ref, mb, n)
+			sums, tokens, err := t.accumulatePPO(ctx, seqs, ref, mb, t.tokenWeights(seqs, mb))
 			if err != nil {
 				return st, err
 			}
@@ -658,11 +686,11 @@ func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
 	return st, nil
 }
 
-// accumulatePPO runs forward and backward over the minibatch mb (n trained
-// tokens), adding its gradients to the accumulators, and returns the sums of
+// accumulatePPO runs forward and backward over the minibatch mb (token
+// weights wt, see tokenWeights), adding its gradients to the accumulators, and returns the sums of
 // the loss terms (minibatch means) and the number of tokens processed. On
 // error the accumulators are cleared.
-func (t *Trainer) accumulatePPO(ctx context.Context, seqs []Sequence, ref [][]float32, mb []int, n int) (map[string]float64, int, error) {
+func (t *Trainer) accumulatePPO(ctx context.Context, seqs []Sequence, ref [][]float32, mb []int, wt map[int]float32) (map[string]float64, int, error) {
 	sums := map[string]float64{}
 	tokens := 0
 	fail := func(err error) (map[string]float64, int, error) {
@@ -677,7 +705,7 @@ func (t *Trainer) accumulatePPO(ctx context.Context, seqs []Sequence, ref [][]fl
 		if err != nil {
 			return fail(err)
 		}
-		if err := t.run(b, func() { t.setCommon(b, seqs, p); t.setPPO(b, seqs, ref, p, n) }); err != nil {
+		if err := t.run(b, func() { t.setCommon(b, seqs, p); t.setPPO(b, seqs, ref, p, wt) }); err != nil {
 			return fail(err)
 		}
 		for _, name := range []string{"loss", "policy_loss", "value_loss", "kl", "entropy", "clip_frac"} {
@@ -698,19 +726,18 @@ func (t *Trainer) accumulatePPO(ctx context.Context, seqs []Sequence, ref [][]fl
 // setPPO writes the per-row PPO inputs. Row q of sequence b predicts token
 // q+1; it is trained when Mask[q+1], with weight 1/n (n = trained tokens of
 // the minibatch) so that the passes of a minibatch add up to its mean.
-func (t *Trainer) setPPO(b *built, seqs []Sequence, ref [][]float32, p pass, n int) {
+func (t *Trainer) setPPO(b *built, seqs []Sequence, ref [][]float32, p pass, wt map[int]float32) {
 	names := []string{"w", "m", "old_lp", "adv", "pos_a", "neg_a", "clip_adv", "ret", "old_v", "ref_lp"}
 	rows := map[string][]float32{}
 	for _, name := range names {
 		rows[name] = make([]float32, b.nSel)
 	}
-	inv := 1 / float32(n)
 	eps := t.opts.ClipEps
 	for k := range p.sel {
 		si, q := p.rowOf(k)
 		s, i := seqs[si], q+1
 		a := s.Advantages[i]
-		rows["w"][k] = inv
+		rows["w"][k] = wt[si]
 		rows["m"][k] = 1
 		rows["old_lp"][k] = s.OldLogprobs[i]
 		rows["adv"][k] = a
@@ -746,6 +773,7 @@ func (t *Trainer) SFTStep(ctx context.Context, seqs []Sequence) (float64, error)
 	if n == 0 {
 		return 0, errors.New("train: no masked tokens to train on")
 	}
+	wt := t.tokenWeights(seqs, idx)
 	var loss float64
 	for _, p := range t.plan(seqs, idx) {
 		if err := ctx.Err(); err != nil {
@@ -760,7 +788,8 @@ func (t *Trainer) SFTStep(ctx context.Context, seqs []Sequence) (float64, error)
 			t.setCommon(b, seqs, p)
 			w := make([]float32, b.nSel)
 			for k := range p.sel {
-				w[k] = 1 / float32(n)
+				si, _ := p.rowOf(k)
+				w[k] = wt[si]
 			}
 			llamacpp.SetF32(b.in["w"], w)
 		})
