@@ -123,6 +123,14 @@ func runSFT(ctx context.Context, env *cliEnv, args []string) error {
 			}
 			loss, err := tr.SFTStep(ctx, batch)
 			if err != nil {
+				if ctx.Err() != nil {
+					// Interrupted: the unfinished step was not applied, so
+					// what was trained so far is consistent; keep it.
+					if serr := saveSFT(tr, f); serr != nil {
+						return errors.Join(err, serr)
+					}
+					fmt.Fprintf(env.stderr, "sft: interrupted; adapter after %d steps written to %s\n", tr.Steps(), f.out)
+				}
 				return err
 			}
 			sum += loss
@@ -133,17 +141,23 @@ func runSFT(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "epoch %d: mean loss %.4f over %d steps\n", epoch+1, sum/float64(n), n)
 	}
 	bar.finish()
-	if err := tr.SaveAdapter(f.out); err != nil {
+	if err := saveSFT(tr, f); err != nil {
 		return err
-	}
-	if f.checkpoint != "" {
-		if err := tr.SaveCheckpoint(f.checkpoint, nil); err != nil {
-			return err
-		}
 	}
 	el := time.Since(start)
 	fmt.Fprintf(env.stdout, "trained on %d trajectories (%d tokens) in %s (%.0f tokens/s); adapter written to %s\n",
 		len(seqs), tokens, el.Round(time.Millisecond), float64(tokens)/el.Seconds(), f.out)
+	return nil
+}
+
+// saveSFT writes the adapter and, when asked for, a checkpoint.
+func saveSFT(tr *train.Trainer, f sftFlags) error {
+	if err := tr.SaveAdapter(f.out); err != nil {
+		return err
+	}
+	if f.checkpoint != "" {
+		return tr.SaveCheckpoint(f.checkpoint, nil)
+	}
 	return nil
 }
 
