@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
@@ -95,6 +98,20 @@ func TestSFTCommand(t *testing.T) {
 	}
 	if !regexp.MustCompile(`trained on 4 trajectories`).MatchString(stdout) {
 		t.Errorf("--min-reward 1: got %q, want 4 trajectories", stdout)
+	}
+
+	// Interrupted (cancelled context): the adapter is still written.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var ob, eb bytes.Buffer
+	out2 := filepath.Join(dir, "interrupted.gguf")
+	code = runMain(ctx, &cliEnv{stdout: &ob, stderr: &eb}, []string{"sft", "--model", mpath, "--data", data,
+		"--out", out2, "--threads", "1", "--llama-lib", lib})
+	if code == 0 || !strings.Contains(eb.String(), "interrupted") {
+		t.Errorf("interrupted run: got code %d, stderr %q; want a failure mentioning the interruption", code, eb.String())
+	}
+	if _, err := os.Stat(out2); err != nil {
+		t.Errorf("interrupted run wrote no adapter: %v", err)
 	}
 
 	_, stderr, code = runCLI(t, "sft", "--model", mpath)
