@@ -35,8 +35,9 @@ type Backend struct {
 	mu     sync.RWMutex
 	closed bool
 
-	version atomic.Int64 // policy version, bumped by SetAdapter
-	stats   statsCounters
+	version      atomic.Int64 // policy version, bumped by SetAdapter
+	swapsWaiting atomic.Int32 // swaps the loop holds until running sequences finish
+	stats        statsCounters
 
 	// Owned by the loop goroutine.
 	batch    *llamacpp.Batch

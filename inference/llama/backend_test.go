@@ -624,3 +624,61 @@ func TestSeatsConversation(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// TestAdapterSwapWaits: a swap requested mid-generation waits for the
+// running sequence, which finishes under the old policy; requests that
+// arrive meanwhile run under the new one.
+func TestAdapterSwapWaits(t *testing.T) {
+	o := testOptions(t)
+	o.ignoreEOG = true
+	o.Context = 2048
+	b := newBackend(t, o)
+	lora := filepath.Join(t.TempDir(), "lora.gguf")
+	c, _ := model.PresetConfig("llama", "tiny")
+	l, err := llamatest.RandomLoRA(c, 4, 8, 0.3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := model.WriteLoRA(lora, l); err != nil {
+		t.Fatal(err)
+	}
+	p := prompt(t, b, "long")
+	long := make(chan inference.Response, 1)
+	go func() {
+		rs, err := b.Generate(context.Background(), []inference.Request{{Key: "long", Prompt: p, MaxTokens: 1500, Sampling: inference.Sampling{Temperature: 1}}})
+		if err != nil {
+			t.Error(err)
+			close(long)
+			return
+		}
+		long <- rs[0]
+	}()
+	for b.Stats().GeneratedTokens == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	swapped := make(chan int, 1)
+	go func() {
+		v, err := b.SetAdapter(context.Background(), lora, 1)
+		if err != nil {
+			t.Error(err)
+		}
+		swapped <- v
+	}()
+	for b.swapsWaiting.Load() == 0 { // the loop holds the swap
+		time.Sleep(100 * time.Microsecond)
+	}
+	late := gen(t, b, inference.Request{Key: "late", Prompt: p, MaxTokens: 4})[0]
+	r, ok := <-long
+	if !ok {
+		t.Fatal("long generation failed")
+	}
+	if r.PolicyVersion != 0 || len(r.Tokens) != 1500 {
+		t.Errorf("running sequence: version %d, %d tokens; want version 0, 1500 tokens", r.PolicyVersion, len(r.Tokens))
+	}
+	if v := <-swapped; v != 1 {
+		t.Errorf("swap returned version %d, want 1", v)
+	}
+	if late.PolicyVersion != 1 {
+		t.Errorf("request made while the swap waited: version %d, want 1", late.PolicyVersion)
+	}
+}

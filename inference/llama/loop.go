@@ -67,15 +67,15 @@ func (j *job) finish(err error) {
 // finished requests.
 func (b *Backend) loop() {
 	defer close(b.done)
-	var swapWait *swap
+	var swaps []*swap // waiting for the running sequences to finish, in order
 	for {
 		// Block only when there is nothing to do.
-		if b.running() == 0 && len(b.queue) == 0 && swapWait == nil {
+		if b.running() == 0 && len(b.queue) == 0 && len(swaps) == 0 {
 			select {
 			case js := <-b.submit:
 				b.queue = append(b.queue, js...)
 			case s := <-b.swaps:
-				swapWait = s
+				swaps = append(swaps, s)
 			case <-b.quit:
 				b.shutdown()
 				return
@@ -88,11 +88,7 @@ func (b *Backend) loop() {
 			case js := <-b.submit:
 				b.queue = append(b.queue, js...)
 			case s := <-b.swaps:
-				if swapWait != nil {
-					// One swap at a time; the later one wins after the first.
-					b.applySwap(swapWait)
-				}
-				swapWait = s
+				swaps = append(swaps, s)
 			case <-b.quit:
 				b.shutdown()
 				return
@@ -101,13 +97,19 @@ func (b *Backend) loop() {
 			}
 		}
 		b.dropCancelled()
-		if swapWait != nil {
+		b.swapsWaiting.Store(int32(len(swaps)))
+		if len(swaps) > 0 {
+			// No admissions until the running sequences are done, so every
+			// response comes from one policy.
 			if b.running() > 0 {
 				b.step()
 				continue
 			}
-			b.applySwap(swapWait)
-			swapWait = nil
+			for _, s := range swaps {
+				b.applySwap(s)
+			}
+			swaps = swaps[:0]
+			b.swapsWaiting.Store(0)
 		}
 		b.admit()
 		if b.running() > 0 {
