@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/model"
 )
 
 func init() {
@@ -36,6 +39,19 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if *n < 2 || *promptTokens < 1 {
 		return fmt.Errorf("-n ≥ 2 and --prompt-tokens ≥ 1: %w", errUsage)
+	}
+	if lf.model == "" {
+		// No model given: the built-in tiny model, written to a temp file.
+		dir, err := os.MkdirTemp("", "omar-bench")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		lf.model = filepath.Join(dir, "tiny.gguf")
+		if err := model.WriteFile(lf.model, model.Options{Preset: "tiny", Seed: 1}); err != nil {
+			return err
+		}
+		fmt.Fprintln(env.stderr, "no --model: using the built-in tiny model (omar model init --preset tiny --seed 1)")
 	}
 	o, err := lf.options()
 	if err != nil {

@@ -85,6 +85,10 @@ func TestBenchCommand(t *testing.T) {
 			t.Errorf("row %q: want parallel %s and equal token counts", lines[i+1], want)
 		}
 	}
+	out, stderr, code = llamaCLI(t, "bench", "decode", "--parallel", "2", "-n", "3")
+	if code != 0 || !strings.Contains(stderr, "built-in tiny model") || len(strings.Split(strings.TrimSpace(out), "\n")) != 2 {
+		t.Errorf("without --model: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
 	if _, _, code := llamaCLI(t, "bench", "encode"); code != 2 {
 		t.Errorf("bench encode: exit %d, want 2", code)
 	}
