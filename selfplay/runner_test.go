@@ -349,3 +349,57 @@ func TestDocsExample(t *testing.T) {
 		t.Errorf("example decodes to %q, want %q", text, want)
 	}
 }
+
+// sleepyLM answers some requests too late for the engine's timeout.
+type sleepyLM struct{ *fakeLM }
+
+func (s sleepyLM) Generate(ctx context.Context, reqs []inference.Request) ([]inference.Response, error) {
+	if reqs[0].Sampling.Seed%4 == 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return s.fakeLM.Generate(ctx, reqs)
+}
+
+// TestRunnerTimeouts: a seat whose reply times out gets the default, and
+// its stream stays a well-formed conversation (the opened assistant turn
+// is closed empty) that later turns extend append-only.
+func TestRunnerTimeouts(t *testing.T) {
+	tok := byteTokenizer{renderSpecial: true}
+	lm := newFakeLM(tok)
+	opts := testOptions(func(o *Options) {
+		o.BatchWindow = 0
+		o.Engine.Timeout = 30 * time.Millisecond
+	})
+	r, err := NewRunner(sealedbid.New(), &Player{Label: "fake", Backend: sleepyLM{lm}, Tokenizer: tok}, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []*EpisodeResult
+	if _, err := r.Run(context.Background(), 0, 3, func(e *EpisodeResult) error { res = append(res, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	timeouts := 0
+	for _, e := range res {
+		for _, ev := range e.Record.Events {
+			if ev.Kind == engine.KindDefault && strings.HasPrefix(ev.Text, "timeout") {
+				timeouts++
+			}
+		}
+	}
+	if timeouts == 0 {
+		t.Fatal("no timeouts happened")
+	}
+	checkTokenInTokenOut(t, lm, res)
+	for _, e := range res {
+		for _, tr := range e.Trajectories {
+			text, _ := tok.Detokenize(tr.Tokens)
+			if strings.Contains(text, "<|im_start|>assistant\n<|im_start|>") {
+				t.Errorf("episode %d seat %d: an assistant turn was left open", e.Index, tr.Seat)
+			}
+		}
+	}
+}

@@ -147,6 +147,12 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 	submitted = true
 	resp, err := ms.run.gen.generate(ctx, ms.run.index, ms.player, req)
 	if err != nil {
+		// The stream now ends with an opened assistant turn: record it as
+		// an empty reply so the next turn's delta closes it (a timed-out
+		// seat plays on).
+		ms.msgs = append(ms.msgs, newMsgs...)
+		ms.msgs = append(ms.msgs, inference.Message{Role: "assistant"})
+		ms.lastEOG = -1
 		return engine.Action{}, err
 	}
 	ms.turn++

@@ -346,7 +346,9 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	var rewards = map[string][]float64{}
 	var roles []string
 	nTraj := 0
+	bar := newProgress(env, cfg.Episodes, "rollout "+g.ID())
 	st, runErr := runner.Run(ctx, cfg.FirstEpisode, cfg.Episodes, func(res *selfplay.EpisodeResult) error {
+		bar.add(1)
 		nTraj += len(res.Trajectories)
 		for _, s := range res.Record.Seats {
 			if _, ok := rewards[s.Role]; !ok {
@@ -356,6 +358,7 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		return w.write(res)
 	})
+	bar.finish()
 	if err := errors.Join(runErr, w.close()); err != nil {
 		return err
 	}
