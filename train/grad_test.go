@@ -169,3 +169,72 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		})
 	}
 }
+
+// TestLossValues recomputes every reported loss term in Go from Evaluate's
+// logprobs and values and compares: the graph computes PPO's clipped
+// objectives, the clipped value loss, k3 KL and the clip fraction.
+func TestLossValues(t *testing.T) {
+	o := testOptions()
+	tr := newTrainer(t, "qwen3", o)
+	randomize(tr, 8, 0.05)
+	ctx := context.Background()
+	seqs := randomSeqs(23, 3, 20, 50, tr.Vocab())
+	values, lps, refs, err := tr.Evaluate(ctx, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(4, 4))
+	for i := range seqs {
+		for j, m := range seqs[i].Mask {
+			if m {
+				seqs[i].OldLogprobs[j] = lps[i][j] + float32(r.Float64()*0.8-0.4)
+				seqs[i].OldValues[j] = values[i][j] + float32(r.Float64()*0.8-0.4)
+			}
+		}
+	}
+	idx := []int{0, 1, 2}
+	sums, _, err := tr.accumulatePPO(ctx, seqs, refs, idx, tr.tokenWeights(seqs, idx))
+	tr.gbuf.Clear(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, vc := float64(o.ClipEps), float64(o.ValueClip)
+	var pg, vl, kl, clip float64
+	n := 0
+	for i, s := range seqs {
+		for j := 1; j < len(s.Tokens); j++ {
+			if !s.Mask[j] {
+				continue
+			}
+			n++
+			a := float64(s.Advantages[j])
+			ratio := math.Exp(float64(lps[i][j] - s.OldLogprobs[j]))
+			clipped := math.Min(math.Max(ratio, 1-eps), 1+eps)
+			pg -= math.Min(ratio*a, clipped*a)
+			if (a > 0 && ratio > 1+eps) || (a < 0 && ratio < 1-eps) {
+				clip++
+			}
+			v, old, ret := float64(values[i][j]), float64(s.OldValues[j]), float64(s.Returns[j])
+			vcl := old + math.Min(math.Max(v-old, -vc), vc)
+			vl += 0.5 * math.Max((v-ret)*(v-ret), (vcl-ret)*(vcl-ret))
+			d := float64(refs[i][j] - lps[i][j])
+			kl += math.Exp(d) - d - 1
+		}
+	}
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"policy_loss", sums["policy_loss"], pg / float64(n)},
+		{"value_loss", sums["value_loss"], vl / float64(n)},
+		{"kl", sums["kl"], kl / float64(n)},
+		{"clip_frac", sums["clip_frac"], clip / float64(n)},
+	} {
+		if math.Abs(c.got-c.want) > 1e-4*math.Max(1, math.Abs(c.want)) {
+			t.Errorf("%s: got %g, want %g", c.name, c.got, c.want)
+		}
+	}
+	if sums["clip_frac"] == 0 || sums["kl"] == 0 {
+		t.Errorf("clip fraction %g and KL %g should both be non-zero here", sums["clip_frac"], sums["kl"])
+	}
+}
