@@ -46,7 +46,7 @@ build: deps
 	$(GO) build -o $(BIN) ./cmd/omar
 
 run: build
-	$(BIN) selfplay --out $(RUN_DIR)
+	$(BIN) selfplay --out $(RUN_DIR) --overwrite
 
 fmt-check: check-go
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \

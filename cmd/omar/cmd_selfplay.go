@@ -230,6 +230,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	resume := fs.String("resume", "", "run directory to continue from its last checkpoint")
 	out := fs.String("out", "", "run directory (default runs/selfplay-<time>)")
 	iterations := fs.Int("iterations", 0, "iterations (overrides the config)")
+	overwrite := fs.Bool("overwrite", false, "start afresh in an --out directory that holds a previous run (its files are replaced)")
 	var rf rolloutFlags
 	rf.bind(fs)
 	if err := fs.Parse(args); err != nil {
@@ -278,6 +279,11 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	cfg.defaultEnvParams()
+	if !resuming {
+		if err := clearRunDir(dir, *overwrite); err != nil {
+			return err
+		}
+	}
 	run, err := openSelfplayRun(dir, cfg, resuming, env.stdout)
 	if err != nil {
 		return err
@@ -298,6 +304,27 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	fmt.Fprintf(env.stdout, "done: %d iterations in %s\n  metrics     %s\n  reward plot %s\n  adapter     %s\n  episodes    %s\n  checkpoint  %s\n",
 		run.state.Iteration, dir, filepath.Join(dir, "metrics.jsonl"), filepath.Join(dir, "reward.svg"),
 		filepath.Join(dir, "adapter.gguf"), filepath.Join(dir, "episodes.jsonl"), filepath.Join(dir, "checkpoint"))
+	return nil
+}
+
+// runFiles are the files a run writes into its directory.
+var runFiles = []string{"config.yaml", "model.gguf", "metrics.jsonl", "episodes.jsonl", "trajectories.jsonl", "reward.svg", "adapter.gguf", "checkpoint"}
+
+// clearRunDir refuses to start a fresh run over a previous one unless
+// overwrite, in which case it removes the previous run's files (only
+// those).
+func clearRunDir(dir string, overwrite bool) error {
+	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err != nil {
+		return nil
+	}
+	if !overwrite {
+		return fmt.Errorf("%s holds a previous run: continue it with --resume %s, or start afresh with --overwrite: %w", dir, dir, errUsage)
+	}
+	for _, f := range runFiles {
+		if err := os.RemoveAll(filepath.Join(dir, f)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -178,3 +178,21 @@ func TestRewardSVG(t *testing.T) {
 		t.Errorf("got %d lines, want 2 roles", strings.Count(svg, "<polyline"))
 	}
 }
+
+func TestSelfplayRefusesPreviousRun(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("iterations: 1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte("{}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
+	if err := clearRunDir(dir, false); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Errorf("got %v, want a refusal naming --resume", err)
+	}
+	if err := clearRunDir(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]bool{"config.yaml": false, "metrics.jsonl": false, "notes.txt": true} {
+		if _, err := os.Stat(filepath.Join(dir, f)); (err == nil) != want {
+			t.Errorf("%s exists: got %v, want %v", f, err == nil, want)
+		}
+	}
+}
