@@ -407,9 +407,10 @@ func (c Context) OutProd(a, b Tensor) Tensor {
 	return mk(ggmlOutProd(uintptr(c), tp(a), tp(b)))
 }
 
-// RopeExt is ggml_rope_ext without frequency factors and without YaRN.
-func (c Context) RopeExt(a, pos Tensor, nDims, mode, nCtxOrig int, freqBase, freqScale float32) Tensor {
-	return mk(ggmlRopeExt(uintptr(c), tp(a), tp(pos), 0, int32(nDims), int32(mode), int32(nCtxOrig),
+// RopeExt is ggml_rope_ext without YaRN; freqFactors (nDims/2 divisors of
+// the rotation frequencies, llama 3's rope_freqs) may be nil.
+func (c Context) RopeExt(a, pos, freqFactors Tensor, nDims, mode, nCtxOrig int, freqBase, freqScale float32) Tensor {
+	return mk(ggmlRopeExt(uintptr(c), tp(a), tp(pos), tp(freqFactors), int32(nDims), int32(mode), int32(nCtxOrig),
 		freqBase, freqScale, 0, 1, 32, 1))
 }
 func (c Context) SoftMax(a Tensor) Tensor { return mk(ggmlSoftMax(uintptr(c), tp(a))) }

@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/omar-selfplay/omar/llamacpp"
 )
@@ -95,7 +94,7 @@ func (t *Trainer) forward(ctx llamacpp.Context, in map[string]llamacpp.Tensor, B
 	in["tokens"], in["pos"], in["kq_mask"] = tokens, pos, kqMask
 
 	x := ctx.GetRows(t.w.tokEmbd, tokens) // [E, N]
-	kqScale := float32(1 / math.Sqrt(float64(h.headDim)))
+	kqScale := h.kqScale
 	for l := range h.nLayer {
 		lw := t.w.layers[l]
 		cur := ctx.Mul(ctx.RMSNorm(x, h.eps), lw.attnNorm)
@@ -113,8 +112,8 @@ func (t *Trainer) forward(ctx llamacpp.Context, in map[string]llamacpp.Tensor, B
 			q = ctx.Mul(ctx.RMSNorm(q, h.eps), lw.qNorm)
 			k = ctx.Mul(ctx.RMSNorm(k, h.eps), lw.kNorm)
 		}
-		q = ctx.RopeExt(q, pos, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
-		k = ctx.RopeExt(k, pos, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
+		q = ctx.RopeExt(q, pos, t.w.ropeFreqs, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
+		k = ctx.RopeExt(k, pos, t.w.ropeFreqs, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
 
 		// [D, heads, T, B] → [D, T, heads, B]
 		q = ctx.Cont(ctx.Permute(ctx.Reshape(q, D, H, int64(T), int64(B)), 0, 2, 1, 3))

@@ -16,6 +16,7 @@ type hparams struct {
 	nHead, nHeadKV, headDim      int
 	nRot, nVocab, nCtx           int
 	eps, ropeBase, ropeFreqScale float32
+	kqScale                      float32 // attention.scale, or 1/√head_dim
 	ropeMode                     int
 	qkNorm, qkvBias              bool
 }
@@ -94,6 +95,12 @@ func readHparams(f *llamacpp.GGUFFile) (hparams, error) {
 	if h.ropeBase, err = getf("rope.freq_base", 10000); err != nil {
 		return h, err
 	}
+	if h.kqScale, err = getf("attention.scale", 0); err != nil {
+		return h, err
+	}
+	if h.kqScale == 0 {
+		h.kqScale = float32(1 / math.Sqrt(float64(h.headDim)))
+	}
 	h.ropeFreqScale = 1
 	if f.Has(arch + ".rope.scaling.type") {
 		typ, _ := f.String(arch + ".rope.scaling.type")
@@ -117,6 +124,7 @@ func readHparams(f *llamacpp.GGUFFile) (hparams, error) {
 // weights are the frozen base tensors (F32, in the backend's memory).
 type weights struct {
 	tokEmbd, outNorm, output llamacpp.Tensor
+	ropeFreqs                llamacpp.Tensor // llama 3's frequency factors, or nil
 	layers                   []layerWeights
 }
 
@@ -165,6 +173,11 @@ func declareWeights(ctx llamacpp.Context, h *hparams, dir map[string]llamacpp.GG
 		}
 	} else {
 		w.output = w.tokEmbd // tied embeddings
+	}
+	if _, ok := dir["rope_freqs.weight"]; ok {
+		if w.ropeFreqs, err = get("rope_freqs.weight", int64(h.nRot/2)); err != nil {
+			return w, nil, err
+		}
 	}
 	q, kv := int64(h.nHead*h.headDim), int64(h.nHeadKV*h.headDim)
 	F := int64(h.nFF)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/model"
 )
@@ -113,5 +114,86 @@ func TestParityWithLlamaDecode(t *testing.T) {
 				t.Errorf("training changed logprobs by only %g; the adapter check is vacuous", d)
 			}
 		})
+	}
+}
+
+// withRopeFreqs rewrites the model at src with a llama-3-style
+// rope_freqs.weight (per-dimension divisors of the rotation frequencies).
+func withRopeFreqs(t *testing.T, src, dst string, nRot int) {
+	t.Helper()
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, kv := range f.Metadata {
+		if err := w.Set(kv.Key, kv.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ti := range f.Tensors {
+		d, err := f.TensorFloat32(ti.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.AddTensor(ti.Name, ti.Shape, gguf.F32, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	freqs := make([]float32, nRot/2)
+	for i := range freqs {
+		freqs[i] = 1 + float32(i)*0.5 // low frequencies slowed down, as llama 3 does
+	}
+	if err := w.AddTensor("rope_freqs.weight", []uint64{uint64(nRot / 2)}, gguf.F32, freqs); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFile(dst); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRopeFreqs: a llama model with rope frequency factors (llama 3.x)
+// matches both the reference forward pass and llama_decode.
+func TestRopeFreqs(t *testing.T) {
+	src := tinyModel(t, "llama")
+	path := filepath.Join(t.TempDir(), "llama3.gguf")
+	withRopeFreqs(t, src, path, 16)
+	tr, err := New(path, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if tr.w.ropeFreqs == nil {
+		t.Fatal("rope_freqs.weight was not loaded")
+	}
+	randomize(tr, 2, 0.05)
+	seqs := randomSeqs(71, 2, 30, 60, tr.Vocab())
+	_, lps, refLps, err := tr.Evaluate(t.Context(), seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := loadRef(t, path, tr) // loads rope_freqs.weight with the other base tensors
+	m, err := llamacpp.LoadModel(path, llamacpp.ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	plain := newTrainer(t, "llama", testOptions())
+	_, _, plainLps, err := plain.Evaluate(t.Context(), seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range seqs {
+		logits, _ := ref.forward(s.Tokens)
+		if d := maskedDiff(t, lps[i], refLogprobs(logits, s.Tokens), s.Mask); d > 5e-5 {
+			t.Errorf("seq %d: logprobs differ from the reference by %g", i, d)
+		}
+		if d := maskedDiff(t, refLps[i], decodeAll(t, m, s.Tokens, nil), s.Mask); d > 1e-4 {
+			t.Errorf("seq %d: base logprobs differ from llama_decode by %g", i, d)
+		}
+		if d := maskedDiff(t, refLps[i], plainLps[i], s.Mask); d < 1e-3 {
+			t.Errorf("seq %d: the frequency factors changed logprobs by only %g", i, d)
+		}
 	}
 }

@@ -97,8 +97,12 @@ func (r *refModel) mm(layer int, module string, x []float32, nOut int) []float32
 // rope rotates one head in place at position p.
 func (r *refModel) rope(x []float32, p int) {
 	h := r.hp
+	factors := r.tensors["rope_freqs.weight"]
 	for i := 0; i < h.nRot/2; i++ {
 		theta := float64(p) * float64(h.ropeFreqScale) * math.Pow(float64(h.ropeBase), -2*float64(i)/float64(h.nRot))
+		if factors != nil {
+			theta /= float64(factors[i])
+		}
 		c, s := math.Cos(theta), math.Sin(theta)
 		a, b := 2*i, 2*i+1
 		if h.ropeMode == llamacpp.RopeTypeNeox {
