@@ -59,13 +59,13 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	o.Context = *promptTokens + *n + 1
 	// Fixed widths rather than a tabwriter: rows print as they finish.
-	fmt.Fprintf(env.stdout, "%8s %14s %12s %7s %14s %12s\n", "parallel", "backend tok/s", "raw tok/s", "ratio", "backend tokens", "raw tokens")
+	fmt.Fprintf(env.stdout, "%8s %14s %12s %7s %14s %12s %13s\n", "parallel", "backend tok/s", "raw tok/s", "ratio", "backend tokens", "raw tokens", "decode share")
 	for _, p := range ps {
 		r, err := llama.BenchDecode(ctx, o, p, *promptTokens, *n)
 		if err != nil {
 			return fmt.Errorf("parallel %d: %w", p, err)
 		}
-		fmt.Fprintf(env.stdout, "%8d %14.0f %12.0f %7.3f %14d %12d\n", p, r.BackendRate(), r.RawRate(), r.Ratio(), r.BackendTokens, r.RawTokens)
+		fmt.Fprintf(env.stdout, "%8d %14.0f %12.0f %7.3f %14d %12d %13.3f\n", p, r.BackendRate(), r.RawRate(), r.Ratio(), r.BackendTokens, r.RawTokens, r.BackendDecodeShare)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func TestBenchCommand(t *testing.T) {
 	}
 	for i, want := range []string{"1", "2"} {
 		f := strings.Fields(lines[i+1])
-		if len(f) != 6 || f[0] != want || f[4] != f[5] {
+		if len(f) != 7 || f[0] != want || f[4] != f[5] {
 			t.Errorf("row %q: want parallel %s and equal token counts", lines[i+1], want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/llamacpp"
@@ -284,10 +285,14 @@ type Stats struct {
 	DecodedTokens   int64 // tokens sent through llama_decode (prompt + generated)
 	GeneratedTokens int64 // tokens sampled
 	ReusedTokens    int64 // prompt tokens served from the KV cache
+	// DecodeTime is the time spent inside llama_decode; StepTime the time
+	// of whole steps (batch building, decode, sampling, bookkeeping).
+	DecodeTime, StepTime time.Duration
 }
 
 type statsCounters struct {
 	steps, decoded, generated, reused atomic.Int64
+	decodeNS, stepNS                  atomic.Int64
 }
 
 // Stats returns the counters so far.
@@ -295,5 +300,6 @@ func (b *Backend) Stats() Stats {
 	return Stats{
 		Steps: b.stats.steps.Load(), DecodedTokens: b.stats.decoded.Load(),
 		GeneratedTokens: b.stats.generated.Load(), ReusedTokens: b.stats.reused.Load(),
+		DecodeTime: time.Duration(b.stats.decodeNS.Load()), StepTime: time.Duration(b.stats.stepNS.Load()),
 	}
 }

@@ -18,6 +18,9 @@ type DecodeBench struct {
 	BackendTime   time.Duration
 	RawTokens     int64
 	RawTime       time.Duration
+	// BackendDecodeShare is the fraction of the backend's step time spent
+	// inside llama_decode (the rest: batching, sampling, bookkeeping).
+	BackendDecodeShare float64
 }
 
 // BackendRate is the backend's generated tokens per second.
@@ -67,9 +70,11 @@ func BenchDecode(ctx context.Context, o Options, parallel, promptTokens, newToke
 		return res, err
 	}
 	round := 0
+	var share float64
 	backend := func() (int64, time.Duration, error) {
 		round++
-		before := b.Stats().GeneratedTokens
+		st0 := b.Stats()
+		before := st0.GeneratedTokens
 		// One call with every sequence: they start in the same step, like
 		// the raw loop's batch (concurrent callers would join step by step).
 		reqs := make([]inference.Request, parallel)
@@ -87,7 +92,9 @@ func BenchDecode(ctx context.Context, o Options, parallel, promptTokens, newToke
 		if err != nil {
 			return 0, el, err
 		}
-		return b.Stats().GeneratedTokens - before, el, nil
+		st := b.Stats()
+		share = float64(st.DecodeTime-st0.DecodeTime) / float64(st.StepTime-st0.StepTime)
+		return st.GeneratedTokens - before, el, nil
 	}
 
 	// The raw loop: a second context with the same options on the same model.
@@ -156,7 +163,7 @@ func BenchDecode(ctx context.Context, o Options, parallel, promptTokens, newToke
 			return res, err
 		}
 		if res.BackendTime == 0 || el < res.BackendTime {
-			res.BackendTokens, res.BackendTime = n, el
+			res.BackendTokens, res.BackendTime, res.BackendDecodeShare = n, el, share
 		}
 		start := time.Now()
 		n, err = raw(newTokens)

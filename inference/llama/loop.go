@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/llamacpp"
@@ -353,6 +354,8 @@ func (b *Backend) samplers(j *job) error {
 
 // step runs one decode over every running sequence and samples.
 func (b *Backend) step() {
+	t0 := time.Now()
+	defer func() { b.stats.stepNS.Add(int64(time.Since(t0))) }()
 	b.batch.Clear()
 	budget := b.batch.Cap()
 	var inBatch []*job
@@ -391,7 +394,10 @@ func (b *Backend) step() {
 	if len(inBatch) == 0 {
 		return
 	}
-	if err := b.lctx.Decode(b.batch); err != nil {
+	td := time.Now()
+	err := b.lctx.Decode(b.batch)
+	b.stats.decodeNS.Add(int64(time.Since(td)))
+	if err != nil {
 		if errors.Is(err, llamacpp.ErrNoKVSlot) {
 			err = fmt.Errorf("%w: %w", inference.ErrContextFull, err)
 		}
