@@ -199,7 +199,7 @@ func TestLossValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	eps, vc := float64(o.ClipEps), float64(o.ValueClip)
-	var pg, vl, kl, clip float64
+	var pg, vl, kl, clip, akl float64
 	n := 0
 	for i, s := range seqs {
 		for j := 1; j < len(s.Tokens); j++ {
@@ -209,6 +209,7 @@ func TestLossValues(t *testing.T) {
 			n++
 			a := float64(s.Advantages[j])
 			ratio := math.Exp(float64(lps[i][j] - s.OldLogprobs[j]))
+			akl += ratio - 1 - math.Log(ratio)
 			clipped := math.Min(math.Max(ratio, 1-eps), 1+eps)
 			pg -= math.Min(ratio*a, clipped*a)
 			if (a > 0 && ratio > 1+eps) || (a < 0 && ratio < 1-eps) {
@@ -229,6 +230,7 @@ func TestLossValues(t *testing.T) {
 		{"value_loss", sums["value_loss"], vl / float64(n)},
 		{"kl", sums["kl"], kl / float64(n)},
 		{"clip_frac", sums["clip_frac"], clip / float64(n)},
+		{"approx_kl", sums["approx_kl"], akl / float64(n)},
 	} {
 		if math.Abs(c.got-c.want) > 1e-4*math.Max(1, math.Abs(c.want)) {
 			t.Errorf("%s: got %g, want %g", c.name, c.got, c.want)

@@ -269,7 +269,11 @@ func (t *Trainer) ppoLoss(ctx llamacpp.Context, b *built, lp, lse, logits, hidde
 	oldV := rowInput(ctx, b.in, "old_v", N)
 	ref := rowInput(ctx, b.in, "ref_lp", N)
 
-	r := ctx.Exp(ctx.Mul(ctx.Sub(lp, old), m))
+	logr := ctx.Mul(ctx.Sub(lp, old), m)
+	r := ctx.Exp(logr)
+	// Approximate KL(π_old‖π) of the minibatch, (r − 1) − log r per token:
+	// reported, and compared with TargetKL before the update.
+	output("approx_kl", ctx.Sum(ctx.Mul(w, ctx.Sub(ctx.ScaleBias(r, 1, -1), logr))))
 	hi := ctx.Mul(ctx.Step(ctx.ScaleBias(r, 1, -(1+o.ClipEps))), posA)
 	lo := ctx.Mul(ctx.Step(ctx.ScaleBias(r, -1, 1-o.ClipEps)), negA)
 	clipped := ctx.Add(hi, lo)

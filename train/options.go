@@ -44,6 +44,10 @@ type Options struct {
 	// KLCoef weighs the k3 estimate of KL(π‖π_base); EntropyCoef the entropy
 	// bonus (subtracted from the loss).
 	KLCoef, EntropyCoef float32
+	// TargetKL stops a Step early (before the update) when a minibatch's
+	// approximate KL between the behaviour policy (OldLogprobs) and the
+	// current one exceeds 1.5·TargetKL (0 = never).
+	TargetKL float32
 	// MaxGradNorm clips the global gradient norm of each optimizer step
 	// (0 = no clipping).
 	MaxGradNorm float32
@@ -112,6 +116,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("train: value clip %g < 0", o.ValueClip)
 	case o.ValueCoef < 0 || o.KLCoef < 0 || o.EntropyCoef < 0:
 		return errors.New("train: loss coefficients must be >= 0")
+	case o.TargetKL < 0:
+		return fmt.Errorf("train: target KL %g < 0", o.TargetKL)
 	case o.MaxGradNorm < 0:
 		return fmt.Errorf("train: max grad norm %g < 0", o.MaxGradNorm)
 	case o.Epochs < 1:
@@ -154,8 +160,13 @@ type Sequence struct {
 
 // Stats summarises one Step: token-weighted means over every minibatch of
 // every epoch, and the mean pre-clipping gradient norm per optimizer step.
+// KL is the k3 estimate to the base model, ApproxKL the one to the behaviour
+// policy (measured before each update).
 type Stats struct {
 	PolicyLoss, ValueLoss, KL, Entropy, ClipFrac, GradNorm float64
+	ApproxKL                                               float64
+	// EarlyStopped reports that TargetKL ended the Step early.
+	EarlyStopped bool
 	// Tokens is the number of sequence tokens run through forward+backward
 	// (all epochs, padding excluded).
 	Tokens int

@@ -315,3 +315,25 @@ func TestTokenWeights(t *testing.T) {
 		})
 	}
 }
+
+// TestTargetKLStopsEarly: with off-policy data (old logprobs far from the
+// current ones) and a small TargetKL, Step stops before its first update.
+func TestTargetKLStopsEarly(t *testing.T) {
+	for _, tt := range []struct {
+		target    float32
+		wantSteps int
+		wantStop  bool
+	}{{0, 4, false}, {0.01, 0, true}} {
+		o := testOptions()
+		o.Epochs, o.MiniBatch, o.TargetKL = 2, 2, tt.target
+		tr := newTrainer(t, "llama", o)
+		seqs := randomSeqs(81, 4, 20, 30, tr.Vocab()) // old logprobs ≈ −5, current ≈ −6.2
+		st, err := tr.Step(context.Background(), seqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.OptimizerSteps != tt.wantSteps || st.EarlyStopped != tt.wantStop || tr.Steps() != tt.wantSteps {
+			t.Errorf("target %g: got %d steps, early stop %v; want %d, %v", tt.target, st.OptimizerSteps, st.EarlyStopped, tt.wantSteps, tt.wantStop)
+		}
+	}
+}

@@ -631,7 +631,9 @@ func trainedTokens(s Sequence) int {
 }
 
 // Step runs PPO on the sequences: Epochs passes over them in a seeded random
-// order, one optimizer step per MiniBatch sequences. The reference logprobs
+// order, one optimizer step per MiniBatch sequences (stopping early when
+// TargetKL is set and a minibatch's approximate KL to the behaviour policy
+// exceeds 1.5·TargetKL). The reference logprobs
 // for the KL term come from a no-grad pass with the adapter off at the start.
 func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
 	var st Stats
@@ -643,6 +645,7 @@ func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
 		return st, err
 	}
 	var weight float64
+epochs:
 	for range t.opts.Epochs {
 		perm := t.rng.Perm(len(seqs))
 		for start := 0; start < len(perm); start += t.opts.MiniBatch {
@@ -659,6 +662,13 @@ func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
 				return st, err
 			}
 			st.Tokens += tokens
+			if tk := float64(t.opts.TargetKL); tk > 0 && sums["approx_kl"] > 1.5*tk {
+				// The policy has moved too far from the one that sampled
+				// the data: skip this update and the rest of the call.
+				t.gbuf.Clear(0)
+				st.EarlyStopped = true
+				break epochs
+			}
 			gn, err := t.optimize(false)
 			if err != nil {
 				return st, err
@@ -670,6 +680,7 @@ func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
 			st.KL += w * sums["kl"]
 			st.Entropy += w * sums["entropy"]
 			st.ClipFrac += w * sums["clip_frac"]
+			st.ApproxKL += w * sums["approx_kl"]
 			st.GradNorm += gn
 			st.TrainedTokens += n
 			st.OptimizerSteps++
@@ -681,6 +692,7 @@ func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
 		st.KL /= weight
 		st.Entropy /= weight
 		st.ClipFrac /= weight
+		st.ApproxKL /= weight
 		st.GradNorm /= float64(st.OptimizerSteps)
 	}
 	return st, nil
@@ -708,7 +720,7 @@ func (t *Trainer) accumulatePPO(ctx context.Context, seqs []Sequence, ref [][]fl
 		if err := t.run(b, func() { t.setCommon(b, seqs, p); t.setPPO(b, seqs, ref, p, wt) }); err != nil {
 			return fail(err)
 		}
-		for _, name := range []string{"loss", "policy_loss", "value_loss", "kl", "entropy", "clip_frac"} {
+		for _, name := range []string{"loss", "policy_loss", "value_loss", "kl", "entropy", "clip_frac", "approx_kl"} {
 			v := make([]float32, 1)
 			llamacpp.GetF32(b.out[name], v)
 			sums[name] += float64(v[0])
