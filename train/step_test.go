@@ -14,8 +14,14 @@ import (
 // cross-entropy to fall well below its starting value.
 func TestSFTLossDecreases(t *testing.T) {
 	o := testOptions()
-	o.LR = 3e-3
+	o.LR = 1e-5 // raised below: SetLearningRates takes effect
 	tr := newTrainer(t, "llama", o)
+	if err := tr.SetLearningRates(0, 1); err == nil {
+		t.Error("SetLearningRates(0, 1): got no error")
+	}
+	if err := tr.SetLearningRates(3e-3, 1e-3); err != nil {
+		t.Fatal(err)
+	}
 	seqs := randomSeqs(21, 4, 16, 40, tr.Vocab())
 	ctx := context.Background()
 	var first, last float64

@@ -864,6 +864,17 @@ func (t *Trainer) optimize(adapterOnly bool) (float64, error) {
 	return norm, err
 }
 
+// SetLearningRates changes the adapter's and the value head's learning
+// rates from the next optimizer step on (for schedules; the checkpoint does
+// not record them).
+func (t *Trainer) SetLearningRates(lr, valueLR float32) error {
+	if !(lr > 0) || !(valueLR > 0) {
+		return fmt.Errorf("train: learning rates must be > 0 (lr %g, value lr %g)", lr, valueLR)
+	}
+	t.opts.LR, t.opts.ValueLR = lr, valueLR
+	return nil
+}
+
 // Steps returns the number of optimizer steps taken so far.
 func (t *Trainer) Steps() int { return t.step }
 
