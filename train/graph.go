@@ -27,8 +27,8 @@ type graphKey struct {
 }
 
 // built is one constructed graph with its input and output tensors. Graphs
-// are cached per (kind, batch, length bucket): rebuilding is cheap, but the
-// cache keeps the scheduler's allocation pattern stable across steps.
+// are cached per graphKey (kind, batch, length bucket, output-row bucket):
+// building costs a little Go and C time per node, and shapes repeat.
 type built struct {
 	ctx   llamacpp.Context
 	g     llamacpp.Graph
@@ -41,8 +41,8 @@ type built struct {
 
 func (b *built) free() { b.ctx.Free() }
 
-// graphSize bounds the nodes of one training graph (forward ≈ 60 nodes per
-// layer with LoRA, backward about three times that).
+// graphSize bounds the nodes of one graph: a PPO graph with LoRA on every
+// matrix has about 220 nodes per layer, forward and backward together.
 func (t *Trainer) graphSize() int { return 4096 + 1024*t.hp.nLayer }
 
 // mm applies a base matrix and, when on, its LoRA adapter:
