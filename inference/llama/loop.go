@@ -26,7 +26,10 @@ type slot struct {
 
 // job is one request inside the loop.
 type job struct {
-	req  inference.Request
+	req inference.Request
+	// ctx is the caller's: the request carries it into the loop goroutine
+	// (as net/http.Request does) so a cancelled caller's sequence is dropped
+	// between steps.
 	ctx  context.Context
 	done chan struct{}
 	resp inference.Response
