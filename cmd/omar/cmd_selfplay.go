@@ -292,6 +292,23 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	if env.interactive {
 		attachProgress(run, env.stderr)
 	}
+	bar := run.hooks.Iteration
+	run.hooks.Iteration = func(m *iterationMetrics) {
+		if bar != nil {
+			bar(m)
+		}
+		roles := make([]string, 0, len(m.Reward))
+		for r := range m.Reward {
+			roles = append(roles, r)
+		}
+		sort.Strings(roles)
+		var parts []string
+		for _, r := range roles {
+			parts = append(parts, fmt.Sprintf("%s %.3f", r, m.Reward[r]))
+		}
+		fmt.Fprintf(env.stdout, "iteration %d/%d: reward %s; kl_ref %.3f, value loss %.4f, clip %.2f; %.1fs\n",
+			m.Iteration, run.cfg.Iterations, strings.Join(parts, ", "), m.KLRef, m.ValueLoss, m.ClipFrac, m.Seconds["iteration"])
+	}
 	err = run.loop(ctx)
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(env.stdout, "interrupted after iteration %d; checkpoint in %s (continue with: omar selfplay --resume %s)\n",
@@ -840,5 +857,8 @@ func attachProgress(r *selfplayRun, w io.Writer) {
 	r.hooks.Iteration = func(m *iterationMetrics) {
 		bar.Describe(fmt.Sprintf("iteration %d: reward %.3f", m.Iteration, m.RewardMean))
 		bar.Set(m.Iteration)
+		// The iteration's summary line goes to stdout next; the bar is
+		// drawn again by its next update.
+		bar.Clear()
 	}
 }
