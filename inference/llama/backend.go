@@ -228,6 +228,10 @@ func (b *Backend) Detokenize(tokens []int32) (string, error) {
 
 // ChatTemplate implements inference.Tokenizer with the model's own template.
 func (b *Backend) ChatTemplate(msgs []inference.Message, addAssistant bool) (string, error) {
+	return b.applyTemplate(msgs, addAssistant)
+}
+
+func (b *Backend) applyTemplate(msgs []inference.Message, addAssistant bool) (string, error) {
 	if b.tmpl == "" {
 		return "", fmt.Errorf("llama: model %s has no chat template", b.opts.Model)
 	}

@@ -185,6 +185,21 @@ func TestTokenizer(t *testing.T) {
 	}
 }
 
+// TestMessages: a request with Messages and no Prompt is rendered with the
+// chat template, and samples what the rendered token prompt samples.
+func TestMessages(t *testing.T) {
+	b := newBackend(t, testOptions(t))
+	sp := inference.Sampling{Temperature: 1, Seed: 3}
+	byMsgs := gen(t, b, inference.Request{Messages: []inference.Message{{Role: "user", Content: "hello"}}, MaxTokens: 8, Sampling: sp})[0]
+	byToks := gen(t, b, inference.Request{Prompt: prompt(t, b, "hello"), MaxTokens: 8, Sampling: sp})[0]
+	if !sameTokens(byMsgs.Tokens, byToks.Tokens) {
+		t.Errorf("messages %v, tokens %v", byMsgs.Tokens, byToks.Tokens)
+	}
+	if _, err := b.Generate(context.Background(), []inference.Request{{MaxTokens: 2}}); err == nil {
+		t.Errorf("no prompt and no messages: got no error")
+	}
+}
+
 func TestSeedDeterminism(t *testing.T) {
 	b := newBackend(t, testOptions(t))
 	p := prompt(t, b, "what is your price?")

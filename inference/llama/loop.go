@@ -224,9 +224,20 @@ func (b *Backend) admit() {
 // prepare validates a request before it takes a slot.
 func (b *Backend) prepare(j *job) error {
 	r := &j.req
+	if len(r.Prompt) == 0 && len(r.Messages) > 0 {
+		// Message-level callers (judges, data generation) get the model's
+		// chat template; trainable callers send their own token streams.
+		text, err := b.applyTemplate(r.Messages, true)
+		if err != nil {
+			return err
+		}
+		if r.Prompt, err = b.vocab.Tokenize(text, false, true); err != nil {
+			return err
+		}
+	}
 	switch {
 	case len(r.Prompt) == 0:
-		return errors.New("empty prompt (token backends need Prompt, not Messages)")
+		return errors.New("empty prompt")
 	case len(r.Prompt) > b.nCtx:
 		return fmt.Errorf("%w: prompt of %d tokens, a sequence holds %d", inference.ErrContextFull, len(r.Prompt), b.nCtx)
 	case r.MaxTokens < 0:
