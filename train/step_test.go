@@ -343,3 +343,58 @@ func TestTargetKLStopsEarly(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadAdapter: an adapter saved by one trainer and loaded into a fresh
+// one (with another alpha) gives the same logprobs; foreign or mismatched
+// files are refused.
+func TestLoadAdapter(t *testing.T) {
+	o := testOptions()
+	o.LR = 1e-2
+	a := newTrainer(t, "llama", o)
+	seqs := randomSeqs(91, 3, 20, 40, a.Vocab())
+	for range 3 {
+		if _, err := a.SFTStep(context.Background(), seqs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "adapter.gguf")
+	if err := a.SaveAdapter(path); err != nil {
+		t.Fatal(err)
+	}
+	o2 := o
+	o2.LoRAAlpha = 4
+	b := newTrainer(t, "llama", o2)
+	if err := b.LoadAdapter(path); err != nil {
+		t.Fatal(err)
+	}
+	_, la, _, err := a.Evaluate(context.Background(), seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, lb, _, err := b.Evaluate(context.Background(), seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range seqs {
+		if d := maxAbsDiff(la[i], lb[i]); d > 1e-5 {
+			t.Errorf("seq %d: loaded adapter's logprobs differ by %g", i, d)
+		}
+	}
+
+	o3 := o
+	o3.LoRARank = 2
+	c := newTrainer(t, "llama", o3)
+	if err := c.LoadAdapter(path); err == nil || !strings.Contains(err.Error(), "rank") {
+		t.Errorf("rank mismatch: got %v, want an error naming the rank", err)
+	}
+	o4 := o
+	o4.LoRAModules = []string{"attn_q"}
+	d := newTrainer(t, "llama", o4)
+	if err := d.LoadAdapter(path); err == nil || !strings.Contains(err.Error(), "not adapted") {
+		t.Errorf("module mismatch: got %v, want an error", err)
+	}
+	if err := b.LoadAdapter(tinyModel(t, "llama")); err == nil || !strings.Contains(err.Error(), "general.type") {
+		t.Errorf("a model file as adapter: got %v, want an error naming general.type", err)
+	}
+}
