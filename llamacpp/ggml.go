@@ -130,6 +130,7 @@ var (
 	ggmlNeg                 func(ctx, a uintptr) uintptr
 	ggmlAbs                 func(ctx, a uintptr) uintptr
 	ggmlRepeat              func(ctx, a, b uintptr) uintptr
+	ggmlRepeat4D            func(ctx, a uintptr, ne0, ne1, ne2, ne3 int64) uintptr
 	ggmlCpy                 func(ctx, a, b uintptr) uintptr
 	ggmlArgmax              func(ctx, a uintptr) uintptr
 	ggmlOptStepAdamW        func(ctx, a, grad, m, v, params uintptr) uintptr
@@ -207,6 +208,7 @@ func init() {
 			{&ggmlNeg, "ggml_neg"},
 			{&ggmlAbs, "ggml_abs"},
 			{&ggmlRepeat, "ggml_repeat"},
+			{&ggmlRepeat4D, "ggml_repeat_4d"},
 			{&ggmlCpy, "ggml_cpy"},
 			{&ggmlArgmax, "ggml_argmax"},
 			{&ggmlOptStepAdamW, "ggml_opt_step_adamw"},
@@ -467,8 +469,13 @@ func (c Context) Sqrt(a Tensor) Tensor         { return mk(ggmlSqrt(uintptr(c), 
 func (c Context) Neg(a Tensor) Tensor          { return mk(ggmlNeg(uintptr(c), tp(a))) }
 func (c Context) Abs(a Tensor) Tensor          { return mk(ggmlAbs(uintptr(c), tp(a))) }
 func (c Context) Repeat(a, like Tensor) Tensor { return mk(ggmlRepeat(uintptr(c), tp(a), tp(like))) }
-func (c Context) Cpy(a, b Tensor) Tensor       { return mk(ggmlCpy(uintptr(c), tp(a), tp(b))) }
-func (c Context) Argmax(a Tensor) Tensor       { return mk(ggmlArgmax(uintptr(c), tp(a))) }
+
+// Repeat4D tiles a to the shape ne0×ne1×ne2×ne3 (each a multiple of a's).
+func (c Context) Repeat4D(a Tensor, ne0, ne1, ne2, ne3 int64) Tensor {
+	return mk(ggmlRepeat4D(uintptr(c), tp(a), ne0, ne1, ne2, ne3))
+}
+func (c Context) Cpy(a, b Tensor) Tensor { return mk(ggmlCpy(uintptr(c), tp(a), tp(b))) }
+func (c Context) Argmax(a Tensor) Tensor { return mk(ggmlArgmax(uintptr(c), tp(a))) }
 
 // OptStepAdamW updates a in place from grad with the moments m and v; params
 // holds 7 floats: alpha, beta1, beta2, eps, weight decay, 1/(1-beta1^t),

@@ -72,8 +72,7 @@ func (t *Trainer) expandKV(ctx llamacpp.Context, x llamacpp.Tensor, T, B int) ll
 	r := h.nHead / h.nHeadKV
 	D, Hkv := int64(h.headDim), int64(h.nHeadKV)
 	x4 := ctx.Reshape(x, D*int64(T), 1, Hkv, int64(B))
-	like := ctx.NewTensor(llamacpp.TypeF32, D*int64(T), int64(r), Hkv, int64(B))
-	rep := ctx.Repeat(x4, like)
+	rep := ctx.Repeat4D(x4, D*int64(T), int64(r), Hkv, int64(B))
 	return ctx.Reshape(rep, D, int64(T), int64(h.nHead), int64(B))
 }
 
