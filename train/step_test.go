@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/omar-selfplay/omar/llamacpp"
 )
 
 // TestSFTLossDecreases trains on one fixed batch and expects the masked
@@ -396,5 +398,25 @@ func TestLoadAdapter(t *testing.T) {
 	}
 	if err := b.LoadAdapter(tinyModel(t, "llama")); err == nil || !strings.Contains(err.Error(), "general.type") {
 		t.Errorf("a model file as adapter: got %v, want an error naming general.type", err)
+	}
+}
+
+// TestDeviceCUDAWithoutGPU: asking for CUDA where the registry has no GPU
+// is a clear error, not a crash (this machine has none).
+func TestDeviceCUDAWithoutGPU(t *testing.T) {
+	path := tinyModel(t, "llama")
+	devs, err := llamacpp.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devs {
+		if d.Type == llamacpp.DeviceGPU {
+			t.Skipf("a GPU is registered (%s): this test is about its absence", d.Name)
+		}
+	}
+	o := testOptions()
+	o.Device = "cuda"
+	if _, err := New(path, o); err == nil || !strings.Contains(err.Error(), "cuda") {
+		t.Errorf("got %v, want an error about the cuda device", err)
 	}
 }
