@@ -627,3 +627,23 @@ func TestAdapterRoundTrip(t *testing.T) {
 		t.Errorf("loading the model as an adapter: got no error")
 	}
 }
+
+// TestTokenizeInvalidUTF8 feeds bytes a grammar-constrained model can emit
+// (a negated character class admits stray continuation bytes). llama.cpp's
+// byte-level BPE aborts the process on them; Tokenize must not.
+func TestTokenizeInvalidUTF8(t *testing.T) {
+	v := testModel(t).Vocab()
+	for _, text := range []string{"\xfa\x96\xa2\xa0", "ok \xff then", "trailing \xe2\x82", "\xc0\xaf"} {
+		toks, err := v.Tokenize(text, false, false)
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		got, err := v.Detokenize(toks, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.ToValidUTF8(text, "\uFFFD"); got != want {
+			t.Errorf("%q: got %q, want %q", text, got, want)
+		}
+	}
+}

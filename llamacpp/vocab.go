@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
+	"unicode/utf8"
 )
 
 var (
@@ -107,6 +109,12 @@ var ErrTokenize = errors.New("llamacpp: tokenize failed")
 func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error) {
 	if len(text) > 1<<30 {
 		return nil, fmt.Errorf("%w: text of %d bytes is too long", ErrTokenize, len(text))
+	}
+	// llama.cpp's pre-tokenizers assume UTF-8 and can abort the process on
+	// stray bytes, which grammar-constrained replies may contain (a negated
+	// class admits continuation bytes). Invalid runs become U+FFFD.
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
 	b := []byte(text)
 	var tp *byte
