@@ -403,3 +403,33 @@ func TestRunnerTimeouts(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadTrajectories: any input either fails to read or yields
+// trajectories that validate and survive a write/read round trip.
+func FuzzReadTrajectories(f *testing.F) {
+	f.Add(`{"tokens":[1,2],"mask":"01","logprobs":[0,-1],"raw_logprobs":[0,-1],"turn_ends":[1],"turn_rewards":[0],"policy_versions":[0]}`)
+	f.Add(`{"mask":"01x"}`)
+	f.Add(`{"tokens":[1],"mask":"1"}`)
+	f.Add(`{"tokens":[5,6,7],"mask":"011","logprobs":[0,-1,-2],"raw_logprobs":[0,-1,-2],"turn_ends":[2,1],"turn_rewards":[0,0],"policy_versions":[0,0]}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		trs, err := ReadTrajectories(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		w := NewTrajectoryWriter(&b)
+		for i := range trs {
+			if err := trs[i].Validate(); err != nil {
+				t.Fatalf("read an invalid trajectory: %v", err)
+			}
+			if err := w.Write(&trs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Flush()
+		again, err := ReadTrajectories(&b)
+		if err != nil || len(again) != len(trs) {
+			t.Fatalf("round trip: %v, %d of %d", err, len(again), len(trs))
+		}
+	})
+}
