@@ -50,9 +50,11 @@ type Options struct {
 	Stop    []string
 	// BatchWindow is how long the batching aggregator waits for more
 	// requests before it calls the backend with what it has; it calls at
-	// once when every episode in flight is waiting. 0 calls the backend
-	// directly from each seat (a batching backend merges concurrent
-	// callers itself).
+	// once when every episode in flight is waiting. 0 (the default) calls
+	// the backend directly from each seat: the llama backend merges
+	// concurrent callers into its decode loop itself, and holding requests
+	// back cost it about 7% of the rollout rate (docs/performance.md). The
+	// aggregator is for backends that do not merge.
 	BatchWindow time.Duration
 	// Agents chooses each seat's agent: keys are a seat name, "seat<N>"
 	// (0-based index), a role, or "*"; looked up in that order. Values are
@@ -67,7 +69,6 @@ func (Options) Defaults() Options {
 		Seed: 1, Parallel: 8, GroupSize: 1, Engine: engine.DefaultOptions(),
 		MaxTokens: 48, Context: 2048, MinReplyTokens: 16,
 		Sampling: inference.Sampling{Temperature: 1}, Grammar: true,
-		BatchWindow: 2 * time.Millisecond,
 	}
 }
 

@@ -25,6 +25,8 @@ func testOptions(mod func(*Options)) Options {
 	o.MinReplyTokens = 8
 	o.Context = 1024
 	o.Grammar = false
+	// The fake backend does not merge concurrent calls: aggregate.
+	o.BatchWindow = 2 * time.Millisecond
 	if mod != nil {
 		mod(&o)
 	}

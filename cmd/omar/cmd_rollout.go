@@ -93,9 +93,6 @@ func (c *rolloutConfig) applyDefaults() {
 	if c.MaxRetries == nil {
 		c.MaxRetries = &d.Engine.MaxRetries
 	}
-	if c.BatchWindowMS == 0 {
-		c.BatchWindowMS = float64(d.BatchWindow) / float64(time.Millisecond)
-	}
 	if c.Threads == 0 {
 		// One thread: on a busy 2-core machine llama.cpp's second thread
 		// spin-waits for a core and a rollout of the tiny model ran 25×
