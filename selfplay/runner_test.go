@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/inference/scripted"
 )
 
 func testOptions(mod func(*Options)) Options {
@@ -434,4 +436,54 @@ func FuzzReadTrajectories(f *testing.F) {
 			t.Fatalf("round trip: %v, %d of %d", err, len(again), len(trs))
 		}
 	})
+}
+
+// TestRunnerScriptedBackend drives the runner through inference/scripted:
+// the tiny models' real byte-level BPE vocabulary and ChatML template in
+// pure Go. The rule bids the value it read in the seat's own stream, so the
+// reply depends on the rendered prompt being the seat's conversation.
+func TestRunnerScriptedBackend(t *testing.T) {
+	rule := func(req inference.Request) string {
+		last := req.Messages[len(req.Messages)-1].Content
+		i := strings.LastIndex(last, "item is ")
+		if i < 0 {
+			return "BID 0"
+		}
+		v := strings.TrimSuffix(strings.Fields(last[i+len("item is "):])[0], ".")
+		return "BID " + v
+	}
+	be, err := scripted.New(scripted.Options{Rule: rule})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRunner(sealedbid.New(), &Player{Label: "scripted", Backend: be, Tokenizer: be}, nil, testOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []*EpisodeResult
+	if _, err := r.Run(context.Background(), 0, 3, func(e *EpisodeResult) error { res = append(res, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range res {
+		sc := e.Record.Scenario.(sealedbid.Scenario)
+		for _, tr := range e.Trajectories {
+			if err := tr.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			acts := actionTexts(e.Record, tr.Seat)
+			for k, span := range tr.TurnSpans() {
+				reply := tr.Tokens[span[0] : span[1]+1]
+				if be.EOG(reply[len(reply)-1]) {
+					reply = reply[:len(reply)-1]
+				}
+				got, _ := be.Detokenize(reply)
+				if got != acts[k] {
+					t.Errorf("episode %d seat %d turn %d: decoded %q, engine received %q", e.Index, tr.Seat, k, got, acts[k])
+				}
+				if want := "BID " + strconv.Itoa(sc.Values[k][tr.Seat]); got != want {
+					t.Errorf("episode %d seat %d round %d: bid %q, want %q (the seat's own value)", e.Index, tr.Seat, k, got, want)
+				}
+			}
+		}
+	}
 }
