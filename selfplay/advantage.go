@@ -25,6 +25,9 @@ type Sample struct {
 	TurnRewards []float64
 	// Reward is the terminal reward.
 	Reward float64
+	// ShapedTurns: TurnRewards already include the terminal reward (see
+	// Trajectory.ShapedTurns), so Reward is not added to them.
+	ShapedTurns bool
 	// Group is the GRPO group (same scenario and role).
 	Group string
 	// Env and Role key the RAE baseline.
@@ -165,7 +168,7 @@ func (s *Sample) turnReward(k int) float64 {
 	if s.TurnRewards != nil {
 		r = s.TurnRewards[k]
 	}
-	if k == len(s.TurnEnds)-1 {
+	if k == len(s.TurnEnds)-1 && !s.ShapedTurns {
 		r += s.Reward
 	}
 	return r
@@ -174,6 +177,9 @@ func (s *Sample) turnReward(k int) float64 {
 // score is the scalar outcome used by the critic-free estimators.
 func (s *Sample) score() float64 {
 	r := s.Reward
+	if s.ShapedTurns {
+		r = 0
+	}
 	for _, x := range s.TurnRewards {
 		r += x
 	}
@@ -570,6 +576,6 @@ func finish(in AdvantageInput, out Advantages, p EstimatorParams) {
 func SampleOf(t *Trajectory, values []float32) Sample {
 	return Sample{
 		Mask: t.Mask, Values: values, TurnEnds: t.TurnEnds, TurnRewards: t.TurnRewards,
-		Reward: t.Reward, Group: t.Group(), Env: t.Env, Role: t.Role,
+		Reward: t.Reward, ShapedTurns: t.ShapedTurns, Group: t.Group(), Env: t.Env, Role: t.Role,
 	}
 }

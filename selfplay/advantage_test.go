@@ -91,6 +91,27 @@ func TestEstimatorsHandComputed(t *testing.T) {
 			ret: [][]float64{{.4, .6, 1.2}},
 		},
 		{
+			// Shaped turn rewards .1 and 1.2 already hold R=1 on the last
+			// turn: r = .1, 1.2 (not 2.2); γT=.5 λT=1: A2 = 1.2, A1 = .1 + .6.
+			name: "hierarchical shaped turns", est: "hierarchical",
+			p: params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = .5, 1 }),
+			samples: []Sample{{
+				Mask: mask("11"), TurnEnds: []int{0, 1}, TurnRewards: []float64{.1, 1.2}, Reward: 1, ShapedTurns: true,
+			}},
+			adv: [][]float64{{.7, 1.2}},
+			ret: [][]float64{{.7, 1.2}},
+		},
+		{
+			// Shaped: score = Σ turn rewards = 1.3, R not added again.
+			name: "reinforce shaped turns", est: "reinforce",
+			p: params(nil),
+			samples: []Sample{{
+				Mask: mask("11"), TurnEnds: []int{0, 1}, TurnRewards: []float64{.1, 1.2}, Reward: 1, ShapedTurns: true,
+			}},
+			adv: [][]float64{{1.3, 1.3}},
+			ret: [][]float64{{1.3, 1.3}},
+		},
+		{
 			// Token GAE γ=λ=1 over generated tokens only: A_t = R − V_t.
 			name: "gae", est: "gae",
 			p:       params(nil),

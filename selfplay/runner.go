@@ -154,16 +154,19 @@ func NewRunner(g engine.Game, policy, frozen *Player, opts Options) (*Runner, er
 
 // Stats are the counters of a Run.
 type Stats struct {
-	Episodes        int           `json:"episodes"`
-	Turns           int64         `json:"turns"`
-	PromptTokens    int64         `json:"prompt_tokens"`    // tokens appended to streams (rendered events)
-	GeneratedTokens int64         `json:"generated_tokens"` // sampled tokens
-	ReusedTokens    int64         `json:"reused_tokens"`    // prompt tokens served from the backend's cache
-	Calls           int64         `json:"calls"`            // Generate calls
-	Requests        int64         `json:"requests"`         // requests over all calls
-	Segments        int64         `json:"segments"`         // streams restarted
-	Breaks          int64         `json:"breaks"`           // restarts because the template rewrote earlier text
-	Wall            time.Duration `json:"wall_ns"`
+	Episodes        int   `json:"episodes"`
+	Turns           int64 `json:"turns"`
+	PromptTokens    int64 `json:"prompt_tokens"`    // tokens appended to streams (rendered events)
+	GeneratedTokens int64 `json:"generated_tokens"` // sampled tokens
+	ReusedTokens    int64 `json:"reused_tokens"`    // prompt tokens served from the backend's cache
+	Calls           int64 `json:"calls"`            // Generate calls
+	Requests        int64 `json:"requests"`         // requests over all calls
+	Segments        int64 `json:"segments"`         // streams restarted
+	Breaks          int64 `json:"breaks"`           // restarts because the template rewrote earlier text
+	// UnmatchedTurnRewards counts seats whose environment gave per-turn
+	// rewards that could not be aligned with their model turns.
+	UnmatchedTurnRewards int64         `json:"unmatched_turn_rewards"`
+	Wall                 time.Duration `json:"wall_ns"`
 }
 
 // MeanBatch is the mean number of requests per Generate call.
@@ -183,7 +186,7 @@ func (s Stats) TokensPerSecond() float64 {
 }
 
 type stats struct {
-	turns, prompt, generated, reused, calls, requests, segments, breaks atomic.Int64
+	turns, prompt, generated, reused, calls, requests, segments, breaks, unmatched atomic.Int64
 }
 
 func (s *stats) addTurn(prompt, gen, reused int) {
@@ -199,7 +202,7 @@ func (s *stats) snapshot() Stats {
 	return Stats{
 		Turns: s.turns.Load(), PromptTokens: s.prompt.Load(), GeneratedTokens: s.generated.Load(),
 		ReusedTokens: s.reused.Load(), Calls: s.calls.Load(), Requests: s.requests.Load(),
-		Segments: s.segments.Load(), Breaks: s.breaks.Load(),
+		Segments: s.segments.Load(), Breaks: s.breaks.Load(), UnmatchedTurnRewards: s.unmatched.Load(),
 	}
 }
 
@@ -382,10 +385,52 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 		return nil, fmt.Errorf("selfplay: episode %d: %w", i, err)
 	}
 	res := &EpisodeResult{Index: i, Record: rec, Wall: time.Since(start)}
+	var shaped [][]float64
+	if tr, ok := rec.Outcome.Terms.(TurnRewarder); ok {
+		shaped = tr.TurnRewards()
+	}
 	for _, ms := range seats {
-		if ms.keep {
-			res.Trajectories = append(res.Trajectories, ms.trajectories(rec.Outcome.Rewards[ms.seat.Index])...)
+		if !ms.keep {
+			continue
 		}
+		trajs := ms.trajectories(rec.Outcome.Rewards[ms.seat.Index])
+		if ms.seat.Index < len(shaped) {
+			if !creditTurns(trajs, shaped[ms.seat.Index]) {
+				r.stats.unmatched.Add(1)
+			}
+		}
+		res.Trajectories = append(res.Trajectories, trajs...)
 	}
 	return res, nil
+}
+
+// TurnRewarder is implemented by the outcome terms of environments that
+// reward every turn (SOTOPIA's process reward): TurnRewards()[seat][k] is
+// the shaped reward of the seat's k-th turn, the terminal reward included
+// on its last turn.
+type TurnRewarder interface {
+	TurnRewards() [][]float64
+}
+
+// creditTurns puts a seat's shaped per-turn rewards on its trajectories'
+// turns, in order across segments. They are credited only when the counts
+// agree: a retried or timed-out reply makes the seat's model turns differ
+// from the environment's turns, and then no alignment is trustworthy.
+func creditTurns(trajs []Trajectory, rewards []float64) bool {
+	n := 0
+	for _, t := range trajs {
+		n += len(t.TurnEnds)
+	}
+	if n != len(rewards) || n == 0 {
+		return false
+	}
+	k := 0
+	for i := range trajs {
+		for j := range trajs[i].TurnRewards {
+			trajs[i].TurnRewards[j] = rewards[k]
+			k++
+		}
+		trajs[i].ShapedTurns = true
+	}
+	return true
 }

@@ -487,3 +487,82 @@ func TestRunnerScriptedBackend(t *testing.T) {
 		}
 	}
 }
+
+// shapedGame is the sealed-bid auction whose outcome also credits every
+// turn (as SOTOPIA's process reward does): seat s's k-th turn earns
+// (s+1)/10 + k/100, plus the outcome on its last turn.
+type shapedGame struct{ engine.Game }
+
+type shapedEpisode struct{ engine.Episode }
+
+type shapedTerms struct {
+	Rounds  any         `json:"rounds"`
+	PerTurn [][]float64 `json:"per_turn"`
+}
+
+func (t shapedTerms) TurnRewards() [][]float64 { return t.PerTurn }
+
+func (g shapedGame) NewEpisode(seed uint64, p engine.Params) (engine.Episode, error) {
+	ep, err := g.Game.NewEpisode(seed, p)
+	return shapedEpisode{ep}, err
+}
+
+func (e shapedEpisode) Outcome() engine.Outcome {
+	o := e.Episode.Outcome()
+	rounds := e.Episode.Scenario().(sealedbid.Scenario).Params.Rounds
+	t := shapedTerms{Rounds: o.Terms}
+	for s := range o.Rewards {
+		var r []float64
+		for k := range rounds {
+			r = append(r, float64(s+1)/10+float64(k)/100)
+		}
+		r[len(r)-1] += o.Rewards[s]
+		t.PerTurn = append(t.PerTurn, r)
+	}
+	o.Terms = t
+	return o
+}
+
+func TestRunnerCreditsTurnRewards(t *testing.T) {
+	lm := newFakeLM(byteTokenizer{})
+	// Grammar on: the fake then always bids validly, so every seat has one
+	// model turn per round and the rewards align.
+	r, err := NewRunner(shapedGame{sealedbid.New()}, &Player{Label: "fake", Backend: lm, Tokenizer: lm.tok}, nil,
+		testOptions(func(o *Options) { o.Grammar = true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []*EpisodeResult
+	st, err := r.Run(context.Background(), 0, 2, func(e *EpisodeResult) error { res = append(res, e); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.UnmatchedTurnRewards != 0 {
+		t.Fatalf("unmatched turn rewards: %d", st.UnmatchedTurnRewards)
+	}
+	for _, e := range res {
+		for _, tr := range e.Trajectories {
+			want := e.Record.Outcome.Terms.(shapedTerms).PerTurn[tr.Seat]
+			if !tr.ShapedTurns || !slices.Equal(tr.TurnRewards, want) {
+				t.Errorf("episode %d seat %d: turn rewards %v (shaped %v), want %v", e.Index, tr.Seat, tr.TurnRewards, tr.ShapedTurns, want)
+			}
+		}
+	}
+	// Without the grammar some replies are retried: those seats keep zero
+	// turn rewards and are counted.
+	r, _ = NewRunner(shapedGame{sealedbid.New()}, &Player{Label: "fake", Backend: newFakeLM(byteTokenizer{}), Tokenizer: lm.tok}, nil, testOptions(nil))
+	st, err = r.Run(context.Background(), 0, 4, func(e *EpisodeResult) error {
+		for _, tr := range e.Trajectories {
+			if !tr.ShapedTurns && slices.ContainsFunc(tr.TurnRewards, func(x float64) bool { return x != 0 }) {
+				t.Errorf("unaligned seat got turn rewards %v", tr.TurnRewards)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.UnmatchedTurnRewards == 0 {
+		t.Errorf("unmatched turn rewards: got 0, want the retried seats counted")
+	}
+}

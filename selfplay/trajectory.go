@@ -43,6 +43,11 @@ type Trajectory struct {
 	TurnRewards []float64 `json:"turn_rewards"`
 	// Reward is the seat's terminal reward.
 	Reward float64 `json:"reward"`
+	// ShapedTurns reports that TurnRewards are the environment's shaped
+	// per-turn rewards that already include the terminal reward on the
+	// seat's last turn (SOTOPIA's R̃_t = α·R_process,t + β·R_outcome); the
+	// estimators then do not add Reward again.
+	ShapedTurns bool `json:"shaped_turns,omitempty"`
 	// PolicyVersions[k] is the policy version that produced turn k.
 	PolicyVersions []int `json:"policy_versions"`
 }
