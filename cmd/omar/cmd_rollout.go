@@ -19,6 +19,8 @@ import (
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/selfplay"
+	"github.com/omar-selfplay/omar/sotopia"
+	sjudge "github.com/omar-selfplay/omar/sotopia/judge"
 )
 
 func init() {
@@ -55,6 +57,14 @@ type rolloutConfig struct {
 	Grammar        *bool   `yaml:"grammar"`
 	BatchWindowMS  float64 `yaml:"batch_window_ms"`
 	MaxRetries     *int    `yaml:"max_retries"`
+
+	// JudgeModel is the GGUF of an LLM judge for environments that take
+	// one (SOTOPIA). It runs on a backend of its own: a judge must never be
+	// the policy being trained.
+	JudgeModel string `yaml:"judge_model"`
+	// JudgeProcess also asks the judge for per-turn process rewards.
+	JudgeProcess bool `yaml:"judge_process"`
+	JudgeContext int  `yaml:"judge_context"`
 
 	Threads   int    `yaml:"threads"`
 	GPULayers int    `yaml:"gpu_layers"`
@@ -104,6 +114,9 @@ func (c *rolloutConfig) applyDefaults() {
 	}
 	if c.Temperature == 0 {
 		c.Temperature = d.Sampling.Temperature
+	}
+	if c.JudgeContext == 0 {
+		c.JudgeContext = 8192
 	}
 }
 
@@ -202,29 +215,35 @@ func (p *rolloutPlayers) Close() {
 	}
 }
 
+// openLlama opens a llama backend for path with the config's thread,
+// device and cache settings.
+func openLlama(c *rolloutConfig, path, adapter string, parallel, context int) (*llama.Backend, error) {
+	o := llama.Options{}.Defaults()
+	o.LibDir = llamacpp.DefaultLibDir(c.LlamaLib)
+	o.Model = path
+	o.Adapter = adapter
+	o.Parallel = max(1, parallel)
+	o.Context = context
+	o.Batch = max(o.Batch, o.Parallel)
+	o.Threads, o.ThreadsBatch = c.Threads, c.Threads
+	o.GPULayers = c.GPULayers
+	switch c.KVCache {
+	case "f16":
+		o.KVType = llamacpp.KVTypeF16
+	case "f32":
+		o.KVType = llamacpp.KVTypeF32
+	default:
+		return nil, fmt.Errorf("kv_cache %q: want f16 or f32", c.KVCache)
+	}
+	return llama.New(o)
+}
+
 // openPlayers loads the policy (and frozen) models the config names.
 // seatsPerEpisode sizes the llama context's sequence slots.
 func openPlayers(c *rolloutConfig, seatsPerEpisode int) (*rolloutPlayers, error) {
 	p := &rolloutPlayers{}
 	open := func(path, adapter string) (*llama.Backend, error) {
-		o := llama.Options{}.Defaults()
-		o.LibDir = llamacpp.DefaultLibDir(c.LlamaLib)
-		o.Model = path
-		o.Adapter = adapter
-		o.Parallel = max(1, c.Parallel*seatsPerEpisode)
-		o.Context = c.Context
-		o.Batch = max(o.Batch, o.Parallel)
-		o.Threads, o.ThreadsBatch = c.Threads, c.Threads
-		o.GPULayers = c.GPULayers
-		switch c.KVCache {
-		case "f16":
-			o.KVType = llamacpp.KVTypeF16
-		case "f32":
-			o.KVType = llamacpp.KVTypeF32
-		default:
-			return nil, fmt.Errorf("kv_cache %q: want f16 or f32", c.KVCache)
-		}
-		b, err := llama.New(o)
+		b, err := openLlama(c, path, adapter, c.Parallel*seatsPerEpisode, c.Context)
 		if err != nil {
 			return nil, err
 		}
@@ -249,6 +268,31 @@ func openPlayers(c *rolloutConfig, seatsPerEpisode int) (*rolloutPlayers, error)
 		p.frozen = &selfplay.Player{Label: "frozen:" + filepath.Base(c.FrozenModel), Backend: b, Tokenizer: b}
 	}
 	return p, nil
+}
+
+// attachJudge gives g an LLM judge on its own backend when the config
+// names a judge model (SOTOPIA; other environments take none).
+func attachJudge(g engine.Game, c *rolloutConfig, p *rolloutPlayers) (engine.Game, error) {
+	if c.JudgeModel == "" {
+		return g, nil
+	}
+	sg, ok := g.(*sotopia.Game)
+	if !ok {
+		return nil, fmt.Errorf("judge_model: %s takes no judge", g.ID())
+	}
+	b, err := openLlama(c, c.JudgeModel, "", c.Parallel, c.JudgeContext)
+	if err != nil {
+		return nil, fmt.Errorf("judge: %w", err)
+	}
+	p.closers = append(p.closers, b)
+	o := sotopia.JudgeOptions{}.Defaults()
+	o.Label = "llama:" + filepath.Base(c.JudgeModel)
+	o.Process = c.JudgeProcess
+	j, err := sjudge.NewJudge(b, o)
+	if err != nil {
+		return nil, err
+	}
+	return sg.WithJudge(j), nil
 }
 
 // rolloutWriter writes trajectories and episode records as JSONL.
@@ -332,6 +376,9 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer ps.Close()
+	if g, err = attachJudge(g, &cfg, ps); err != nil {
+		return err
+	}
 	runner, err := selfplay.NewRunner(g, ps.policy, ps.frozen, opts)
 	if err != nil {
 		return err

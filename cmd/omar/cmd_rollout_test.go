@@ -171,3 +171,41 @@ func TestRolloutLlama(t *testing.T) {
 		}
 	}
 }
+
+// TestRolloutJudge wires an LLM judge (the tiny model, on its own
+// backend) into SOTOPIA episodes played by scripted agents, and refuses a
+// judge for an environment that takes none.
+func TestRolloutJudge(t *testing.T) {
+	dir := t.TempDir()
+	modelPath := filepath.Join(dir, "tiny.gguf")
+	if err := llamatest.WriteModel(modelPath, llamatest.Tiny()); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "traj")
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("env: sotopia\nepisodes: 1\nagents: {'*': scripted}\ncontext: 1024\njudge_context: 1024\njudge_model: "+modelPath+"\n"), 0o644)
+	_, stderr, code := runCLI(t, "rollout", "--config", cfg, "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "episodes.jsonl"))
+	var rec struct {
+		Outcome struct {
+			Terms struct {
+				Judge string `json:"judge"`
+			} `json:"terms"`
+		} `json:"outcome"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(b), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Outcome.Terms.Judge != "llama:tiny.gguf" {
+		t.Errorf("judge: got %q, want llama:tiny.gguf", rec.Outcome.Terms.Judge)
+	}
+
+	withGame(t, sealedbid.New())
+	os.WriteFile(cfg, []byte("env: sealedbid\nepisodes: 1\nagents: {'*': scripted}\njudge_model: "+modelPath+"\n"), 0o644)
+	if _, stderr, code := runCLI(t, "rollout", "--config", cfg, "--out", out); code == 0 || !strings.Contains(stderr, "takes no judge") {
+		t.Errorf("judge for sealedbid: got exit %d, stderr %q", code, stderr)
+	}
+}

@@ -410,6 +410,10 @@ func openSelfplayRun(dir string, cfg selfplayConfig, resuming bool, stdout io.Wr
 	if r.players.llama == nil {
 		return nil, errors.New("selfplay needs a policy model")
 	}
+	if g, err = attachJudge(g, &cfg.Rollout, r.players); err != nil {
+		return nil, err
+	}
+	r.game = g
 	opts, err := cfg.Rollout.options()
 	if err != nil {
 		return nil, err
