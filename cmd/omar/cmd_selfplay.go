@@ -418,9 +418,9 @@ func openSelfplayRun(dir string, cfg selfplayConfig, resuming bool, stdout io.Wr
 	if err != nil {
 		return nil, err
 	}
-	// A seat stream must fit the trainer's context as well as the
-	// backend's.
-	opts.Context = min(opts.Context, r.players.llama.ContextPerSequence())
+	// A seat stream must fit the trainer's context (the model's training
+	// context) as well as the backend's.
+	opts.Context = min(opts.Context, r.players.llama.ContextPerSequence(), r.players.llama.Model().NCtxTrain())
 	if r.runner, err = selfplay.NewRunner(g, r.players.policy, r.players.frozen, opts); err != nil {
 		return nil, err
 	}
