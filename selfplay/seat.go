@@ -127,15 +127,17 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 			return engine.Action{}, err
 		}
 	}
-	ms.appendTokens(prompt, nil, nil)
+	ms.appendTokens(prompt, false, nil, nil)
 	maxTok := min(ms.run.opts.MaxTokens, ms.run.opts.Context-len(ms.traj.Tokens))
 	if maxTok <= 0 {
 		return engine.Action{}, fmt.Errorf("selfplay: seat %d: the prompt (%d tokens) fills the context of %d: %w",
 			ms.seat.Index, len(ms.traj.Tokens), ms.run.opts.Context, inference.ErrContextFull)
 	}
 	req := inference.Request{
-		Key:       fmt.Sprintf("%s/e%d/s%d/g%d", ms.run.key, ms.run.index, ms.seat.Index, ms.traj.Segment),
-		Prompt:    ms.traj.Tokens,
+		Key: fmt.Sprintf("%s/e%d/s%d/g%d", ms.run.key, ms.run.index, ms.seat.Index, ms.traj.Segment),
+		// Capped, so a backend that appends to the prompt it keeps can
+		// never write into the stream's spare capacity.
+		Prompt:    ms.traj.Tokens[:len(ms.traj.Tokens):len(ms.traj.Tokens)],
 		MaxTokens: maxTok,
 		Sampling:  ms.run.opts.Sampling,
 		Stop:      ms.run.opts.Stop,
@@ -167,7 +169,7 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 		return engine.Action{}, fmt.Errorf("selfplay: detokenize reply: %w", err)
 	}
 	if len(resp.Tokens) > 0 {
-		ms.appendTokens(resp.Tokens, resp.Logprobs, resp.RawLogprobs)
+		ms.appendTokens(resp.Tokens, true, resp.Logprobs, resp.RawLogprobs)
 		tr := ms.traj
 		tr.TurnEnds = append(tr.TurnEnds, len(tr.Tokens)-1)
 		tr.TurnRewards = append(tr.TurnRewards, 0)
@@ -251,17 +253,20 @@ func (ms *modelSeat) restart() {
 	ms.run.stats.addSegment()
 }
 
-func (ms *modelSeat) appendTokens(ids []int32, lp, raw []float32) {
+// appendTokens appends ids to the stream; generated marks them as the
+// model's (lp and raw may be nil or short for backends that report no
+// logprobs; missing entries are 0).
+func (ms *modelSeat) appendTokens(ids []int32, generated bool, lp, raw []float32) {
 	tr := ms.traj
 	tr.Tokens = append(tr.Tokens, ids...)
 	for i := range ids {
-		tr.Mask = append(tr.Mask, lp != nil)
+		tr.Mask = append(tr.Mask, generated)
 		var a, b float32
-		if lp != nil {
+		if generated && i < len(lp) {
 			a = lp[i]
-			if raw != nil {
-				b = raw[i]
-			}
+		}
+		if generated && i < len(raw) {
+			b = raw[i]
 		}
 		tr.Logprobs = append(tr.Logprobs, a)
 		tr.RawLogprobs = append(tr.RawLogprobs, b)
