@@ -406,12 +406,26 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	if err := errors.Join(runErr, w.close()); err != nil {
 		return err
 	}
-	stats, _ := json.MarshalIndent(st, "", "  ")
+	report := struct {
+		selfplay.Stats
+		// Backend counters of the policy's llama backend: decode steps
+		// and sequences sampled per step (occupancy).
+		BackendSteps int64   `json:"backend_steps,omitempty"`
+		Occupancy    float64 `json:"occupancy,omitempty"`
+	}{Stats: st}
+	if ps.llama != nil {
+		bs := ps.llama.Stats()
+		report.BackendSteps = bs.Steps
+		if bs.Steps > 0 {
+			report.Occupancy = float64(bs.GeneratedTokens) / float64(bs.Steps)
+		}
+	}
+	stats, _ := json.MarshalIndent(report, "", "  ")
 	if err := os.WriteFile(filepath.Join(*out, "stats.json"), append(stats, '\n'), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "%d episodes of %s, %d trajectories, %d generated tokens in %.1fs (%.0f tok/s, mean batch %.1f)\n",
-		st.Episodes, g.ID(), nTraj, st.GeneratedTokens, st.Wall.Seconds(), st.TokensPerSecond(), st.MeanBatch())
+	fmt.Fprintf(env.stdout, "%d episodes of %s, %d trajectories, %d generated tokens in %.1fs (%.0f tok/s, %.1f sequences per decode step)\n",
+		st.Episodes, g.ID(), nTraj, st.GeneratedTokens, st.Wall.Seconds(), st.TokensPerSecond(), report.Occupancy)
 	for _, r := range roles {
 		fmt.Fprintf(env.stdout, "  mean reward %-12s %.3f\n", r, meanReward(rewards[r]))
 	}
