@@ -244,8 +244,22 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	resuming := *resume != ""
 	switch {
 	case resuming:
-		if *config != "" || (*out != "" && *out != *resume) {
-			return fmt.Errorf("--resume continues a run with its own config and directory: %w", errUsage)
+		// A resumed run must be the same run: only the iteration count and
+		// where the libraries are may change.
+		var bad []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "resume", "iterations", "llama-lib":
+			case "out":
+				if *out != *resume {
+					bad = append(bad, "--out")
+				}
+			default:
+				bad = append(bad, "--"+f.Name)
+			}
+		})
+		if len(bad) > 0 {
+			return fmt.Errorf("--resume continues a run with its own config and directory; %s cannot change it: %w", strings.Join(bad, ", "), errUsage)
 		}
 		dir = *resume
 		if err := decodeYAMLFile(filepath.Join(dir, "config.yaml"), &cfg); err != nil {
