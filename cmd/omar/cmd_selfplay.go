@@ -226,7 +226,7 @@ type selfplayRun struct {
 
 func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "selfplay")
-	config := fs.String("config", "", "YAML config (default: the built-in tiny-model Deal-or-No-Deal run)")
+	config := fs.String("config", "", "YAML config (default: the built-in tiny-model Craigslist run, docs/selfplay.md)")
 	resume := fs.String("resume", "", "run directory to continue from its last checkpoint")
 	out := fs.String("out", "", "run directory (default runs/selfplay-<time>)")
 	iterations := fs.Int("iterations", 0, "iterations (overrides the config)")
