@@ -50,6 +50,30 @@ type selfplayConfig struct {
 	// SaveTrajectories appends every iteration's trajectories to
 	// trajectories.jsonl in the run directory.
 	SaveTrajectories bool `yaml:"save_trajectories"`
+	// EarlyStop ends the run when the policy drifts (a reward-hacking
+	// guard); zero thresholds are off.
+	EarlyStop earlyStopConfig `yaml:"early_stop"`
+}
+
+// earlyStopConfig are the drift thresholds.
+type earlyStopConfig struct {
+	// MaxKLRef stops when kl_ref (log π − log π_base on the generated
+	// tokens) exceeds it.
+	MaxKLRef float64 `yaml:"max_kl_ref"`
+	// MinEntropyRatio stops when the update's entropy falls below this
+	// fraction of the first iteration's.
+	MinEntropyRatio float64 `yaml:"min_entropy_ratio"`
+}
+
+// earlyStop returns why the run should stop after metrics m, or "".
+func (c earlyStopConfig) earlyStop(firstEntropy float64, m *iterationMetrics) string {
+	if c.MaxKLRef > 0 && m.KLRef > c.MaxKLRef {
+		return fmt.Sprintf("kl_ref %.3f > max_kl_ref %.3f", m.KLRef, c.MaxKLRef)
+	}
+	if c.MinEntropyRatio > 0 && firstEntropy > 0 && m.Entropy < c.MinEntropyRatio*firstEntropy {
+		return fmt.Sprintf("entropy %.3f < %.2f × the first iteration's %.3f", m.Entropy, c.MinEntropyRatio, firstEntropy)
+	}
+	return ""
 }
 
 // trainConfig mirrors train.Options with YAML names.
@@ -158,7 +182,14 @@ type selfplayState struct {
 	// Adapter is true once an adapter has been swapped in (the
 	// checkpoint's adapter is then loaded into the backend on resume).
 	Adapter bool `json:"adapter"`
+	// FirstEntropy is the first iteration's entropy (early stopping).
+	FirstEntropy float64 `json:"first_entropy,omitempty"`
+	// Stopped says why the run stopped early, if it did.
+	Stopped string `json:"stopped,omitempty"`
 }
+
+// errStopped ends a run that stopped early.
+var errStopped = errors.New("stopped early")
 
 // iterationMetrics is one line of metrics.jsonl.
 type iterationMetrics struct {
@@ -324,6 +355,10 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 			m.Iteration, run.cfg.Iterations, strings.Join(parts, ", "), m.KLRef, m.ValueLoss, m.ClipFrac, m.Seconds["iteration"])
 	}
 	err = run.loop(ctx)
+	if errors.Is(err, errStopped) {
+		fmt.Fprintf(env.stdout, "stopped early after iteration %d: %s\n", run.state.Iteration, run.state.Stopped)
+		err = nil
+	}
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(env.stdout, "interrupted after iteration %d; checkpoint in %s (continue with: omar selfplay --resume %s)\n",
 			run.state.Iteration, filepath.Join(dir, "checkpoint"), dir)
@@ -371,6 +406,9 @@ func (c *selfplayConfig) validate() error {
 	}
 	if err := c.EstimatorParams.Validate(); err != nil {
 		return err
+	}
+	if c.EarlyStop.MaxKLRef < 0 || c.EarlyStop.MinEntropyRatio < 0 || c.EarlyStop.MinEntropyRatio >= 1 {
+		return fmt.Errorf("early_stop: max_kl_ref %v must be ≥ 0 and min_entropy_ratio %v in [0, 1)", c.EarlyStop.MaxKLRef, c.EarlyStop.MinEntropyRatio)
 	}
 	return c.Train.options().Validate()
 }
@@ -562,6 +600,9 @@ func (r *selfplayRun) phase(it int, name string) {
 // rest of the iteration runs to the end, so an interrupt always leaves a
 // checkpoint at an iteration boundary and a resumed run continues exactly.
 func (r *selfplayRun) loop(ctx context.Context) error {
+	if r.state.Stopped != "" {
+		return errStopped
+	}
 	for r.state.Iteration < r.cfg.Iterations {
 		it := r.state.Iteration + 1
 		m, err := r.iteration(ctx, it)
@@ -573,6 +614,16 @@ func (r *selfplayRun) loop(ctx context.Context) error {
 		}
 		if r.hooks.Iteration != nil {
 			r.hooks.Iteration(m)
+		}
+		if it == 1 {
+			r.state.FirstEntropy = m.Entropy
+		}
+		r.state.Stopped = r.cfg.EarlyStop.earlyStop(r.state.FirstEntropy, m)
+		if r.state.Stopped != "" {
+			if err := r.checkpoint(); err != nil {
+				return err
+			}
+			return errStopped
 		}
 		if err := ctx.Err(); err != nil || it%r.cfg.CheckpointEvery == 0 || it == r.cfg.Iterations {
 			if cerr := r.checkpoint(); cerr != nil {

@@ -196,3 +196,54 @@ func TestSelfplayRefusesPreviousRun(t *testing.T) {
 		}
 	}
 }
+
+func TestEarlyStopDecision(t *testing.T) {
+	tests := []struct {
+		name  string
+		c     earlyStopConfig
+		first float64
+		m     iterationMetrics
+		stop  bool
+	}{
+		{"off", earlyStopConfig{}, 4, iterationMetrics{KLRef: 100, Entropy: 0}, false},
+		{"kl below", earlyStopConfig{MaxKLRef: 1}, 4, iterationMetrics{KLRef: 0.5, Entropy: 4}, false},
+		{"kl above", earlyStopConfig{MaxKLRef: 1}, 4, iterationMetrics{KLRef: 1.5, Entropy: 4}, true},
+		{"entropy kept", earlyStopConfig{MinEntropyRatio: 0.5}, 4, iterationMetrics{Entropy: 2.5}, false},
+		{"entropy collapsed", earlyStopConfig{MinEntropyRatio: 0.5}, 4, iterationMetrics{Entropy: 1.5}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.c.earlyStop(tc.first, &tc.m) != ""; got != tc.stop {
+				t.Errorf("stop: got %v, want %v", got, tc.stop)
+			}
+		})
+	}
+}
+
+// TestSelfplayEarlyStop: with max_kl_ref tiny the run stops after the
+// first iteration whose policy moved (iteration 2), says so, and a resume
+// does not run past it.
+func TestSelfplayEarlyStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the tiny model")
+	}
+	dir := t.TempDir()
+	cfg := testSelfplayConfig(t, dir, 4)
+	b, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, append(b, []byte("early_stop: {max_kl_ref: 0.0001}\n")...), 0o644)
+	out := filepath.Join(dir, "run")
+	stdout, stderr, code := runCLI(t, "selfplay", "--config", cfg, "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "stopped early after iteration 2: kl_ref") {
+		t.Errorf("stdout: %q", stdout)
+	}
+	stdout, stderr, code = runCLI(t, "selfplay", "--resume", out)
+	if code != 0 || !strings.Contains(stdout, "stopped early after iteration 2") {
+		t.Errorf("resume: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if n := len(stableMetrics(t, filepath.Join(out, "metrics.jsonl"))); n != 2 {
+		t.Errorf("metrics lines: got %d, want 2", n)
+	}
+}
