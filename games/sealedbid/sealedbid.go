@@ -159,8 +159,65 @@ func ParseBid(text string, maxValue int) (int, error) {
 	return n, nil
 }
 
-// Grammar is the GBNF of a bid.
-const Grammar = `root ::= "BID " [0-9] [0-9]? [0-9]?`
+// Grammar is the GBNF of a bid from 0 to maxValue: the grammar admits
+// exactly the bids the parser accepts, so constrained decoding never
+// produces an invalid one.
+func Grammar(maxValue int) string {
+	alts := []string{}
+	for _, pat := range rangePatterns(maxValue) {
+		alts = append(alts, strings.Join(pat, " "))
+	}
+	return `root ::= "BID " (` + strings.Join(alts, " | ") + `)`
+}
+
+// rangePatterns returns digit patterns (one GBNF item per digit: a literal
+// "d" or a class [a-b]) that together match the decimal numbers 0..max
+// without leading zeros.
+func rangePatterns(max int) [][]string {
+	digits := strconv.Itoa(max)
+	pats := [][]string{{"[0-9]"}} // one digit; narrowed below when max < 9
+	if max < 9 {
+		pats[0] = []string{fmt.Sprintf("[0-%d]", max)}
+		return pats
+	}
+	// Every length shorter than max's: a nonzero lead then free digits.
+	for n := 2; n < len(digits); n++ {
+		pats = append(pats, append([]string{"[1-9]"}, repeat("[0-9]", n-1)...))
+	}
+	if len(digits) == 1 {
+		return pats
+	}
+	// Same length as max: walk its digits; at each position take a
+	// smaller digit (then anything) or the same digit and go on.
+	for i := 0; i < len(digits); i++ {
+		d := int(digits[i] - '0')
+		lo := 0
+		if i == 0 {
+			lo = 1
+		}
+		prefix := []string{}
+		for _, c := range digits[:i] {
+			prefix = append(prefix, `"`+string(c)+`"`)
+		}
+		if d-1 >= lo {
+			p := append(prefix, fmt.Sprintf("[%d-%d]", lo, d-1))
+			pats = append(pats, append(p, repeat("[0-9]", len(digits)-i-1)...))
+		}
+	}
+	full := []string{}
+	for _, c := range digits {
+		full = append(full, `"`+string(c)+`"`)
+	}
+	return append(pats, full)
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
 
 func (e *episode) Run(ctx context.Context, rt *engine.Runtime) error {
 	p := e.sc.Params
@@ -179,7 +236,7 @@ func (e *episode) Run(ctx context.Context, rt *engine.Runtime) error {
 			v := e.sc.Values[r][i]
 			rt.Broadcast(engine.Only(i), i, fmt.Sprintf("Your value for this round's item is %d.", v), ValueData{Round: r + 1, Value: v})
 			qs[i] = engine.Question{
-				Seat: i, Text: "Your sealed bid?", Grammar: Grammar, Default: "BID 0",
+				Seat: i, Text: "Your sealed bid?", Grammar: Grammar(p.MaxValue), Default: "BID 0",
 				Data:  BidRequest{ValueData: ValueData{Round: r + 1, Value: v}, Bidders: p.Bidders, Pricing: p.Pricing, MaxValue: p.MaxValue},
 				Parse: func(text string) (any, error) { return ParseBid(text, p.MaxValue) },
 			}

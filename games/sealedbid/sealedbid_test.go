@@ -2,6 +2,9 @@ package sealedbid
 
 import (
 	"context"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
@@ -68,5 +71,27 @@ func TestShadingBeatsRandom(t *testing.T) {
 	}
 	if shading <= random {
 		t.Errorf("mean reward: shading %.3f, random %.3f; want shading > random", shading/n, random/n)
+	}
+}
+
+// TestGrammarMatchesParser converts the bid grammar's digit patterns to a
+// regular expression and checks it admits exactly the bids ParseBid accepts.
+func TestGrammarMatchesParser(t *testing.T) {
+	for _, max := range []int{0, 5, 9, 10, 42, 99, 100, 250, 1000, 1309} {
+		var alts []string
+		for _, pat := range rangePatterns(max) {
+			alts = append(alts, strings.NewReplacer(`"`, "", " ", "").Replace(strings.Join(pat, "")))
+		}
+		re := regexp.MustCompile(`^BID (` + strings.Join(alts, "|") + `)$`)
+		for n := 0; n <= max*11/10+20; n++ {
+			text := "BID " + strconv.Itoa(n)
+			_, err := ParseBid(text, max)
+			if got, want := re.MatchString(text), err == nil; got != want {
+				t.Fatalf("max %d, %q: grammar admits %v, parser accepts %v (grammar %s)", max, text, got, want, Grammar(max))
+			}
+		}
+		if re.MatchString("BID 007") {
+			t.Errorf("max %d: grammar admits leading zeros", max)
+		}
 	}
 }
