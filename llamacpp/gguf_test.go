@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/model"
 )
 
 // TestGGUFReader reads the tiny test model's header through ggml's parser
@@ -16,8 +16,8 @@ import (
 func TestGGUFReader(t *testing.T) {
 	testLib(t)
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	cfg := llamatest.Tiny()
-	if err := llamatest.WriteModel(path, cfg); err != nil {
+	cfg := tinyConfig(t)
+	if err := model.WriteFile(path, model.Options{Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := OpenGGUF(path)
@@ -28,8 +28,8 @@ func TestGGUFReader(t *testing.T) {
 	if got, err := f.String("general.architecture"); err != nil || got != "llama" {
 		t.Errorf("architecture: got %q (%v), want llama", got, err)
 	}
-	if got, err := f.Int("llama.block_count"); err != nil || got != int64(cfg.Layers) {
-		t.Errorf("block_count: got %d (%v), want %d", got, err, cfg.Layers)
+	if got, err := f.Int("llama.block_count"); err != nil || got != int64(cfg.BlockCount) {
+		t.Errorf("block_count: got %d (%v), want %d", got, err, cfg.BlockCount)
 	}
 	if got, err := f.Float("llama.rope.freq_base"); err != nil || got != 10000 {
 		t.Errorf("rope.freq_base: got %g (%v), want 10000", got, err)
@@ -47,7 +47,7 @@ func TestGGUFReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 3 + 9*cfg.Layers; len(ts) != want {
+	if want := 3 + 9*cfg.BlockCount; len(ts) != want {
 		t.Fatalf("got %d tensors, want %d", len(ts), want)
 	}
 	raw, err := os.ReadFile(path)
@@ -58,7 +58,7 @@ func TestGGUFReader(t *testing.T) {
 		if ti.Name != "output_norm.weight" {
 			continue
 		}
-		if ti.Type != TypeF32 || ti.Ne[0] != int64(cfg.Embd) || ti.Size != int64(4*cfg.Embd) {
+		if ti.Type != TypeF32 || ti.Ne[0] != int64(cfg.EmbeddingLength) || ti.Size != int64(4*cfg.EmbeddingLength) {
 			t.Errorf("output_norm: got %+v", ti)
 		}
 		// RMS norm weights are written as ones.

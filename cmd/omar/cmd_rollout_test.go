@@ -14,7 +14,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/inference/llama"
-	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -79,7 +79,7 @@ func TestRolloutLlama(t *testing.T) {
 	withGame(t, sealedbid.New())
 	dir := t.TempDir()
 	modelPath := filepath.Join(dir, "tiny.gguf")
-	if err := llamatest.WriteModel(modelPath, llamatest.Tiny()); err != nil {
+	if err := model.WriteFile(modelPath, model.Options{Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "traj")
@@ -178,7 +178,7 @@ func TestRolloutLlama(t *testing.T) {
 func TestRolloutJudge(t *testing.T) {
 	dir := t.TempDir()
 	modelPath := filepath.Join(dir, "tiny.gguf")
-	if err := llamatest.WriteModel(modelPath, llamatest.Tiny()); err != nil {
+	if err := model.WriteFile(modelPath, model.Options{Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "traj")

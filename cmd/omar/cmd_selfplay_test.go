@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/games/sealedbid"
-	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/model"
 )
 
 // testSelfplayConfig writes a small sealed-bid run config: the tiny
@@ -21,7 +21,7 @@ func testSelfplayConfig(t *testing.T, dir string, iterations int) string {
 	withGame(t, sealedbid.New())
 	modelPath := filepath.Join(dir, "tiny.gguf")
 	if _, err := os.Stat(modelPath); err != nil {
-		if err := llamatest.WriteModel(modelPath, llamatest.Tiny()); err != nil {
+		if err := model.WriteFile(modelPath, model.Options{Seed: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
