@@ -24,7 +24,10 @@ type Completion struct {
 	System string
 	Prompt string
 	// Grammar is a GBNF grammar (root rule "root") the reply must follow.
-	Grammar     string
+	Grammar string
+	// Schema is the JSON schema of the same replies, for backends that
+	// cannot take a grammar (Ollama's format).
+	Schema      json.RawMessage
 	MaxTokens   int
 	Temperature float32
 	Seed        uint64
@@ -386,6 +389,7 @@ func (j *Judge) EvalCompletion(h History) Completion {
 		System:    judgeSystem,
 		Prompt:    scorePrompt(h, EvalDimensions, "Evaluate both agents on the following dimensions."),
 		Grammar:   ScoreGrammar(EvalDimensions, j.opts.ReasoningChars),
+		Schema:    ScoreSchema(EvalDimensions, j.opts.ReasoningChars),
 		MaxTokens: j.maxTokens(maxScoreBytes(EvalDimensions, j.opts.ReasoningChars)),
 	}
 }
@@ -396,6 +400,7 @@ func (j *Judge) ExtraCompletion(h History) Completion {
 		System:    judgeSystem,
 		Prompt:    scorePrompt(h, ExtraDimensions, "Rate both agents' social strategy on the following dimensions (0..10 each)."),
 		Grammar:   ScoreGrammar(ExtraDimensions, j.opts.ReasoningChars),
+		Schema:    ScoreSchema(ExtraDimensions, j.opts.ReasoningChars),
 		MaxTokens: j.maxTokens(maxScoreBytes(ExtraDimensions, j.opts.ReasoningChars)),
 	}
 }

@@ -162,6 +162,7 @@ func (j *Judge) ProcessCompletion(h History, turn int) Completion {
 		System:    judgeSystem,
 		Prompt:    b.String(),
 		Grammar:   ProcessGrammar(j.opts.ReasoningChars),
+		Schema:    ProcessSchema(j.opts.ReasoningChars),
 		MaxTokens: j.maxTokens(maxProcessBytes(j.opts.ReasoningChars)),
 	}
 }
