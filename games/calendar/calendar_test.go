@@ -54,7 +54,7 @@ func TestRewards(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := newEpisode(tt.s, Params{Params: negotiation.DefaultParams()}).Score(tt.res)
+			out := newEpisode(tt.s, negotiation.DefaultParams()).Score(tt.res)
 			for i := range 2 {
 				if !near(out.Rewards[i], tt.want[i]) {
 					t.Errorf("reward of %s: got %v, want %v", roles[i], out.Rewards[i], tt.want[i])

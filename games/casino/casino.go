@@ -97,66 +97,29 @@ var curatedYAML []byte
 // Curated returns the embedded evaluation scenarios.
 func Curated() ([]Scenario, error) { return negotiation.LoadScenarios[Scenario](curatedYAML) }
 
-// Params are the game's parameters (all shared by the suite).
-type Params struct {
-	negotiation.Params
-}
-
 // Game is CaSiNo.
-type Game struct{}
+type Game struct {
+	negotiation.Game[Scenario, negotiation.Split]
+}
 
 // New returns the game.
-func New() *Game { return &Game{} }
-
-// ID implements engine.Game.
-func (*Game) ID() string { return ID }
-
-// Description implements engine.Game.
-func (*Game) Description() string {
-	return "CaSiNo: campsite neighbours split food, water and firewood with private priorities; calibrated-sigmoid reward"
+func New() *Game {
+	return &Game{negotiation.Game[Scenario, negotiation.Split]{
+		GameID:    ID,
+		Summary:   "CaSiNo: campsite neighbours split food, water and firewood with private priorities; calibrated-sigmoid reward",
+		Names:     names,
+		Roles:     roles,
+		Curated:   Curated,
+		Sample:    Sample,
+		Validate:  Scenario.Validate,
+		Episode:   newEpisode,
+		Valuation: valuation,
+	}}
 }
 
-// Seats implements engine.Game.
-func (*Game) Seats(p engine.Params) ([]engine.SeatSpec, error) {
-	if _, err := decode(p); err != nil {
-		return nil, err
-	}
-	return []engine.SeatSpec{{Name: names[0], Role: roles[0]}, {Name: names[1], Role: roles[1]}}, nil
-}
-
-// RewardRange implements engine.Game.
-func (*Game) RewardRange() (float64, float64) { return 0, 1 }
-
-func decode(p engine.Params) (Params, error) {
-	q := Params{Params: negotiation.DefaultParams()}
-	if err := engine.DecodeParams(p, &q); err != nil {
-		return q, err
-	}
-	return q, q.Validate()
-}
-
-// NewEpisode implements engine.Game.
-func (*Game) NewEpisode(seed uint64, p engine.Params) (engine.Episode, error) {
-	q, err := decode(p)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ID, err)
-	}
-	var curated []Scenario
-	if q.ScenarioSet == "curated" {
-		if curated, err = Curated(); err != nil {
-			return nil, err
-		}
-	}
-	s, err := negotiation.Pick(q.Params, seed, curated, Sample, Scenario.Validate)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ID, err)
-	}
-	return newEpisode(s, q), nil
-}
-
-func newEpisode(s Scenario, q Params) *negotiation.Episode[negotiation.Split] {
+func newEpisode(s Scenario, q negotiation.Params) *negotiation.Episode[negotiation.Split] {
 	s.Reference = negotiation.SplitReference(pool.Counts, s.Values(0), s.Values(1), MaxScore, MaxScore)
-	seats := []engine.Seat{{Index: 0, Name: names[0], Role: roles[0]}, {Index: 1, Name: names[1], Role: roles[1]}}
+	seats := negotiation.TwoSeats(names, roles)
 	ep := &negotiation.Episode[negotiation.Split]{
 		SeatList: seats, Dealt: s, Rules: negotiation.SplitRules{Pool: pool, Seats: seats}, Options: q.Options(),
 	}
@@ -243,7 +206,7 @@ func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
 	return r, nil
 }
 
-func briefing(s Scenario, seat int, q Params) string {
+func briefing(s Scenario, seat int, q negotiation.Params) string {
 	other := 1 - seat
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are %s, camping next to %s. You two must agree how to split extra supplies: 3 packages each of food, water and firewood.\n", names[seat], names[other])
@@ -285,6 +248,3 @@ func valuation(seat engine.Seat, view []engine.Event) (negotiation.Valuation[neg
 	v.Disclosure = fmt.Sprintf("Honestly, %s is my top priority, I need it the most.", high)
 	return v, nil
 }
-
-// Policies implements engine.Game: strategic (default), naive, random.
-func (*Game) Policies() []engine.Policy { return negotiation.Policies(valuation) }

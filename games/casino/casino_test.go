@@ -48,7 +48,7 @@ func TestRewards(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ep := newEpisode(tt.s, Params{Params: negotiation.DefaultParams()})
+			ep := newEpisode(tt.s, negotiation.DefaultParams())
 			s := ep.Dealt.(Scenario)
 			if !near(s.Reference.M[0], tt.wantM) || !near(s.Reference.M[1], tt.wantM) {
 				t.Fatalf("m: got %v, want %v for both", s.Reference.M, tt.wantM)

@@ -92,65 +92,28 @@ var curatedYAML []byte
 // Curated returns the embedded evaluation scenarios.
 func Curated() ([]Scenario, error) { return negotiation.LoadScenarios[Scenario](curatedYAML) }
 
-// Params are the game's parameters (all shared by the suite).
-type Params struct {
-	negotiation.Params
-}
-
 // Game is Marketplace bargaining.
-type Game struct{}
+type Game struct {
+	negotiation.Game[Scenario, float64]
+}
 
 // New returns the game.
-func New() *Game { return &Game{} }
-
-// ID implements engine.Game.
-func (*Game) ID() string { return ID }
-
-// Description implements engine.Game.
-func (*Game) Description() string {
-	return "Marketplace: a buyer's delegate and a seller with private reservation prices (p_s < p_b) bargain; price-corridor reward"
+func New() *Game {
+	return &Game{negotiation.Game[Scenario, float64]{
+		GameID:    ID,
+		Summary:   "Marketplace: a buyer's delegate and a seller with private reservation prices (p_s < p_b) bargain; price-corridor reward",
+		Names:     names,
+		Roles:     roles,
+		Curated:   Curated,
+		Sample:    Sample,
+		Validate:  Scenario.Validate,
+		Episode:   newEpisode,
+		Valuation: valuation,
+	}}
 }
 
-// Seats implements engine.Game.
-func (*Game) Seats(p engine.Params) ([]engine.SeatSpec, error) {
-	if _, err := decode(p); err != nil {
-		return nil, err
-	}
-	return []engine.SeatSpec{{Name: names[0], Role: roles[0]}, {Name: names[1], Role: roles[1]}}, nil
-}
-
-// RewardRange implements engine.Game.
-func (*Game) RewardRange() (float64, float64) { return 0, 1 }
-
-func decode(p engine.Params) (Params, error) {
-	q := Params{Params: negotiation.DefaultParams()}
-	if err := engine.DecodeParams(p, &q); err != nil {
-		return q, err
-	}
-	return q, q.Validate()
-}
-
-// NewEpisode implements engine.Game.
-func (*Game) NewEpisode(seed uint64, p engine.Params) (engine.Episode, error) {
-	q, err := decode(p)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ID, err)
-	}
-	var curated []Scenario
-	if q.ScenarioSet == "curated" {
-		if curated, err = Curated(); err != nil {
-			return nil, err
-		}
-	}
-	s, err := negotiation.Pick(q.Params, seed, curated, Sample, Scenario.Validate)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ID, err)
-	}
-	return newEpisode(s, q), nil
-}
-
-func newEpisode(s Scenario, q Params) *negotiation.Episode[float64] {
-	seats := []engine.Seat{{Index: 0, Name: names[0], Role: roles[0]}, {Index: 1, Name: names[1], Role: roles[1]}}
+func newEpisode(s Scenario, q negotiation.Params) *negotiation.Episode[float64] {
+	seats := negotiation.TwoSeats(names, roles)
 	ep := &negotiation.Episode[float64]{
 		SeatList: seats, Dealt: s, Rules: negotiation.PriceRules{Seats: seats}, Options: q.Options(),
 	}
@@ -213,7 +176,7 @@ func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
 	return r, nil
 }
 
-func briefing(s Scenario, seat int, q Params) string {
+func briefing(s Scenario, seat int, q negotiation.Params) string {
 	var b strings.Builder
 	price := func(p float64) string { return "$" + negotiation.FormatPrice(p) }
 	if seat == 0 {
@@ -271,6 +234,3 @@ func valuation(seat engine.Seat, view []engine.Event) (negotiation.Valuation[flo
 	}
 	return v, nil
 }
-
-// Policies implements engine.Game: strategic (default), naive, random.
-func (*Game) Policies() []engine.Policy { return negotiation.Policies(valuation) }
