@@ -6,23 +6,31 @@ package judge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/sotopia"
 )
 
 // Completer adapts a Backend to sotopia.Completer. Token-level backends
 // (those implementing inference.Tokenizer) get the prompt rendered with the
 // model's chat template and tokenised; message-level backends get the
-// messages.
+// messages, and those that cannot take a GBNF grammar can look up the
+// completion's JSON schema with Format.
 type Completer struct {
 	backend inference.Backend
 	// KeyPrefix names the judge's sequences ("judge" by default); every
 	// completion gets its own key so concurrent episodes never share one.
 	KeyPrefix string
+	// schemas maps a request's Grammar to the JSON schema of the same
+	// replies: inference.Request has no schema field, and the judge uses
+	// only three grammars per options.
+	schemas sync.Map
 }
 
 var _ sotopia.Completer = (*Completer)(nil)
@@ -39,8 +47,40 @@ func Messages(c sotopia.Completion) []inference.Message {
 	return append(m, inference.Message{Role: "user", Content: c.Prompt})
 }
 
+// NewOllama returns a completer over an Ollama backend whose replies are
+// constrained by each completion's JSON schema (Ollama's format), since
+// Ollama cannot take the GBNF grammar. Thinking is off unless o.Think says
+// otherwise: a judge's reply must fit MaxTokens and be reproducible. The
+// schema cannot say everything the grammar does, so the judge's strict
+// parser and retries still decide what is valid.
+func NewOllama(o ollama.Options) (*Completer, *ollama.Backend, error) {
+	j := &Completer{KeyPrefix: "judge"}
+	o.FormatFor = j.Format
+	if o.Think == nil {
+		o.Think = new(bool)
+	}
+	b, err := ollama.New(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	j.backend = b
+	return j, b, nil
+}
+
+// Format returns the JSON schema of a request this completer built (nil
+// for any other request); it is the ollama backend's FormatFor.
+func (j *Completer) Format(req inference.Request) json.RawMessage {
+	if s, ok := j.schemas.Load(req.Grammar); ok {
+		return s.(json.RawMessage)
+	}
+	return nil
+}
+
 // Request builds the backend request of a completion.
 func (j *Completer) Request(c sotopia.Completion) (inference.Request, error) {
+	if len(c.Schema) > 0 && c.Grammar != "" {
+		j.schemas.LoadOrStore(c.Grammar, c.Schema)
+	}
 	req := inference.Request{
 		Key:       j.KeyPrefix + "/" + strconv.FormatUint(c.Seed, 16),
 		Messages:  Messages(c),

@@ -14,6 +14,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/sotopia"
 )
 
@@ -29,14 +30,12 @@ func TestTinyModelJudgeAlwaysValid(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes a few thousand tokens")
 	}
-	cfg := llamatest.Tiny()
-	cfg.Ctx = 8192
-	model := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := llamatest.WriteModel(model, cfg); err != nil {
+	modelPath := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := model.WriteFile(modelPath, model.Options{Arch: "llama", Preset: "tiny", Seed: 1, ContextLength: 8192}); err != nil {
 		t.Fatal(err)
 	}
 	o := llama.Options{}.Defaults()
-	o.LibDir, o.Model = lib, model
+	o.LibDir, o.Model = lib, modelPath
 	o.Parallel, o.Context = 4, 6144
 	// One thread: ggml's worker threads spin-wait, and on a busy 2-core
 	// machine two of them make decoding more than ten times slower.
