@@ -1,21 +1,15 @@
 package craigslist
 
 import (
-	"context"
 	"flag"
-	"math"
-	"os"
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
-	"github.com/omar-selfplay/omar/engine/enginetest"
 	"github.com/omar-selfplay/omar/games/negotiation"
 	"github.com/omar-selfplay/omar/games/negotiation/negotiationtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 func TestRewards(t *testing.T) {
 	type result = negotiation.Result[float64]
@@ -41,7 +35,7 @@ func TestRewards(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			out := newEpisode(s, negotiation.DefaultParams()).Score(tt.res)
 			for i := range 2 {
-				if !near(out.Rewards[i], tt.want[i]) {
+				if !negotiationtest.Near(out.Rewards[i], tt.want[i]) {
 					t.Errorf("reward of %s: got %v, want %v", roles[i], out.Rewards[i], tt.want[i])
 				}
 			}
@@ -87,19 +81,7 @@ func TestScriptedEpisode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := engine.Params{"scenario_set": "curated", "scenario": 0, "rounds": 2}
 			out := negotiationtest.Play(t, New(), 1, p, tt.scripts).Outcome
-			if out.Result != tt.wantResult {
-				t.Fatalf("result: got %q, want %q", out.Result, tt.wantResult)
-			}
-			for i := range 2 {
-				if !near(out.Rewards[i], tt.want[i]) {
-					t.Errorf("reward %d: got %v, want %v", i, out.Rewards[i], tt.want[i])
-				}
-			}
-			for k, v := range tt.wantMetric {
-				if got, ok := out.Metrics[k]; !ok || !near(got, v) {
-					t.Errorf("metric %s: got %v (present %v), want %v", k, got, ok, v)
-				}
-			}
+			negotiationtest.CheckOutcome(t, out, tt.wantResult, tt.want, tt.wantMetric)
 			if _, ok := out.Metrics["disclosure_seller"]; ok {
 				t.Errorf("the seller has no private number, yet disclosure_seller is reported")
 			}
@@ -107,73 +89,22 @@ func TestScriptedEpisode(t *testing.T) {
 	}
 }
 
-func TestConformance(t *testing.T) {
-	enginetest.Conformance(t, New())
-	t.Run("structured_curated", func(t *testing.T) {
-		enginetest.Conformance(t, New(), enginetest.Options{Seeds: 10, Params: engine.Params{"structured_only": true, "scenario_set": "curated"}})
-	})
-}
+func TestConformance(t *testing.T) { negotiationtest.CheckConformance(t, New()) }
 
 func TestCurated(t *testing.T) {
-	cur, err := Curated()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cur) < 20 {
-		t.Errorf("got %d curated scenarios, want at least 20", len(cur))
-	}
-	ids := map[string]bool{}
-	for _, s := range cur {
-		if err := s.Validate(); err != nil {
-			t.Errorf("%s: %v", s.ID, err)
-		}
-		if s.ID == "" || ids[s.ID] {
-			t.Errorf("id %q empty or repeated", s.ID)
-		}
-		ids[s.ID] = true
-	}
+	cur := negotiationtest.CheckCurated(t, Curated, func(s Scenario) string { return s.ID }, Scenario.Validate)
 	if cur[0].Listing != 350 || cur[0].Target != 260 {
 		t.Errorf("scenario 0 is %+v, the tests expect listing 350 and target 260", cur[0])
 	}
 }
 
-func TestSample(t *testing.T) {
-	for seed := range uint64(500) {
-		if s := Sample(negotiation.Rand(seed, 1)); s.Validate() != nil {
-			t.Fatalf("seed %d: %+v: %v", seed, s, s.Validate())
-		}
-	}
-}
+func TestSample(t *testing.T) { negotiationtest.CheckSample(t, 500, Sample, Scenario.Validate) }
 
 func TestBriefingGolden(t *testing.T) {
-	for _, structured := range []bool{false, true} {
-		p := engine.Params{"scenario_set": "curated", "scenario": 0, "structured_only": structured}
-		rec := negotiationtest.Play(t, New(), 0, p, [2][]string{{"WALK"}, nil})
-		for i, b := range negotiationtest.Briefings(rec) {
-			name := roles[i]
-			if structured {
-				name += "_structured"
-			}
-			negotiationtest.Golden(t, name+".golden", b, *update)
-		}
-	}
+	negotiationtest.CheckBriefingGolden(t, New(), engine.Params{"scenario_set": "curated", "scenario": 0}, roles, *update)
 }
 
-func TestRepliesMatchGrammar(t *testing.T) {
-	for _, agents := range [][]string{{"strategic", "naive"}, {"random", "random"}, {"naive", "strategic"}} {
-		for seed := range uint64(20) {
-			cast, err := engine.ScriptedCast(New(), agents, seed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec, err := engine.Play(context.Background(), New(), seed, nil, cast, engine.DefaultOptions(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			negotiationtest.CheckRepliesMatchGrammar(t, rec)
-		}
-	}
-}
+func TestRepliesMatchGrammar(t *testing.T) { negotiationtest.CheckScriptedGrammar(t, New(), 20) }
 
 func FuzzMove(f *testing.F) {
 	for _, s := range []string{"PROPOSE: price=120", "SAY: hi\nACCEPT", "PROPOSE: price=0", "PROPOSE: $99.50", "PROPOSE: price=1,200", "WALK"} {
@@ -185,20 +116,7 @@ func FuzzMove(f *testing.F) {
 	})
 }
 
-func TestStrategicBeatsNaive(t *testing.T) {
-	h, err := negotiation.PlayHeadToHead(context.Background(), New(), nil, "strategic", "naive", 200, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if testing.Verbose() {
-		h.WriteTable(os.Stdout)
-	}
-	for r := range h.Roles {
-		if s, n := h.Scores[0][r].Mean, h.Scores[1][r].Mean; s <= n {
-			t.Errorf("%s: strategic mean reward %.3f, naive %.3f; want strategic > naive", h.Roles[r], s, n)
-		}
-	}
-}
+func TestStrategicBeatsNaive(t *testing.T) { negotiationtest.CheckStrategicBeatsNaive(t, New()) }
 
 func TestRecordRescore(t *testing.T) {
 	negotiationtest.CheckRescore(t, New(), nil, 10, Rescore)

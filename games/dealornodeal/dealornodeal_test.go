@@ -1,22 +1,16 @@
 package dealornodeal
 
 import (
-	"context"
 	"flag"
-	"math"
-	"os"
 	"slices"
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
-	"github.com/omar-selfplay/omar/engine/enginetest"
 	"github.com/omar-selfplay/omar/games/negotiation"
 	"github.com/omar-selfplay/omar/games/negotiation/negotiationtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 // identical has the same values for both players: no envy-free split
 // exists; the least larger envy violation (.2) is at A={book} (.6/.4) and
@@ -50,15 +44,15 @@ func TestRewards(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ep := newEpisode(tt.s, negotiation.DefaultParams())
 			s := ep.Dealt.(Scenario)
-			if !near(s.Reference.M[0], tt.wantM[0]) || !near(s.Reference.M[1], tt.wantM[1]) {
+			if !negotiationtest.Near(s.Reference.M[0], tt.wantM[0]) || !negotiationtest.Near(s.Reference.M[1], tt.wantM[1]) {
 				t.Fatalf("m: got %v, want %v", s.Reference.M, tt.wantM)
 			}
 			out := ep.Score(tt.res)
 			for i := range 2 {
-				if !near(out.Rewards[i], tt.want[i]) {
+				if !negotiationtest.Near(out.Rewards[i], tt.want[i]) {
 					t.Errorf("reward of %s: got %v, want %v", roles[i], out.Rewards[i], tt.want[i])
 				}
-				if got := out.Metrics["utility_"+roles[i]]; !near(got, tt.wantUtil[i]) {
+				if got := out.Metrics["utility_"+roles[i]]; !negotiationtest.Near(got, tt.wantUtil[i]) {
 					t.Errorf("utility of %s: got %v, want %v", roles[i], got, tt.wantUtil[i])
 				}
 			}
@@ -115,63 +109,24 @@ func TestScriptedEpisode(t *testing.T) {
 			p["rounds"] = 2
 			rec := negotiationtest.Play(t, New(), 1, p, tt.scripts)
 			out := rec.Outcome
-			if out.Result != tt.wantResult {
-				t.Fatalf("result: got %q, want %q", out.Result, tt.wantResult)
-			}
-			for i := range 2 {
-				if !near(out.Rewards[i], tt.want[i]) {
-					t.Errorf("reward %d: got %v, want %v", i, out.Rewards[i], tt.want[i])
-				}
-			}
+			negotiationtest.CheckOutcome(t, out, tt.wantResult, tt.want, tt.wantMetric)
 			if tt.wantTerms != nil {
 				got, want := out.Terms.(Terms), tt.wantTerms.(Terms)
 				if got.Proposer != want.Proposer || !slices.Equal(got.Items["player_a"], want.Items["player_a"]) || !slices.Equal(got.Items["player_b"], want.Items["player_b"]) {
 					t.Errorf("terms: got %+v, want %+v", got, want)
 				}
 			}
-			errs := 0
-			for _, e := range rec.Events {
-				if e.Kind == engine.KindValidationError {
-					errs++
-				}
-			}
-			if errs != tt.wantErrors {
-				t.Errorf("validation errors: got %d, want %d", errs, tt.wantErrors)
-			}
-			for k, v := range tt.wantMetric {
-				if got, ok := out.Metrics[k]; !ok || !near(got, v) {
-					t.Errorf("metric %s: got %v (present %v), want %v", k, got, ok, v)
-				}
+			if errs := negotiationtest.ValidationErrors(rec); errs[0]+errs[1] != tt.wantErrors {
+				t.Errorf("validation errors: got %d, want %d", errs[0]+errs[1], tt.wantErrors)
 			}
 		})
 	}
 }
 
-func TestConformance(t *testing.T) {
-	enginetest.Conformance(t, New())
-	t.Run("structured_curated", func(t *testing.T) {
-		enginetest.Conformance(t, New(), enginetest.Options{Seeds: 10, Params: engine.Params{"structured_only": true, "scenario_set": "curated"}})
-	})
-}
+func TestConformance(t *testing.T) { negotiationtest.CheckConformance(t, New()) }
 
 func TestCurated(t *testing.T) {
-	cur, err := Curated()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cur) < 20 {
-		t.Errorf("got %d curated scenarios, want at least 20", len(cur))
-	}
-	ids := map[string]bool{}
-	for _, s := range cur {
-		if err := s.Validate(); err != nil {
-			t.Errorf("%s: %v", s.ID, err)
-		}
-		if s.ID == "" || ids[s.ID] {
-			t.Errorf("id %q empty or repeated", s.ID)
-		}
-		ids[s.ID] = true
-	}
+	cur := negotiationtest.CheckCurated(t, Curated, func(s Scenario) string { return s.ID }, Scenario.Validate)
 	if cur[identicalIndex].Values != identical.Values || cur[identicalIndex].Counts != identical.Counts {
 		t.Errorf("scenario %d is %+v, the tests expect %+v", identicalIndex, cur[identicalIndex], identical)
 	}
@@ -193,35 +148,10 @@ func TestSample(t *testing.T) {
 }
 
 func TestBriefingGolden(t *testing.T) {
-	for _, structured := range []bool{false, true} {
-		p := curatedParams(0)
-		p["structured_only"] = structured
-		rec := negotiationtest.Play(t, New(), 0, p, [2][]string{{"WALK"}, nil})
-		for i, b := range negotiationtest.Briefings(rec) {
-			name := roles[i]
-			if structured {
-				name += "_structured"
-			}
-			negotiationtest.Golden(t, name+".golden", b, *update)
-		}
-	}
+	negotiationtest.CheckBriefingGolden(t, New(), curatedParams(0), roles, *update)
 }
 
-func TestRepliesMatchGrammar(t *testing.T) {
-	for _, agents := range [][]string{{"strategic", "naive"}, {"random", "random"}, {"naive", "strategic"}} {
-		for seed := range uint64(20) {
-			cast, err := engine.ScriptedCast(New(), agents, seed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec, err := engine.Play(context.Background(), New(), seed, nil, cast, engine.DefaultOptions(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			negotiationtest.CheckRepliesMatchGrammar(t, rec)
-		}
-	}
-}
+func TestRepliesMatchGrammar(t *testing.T) { negotiationtest.CheckScriptedGrammar(t, New(), 20) }
 
 func FuzzMove(f *testing.F) {
 	for _, s := range []string{"PROPOSE: book=1 hat=0 ball=2", "SAY: hi\nACCEPT", "PROPOSE: book=9 hat=0 ball=0", "PROPOSE: hat=1, ball=1, book=0", "WALK"} {
@@ -234,20 +164,7 @@ func FuzzMove(f *testing.F) {
 	})
 }
 
-func TestStrategicBeatsNaive(t *testing.T) {
-	h, err := negotiation.PlayHeadToHead(context.Background(), New(), nil, "strategic", "naive", 200, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if testing.Verbose() {
-		h.WriteTable(os.Stdout)
-	}
-	for r := range h.Roles {
-		if s, n := h.Scores[0][r].Mean, h.Scores[1][r].Mean; s <= n {
-			t.Errorf("%s: strategic mean reward %.3f, naive %.3f; want strategic > naive", h.Roles[r], s, n)
-		}
-	}
-}
+func TestStrategicBeatsNaive(t *testing.T) { negotiationtest.CheckStrategicBeatsNaive(t, New()) }
 
 // TestStructuredLegal checks that structured-only turns list every valid
 // reply in Legal, each of which parses, and ACCEPT only when it is legal.

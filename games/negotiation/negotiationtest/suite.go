@@ -1,0 +1,156 @@
+package negotiationtest
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/engine/enginetest"
+	"github.com/omar-selfplay/omar/games/negotiation"
+)
+
+// The checks below are the tests every game of the suite runs on itself;
+// each game's test file calls them from its own TestXxx functions and
+// keeps only the cases that are specific to it.
+
+// Near reports whether two rewards or metrics agree to 1e-9.
+func Near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// CheckOutcome checks an episode's result (fatal when it differs), both
+// rewards, and every metric in metrics (which must be present).
+func CheckOutcome(t *testing.T, out engine.Outcome, result string, rewards [2]float64, metrics map[string]float64) {
+	t.Helper()
+	if out.Result != result {
+		t.Fatalf("result: got %q, want %q", out.Result, result)
+	}
+	for i := range 2 {
+		if !Near(out.Rewards[i], rewards[i]) {
+			t.Errorf("reward %d: got %v, want %v", i, out.Rewards[i], rewards[i])
+		}
+	}
+	for k, v := range metrics {
+		if got, ok := out.Metrics[k]; !ok || !Near(got, v) {
+			t.Errorf("metric %s: got %v (present %v), want %v", k, got, ok, v)
+		}
+	}
+}
+
+// ValidationErrors counts the validation_error events of each seat.
+func ValidationErrors(rec *engine.Record) [2]int {
+	var errs [2]int
+	for _, e := range rec.Events {
+		if e.Kind == engine.KindValidationError {
+			errs[e.Seat]++
+		}
+	}
+	return errs
+}
+
+// CheckConformance runs the engine's conformance suite on g with opts, and
+// again on the curated scenarios in structured-only mode.
+func CheckConformance(t *testing.T, g engine.Game, opts ...enginetest.Options) {
+	t.Helper()
+	enginetest.Conformance(t, g, opts...)
+	t.Run("structured_curated", func(t *testing.T) {
+		enginetest.Conformance(t, g, enginetest.Options{Seeds: 10, Params: engine.Params{"structured_only": true, "scenario_set": "curated"}})
+	})
+}
+
+// CheckCurated loads a game's curated set and checks that it holds at
+// least 20 valid scenarios with distinct, non-empty ids; it returns the
+// set for the game's own checks.
+func CheckCurated[S any](t *testing.T, curated func() ([]S, error), id func(S) string, validate func(S) error) []S {
+	t.Helper()
+	cur, err := curated()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cur) < 20 {
+		t.Errorf("got %d curated scenarios, want at least 20", len(cur))
+	}
+	ids := map[string]bool{}
+	for _, s := range cur {
+		if err := validate(s); err != nil {
+			t.Errorf("%s: %v", id(s), err)
+		}
+		if id(s) == "" || ids[id(s)] {
+			t.Errorf("id %q empty or repeated", id(s))
+		}
+		ids[id(s)] = true
+	}
+	return cur
+}
+
+// CheckSample checks that the sampler deals valid scenarios for seeds
+// 0..seeds-1 (from the generator NewEpisode gives it).
+func CheckSample[S any](t *testing.T, seeds int, sample func(*rand.Rand) S, validate func(S) error) {
+	t.Helper()
+	for seed := range uint64(seeds) {
+		if s := sample(negotiation.Rand(seed, 1)); validate(s) != nil {
+			t.Fatalf("seed %d: %+v: %v", seed, s, validate(s))
+		}
+	}
+}
+
+// CheckBriefingGolden compares both seats' briefings of one episode with
+// params p, free-text and structured-only, against
+// testdata/<role>[_structured].golden.
+func CheckBriefingGolden(t *testing.T, g engine.Game, p engine.Params, roles [2]string, update bool) {
+	t.Helper()
+	for _, structured := range []bool{false, true} {
+		q := engine.Params{"structured_only": structured}
+		for k, v := range p {
+			q[k] = v
+		}
+		rec := Play(t, g, 0, q, [2][]string{{"WALK"}, nil})
+		for i, b := range Briefings(rec) {
+			name := roles[i]
+			if structured {
+				name += "_structured"
+			}
+			Golden(t, name+".golden", b, update)
+		}
+	}
+}
+
+// CheckScriptedGrammar plays seeds 0..seeds-1 of g for three pairings of
+// the scripted policies and checks every accepted reply against its
+// grammar (CheckRepliesMatchGrammar).
+func CheckScriptedGrammar(t *testing.T, g engine.Game, seeds int) {
+	t.Helper()
+	for _, agents := range [][]string{{"strategic", "naive"}, {"random", "random"}, {"naive", "strategic"}} {
+		for seed := range uint64(seeds) {
+			cast, err := engine.ScriptedCast(g, agents, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := engine.Play(context.Background(), g, seed, nil, cast, engine.DefaultOptions(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			CheckRepliesMatchGrammar(t, rec)
+		}
+	}
+}
+
+// CheckStrategicBeatsNaive plays strategic against naive on 200 sampled
+// scenarios in both seatings and wants the strategic policy's mean reward
+// above the naive one's in every role.
+func CheckStrategicBeatsNaive(t *testing.T, g engine.Game) {
+	t.Helper()
+	h, err := negotiation.PlayHeadToHead(context.Background(), g, nil, "strategic", "naive", 200, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Verbose() {
+		h.WriteTable(os.Stdout)
+	}
+	for r := range h.Roles {
+		if s, n := h.Scores[0][r].Mean, h.Scores[1][r].Mean; s <= n {
+			t.Errorf("%s: strategic mean reward %.3f, naive %.3f; want strategic > naive", h.Roles[r], s, n)
+		}
+	}
+}
