@@ -10,11 +10,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/omar-selfplay/omar/engine"
-	"github.com/omar-selfplay/omar/inference/llama"
-	"github.com/omar-selfplay/omar/llamacpp"
+	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/sotopia"
 	sjudge "github.com/omar-selfplay/omar/sotopia/judge"
 )
@@ -23,9 +23,78 @@ func init() {
 	register(command{name: "judge", summary: "(re)score recorded SOTOPIA episodes with an LLM judge", run: runJudge})
 }
 
+// judgeConfig says where a SOTOPIA judge runs: exactly one of a GGUF
+// file on a llama backend of its own, an Ollama model, or the policy
+// model. It is the "judge" section of a rollout config; omar judge fills
+// it from flags.
+type judgeConfig struct {
+	// Model is a GGUF file.
+	Model string `yaml:"model,omitempty"`
+	// Ollama is the server URL (default $OLLAMA_HOST, else
+	// http://127.0.0.1:11434); OllamaModel the model name, e.g. qwen3:4b.
+	Ollama      string `yaml:"ollama,omitempty"`
+	OllamaModel string `yaml:"ollama_model,omitempty"`
+	// Policy judges with the policy model (see attachJudge).
+	Policy bool `yaml:"policy,omitempty"`
+	// Context is the tokens per judge sequence of a GGUF judge (8192).
+	Context int `yaml:"context,omitempty"`
+	// Process also asks for per-turn process rewards; Extra for the five
+	// OMAR metrics.
+	Process bool `yaml:"process,omitempty"`
+	Extra   bool `yaml:"extra,omitempty"`
+}
+
+// validate checks that exactly one backend is named.
+func (c judgeConfig) validate() error {
+	n := 0
+	for _, set := range []bool{c.Model != "", c.OllamaModel != "", c.Policy} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case c.Ollama != "" && c.OllamaModel == "":
+		return errors.New("judge: ollama needs ollama_model (the model name, e.g. qwen3:4b)")
+	case n != 1:
+		return errors.New("judge: name exactly one backend: model (a GGUF file), ollama_model (with ollama, the server URL) or policy: true")
+	case c.Context < 0:
+		return fmt.Errorf("judge: context %d < 0", c.Context)
+	}
+	return nil
+}
+
+// ollamaHost returns the server URL of an Ollama judge: the configured
+// one, else OLLAMA_HOST, else Ollama's default. A bare host:port (as
+// OLLAMA_HOST often is) gets http://.
+func (c judgeConfig) ollamaHost() string {
+	h := c.Ollama
+	if h == "" {
+		h = os.Getenv("OLLAMA_HOST")
+	}
+	if h == "" {
+		return ollama.DefaultHost
+	}
+	if !strings.Contains(h, "://") {
+		h = "http://" + h
+	}
+	return h
+}
+
+// openOllamaJudge returns a completer on the Ollama model of c and its
+// label.
+func openOllamaJudge(c judgeConfig, parallel int) (*sjudge.Completer, io.Closer, string, error) {
+	o := ollama.Options{Host: c.ollamaHost(), Model: c.OllamaModel, Parallel: max(1, parallel)}
+	comp, b, err := sjudge.NewOllama(o)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("judge: %w", err)
+	}
+	return comp, b, "ollama:" + c.OllamaModel, nil
+}
+
 // judgeFlags are the flags of omar judge.
 type judgeFlags struct {
 	model, llamaLib, out, label string
+	ollama, ollamaModel         string
 	context, parallel, threads  int
 	gpuLayers                   int
 	opts                        sotopia.JudgeOptions
@@ -33,13 +102,15 @@ type judgeFlags struct {
 
 func (f *judgeFlags) bind(fs *flag.FlagSet) {
 	f.opts = sotopia.JudgeOptions{}.Defaults()
-	fs.StringVar(&f.model, "model", "", "judge model GGUF file (required)")
+	fs.StringVar(&f.model, "model", "", "judge model GGUF file (this or --ollama-model)")
+	fs.StringVar(&f.ollamaModel, "ollama-model", "", "judge with this Ollama model, e.g. qwen3:4b (this or --model)")
+	fs.StringVar(&f.ollama, "ollama", "", "Ollama server URL (default: OLLAMA_HOST or "+ollama.DefaultHost+")")
 	fs.StringVar(&f.llamaLib, "llama-lib", os.Getenv("OMAR_LLAMA_LIB"), "llama.cpp library directory (default: OMAR_LLAMA_LIB or lib/llama/cpu)")
 	fs.StringVar(&f.out, "o", "", "write the rescored episodes here (default: stdout)")
-	fs.StringVar(&f.label, "label", "", `judge name recorded in terms.judge (default "llama:<model file>")`)
-	fs.IntVar(&f.context, "context", 8192, "tokens per judge sequence (prompt + reply)")
+	fs.StringVar(&f.label, "label", "", `judge name recorded in terms.judge (default "llama:<model file>" or "ollama:<model>")`)
+	fs.IntVar(&f.context, "context", 8192, "tokens per judge sequence (prompt + reply) of a GGUF judge")
 	fs.IntVar(&f.parallel, "parallel", 4, "episodes judged at once (one batched backend)")
-	fs.IntVar(&f.threads, "threads", 2, "CPU threads")
+	fs.IntVar(&f.threads, "threads", 2, "CPU threads of a GGUF judge")
 	fs.IntVar(&f.gpuLayers, "gpu-layers", 0, "layers offloaded to a GPU (-1 all)")
 	fs.IntVar(&f.opts.Retries, "retries", f.opts.Retries, "completions asked again after an invalid one")
 	fs.Uint64Var(&f.opts.Seed, "seed", f.opts.Seed, "judge seed (fixed for reproducible scores)")
@@ -60,38 +131,45 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	var f judgeFlags
 	f.bind(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: omar judge --model JUDGE.gguf [flags] EPISODES.jsonl...\n\nRescores recorded sotopia_v1 episodes (engine records, one per line) with a grammar-constrained LLM judge and writes them back with the new outcome. Records of other environments are copied unchanged.")
+		fmt.Fprintln(env.stderr, "usage: omar judge --model JUDGE.gguf [flags] EPISODES.jsonl...\n       omar judge --ollama-model NAME [--ollama URL] [flags] EPISODES.jsonl...\n\nRescores recorded sotopia_v1 episodes (engine records, one per line) with an LLM judge and writes them back with the new outcome. A GGUF judge is grammar-constrained; an Ollama judge gets the same JSON as a JSON schema (its format). Invalid replies are retried. Records of other environments are copied unchanged.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 || f.model == "" {
+	jc := judgeConfig{Model: f.model, Ollama: f.ollama, OllamaModel: f.ollamaModel, Context: f.context}
+	if fs.NArg() == 0 || f.model == "" && f.ollamaModel == "" {
 		fs.Usage()
-		return fmt.Errorf("need --model and at least one episodes file: %w", errUsage)
+		return fmt.Errorf("need --model or --ollama-model, and at least one episodes file: %w", errUsage)
+	}
+	if err := jc.validate(); err != nil {
+		return fmt.Errorf("%w (--model, --ollama-model): %w", err, errUsage)
 	}
 	recs, err := readRecords(fs.Args())
 	if err != nil {
 		return err
 	}
-	o := llama.Options{}.Defaults()
-	o.LibDir = llamacpp.DefaultLibDir(f.llamaLib)
-	o.Model = f.model
-	o.Parallel = max(1, f.parallel)
-	o.Context = f.context
-	o.Batch = max(o.Batch, o.Parallel)
-	o.Threads, o.ThreadsBatch = f.threads, f.threads
-	o.GPULayers = f.gpuLayers
-	backend, err := llama.New(o)
-	if err != nil {
+	var (
+		comp   *sjudge.Completer
+		closer io.Closer
+		label  string
+	)
+	if jc.Model != "" {
+		rc := rolloutConfig{LlamaLib: f.llamaLib, Threads: f.threads, GPULayers: f.gpuLayers, KVCache: "f16"}
+		b, err := openLlama(&rc, jc.Model, "", f.parallel, f.context)
+		if err != nil {
+			return err
+		}
+		comp, closer, label = sjudge.New(b), b, "llama:"+filepath.Base(jc.Model)
+	} else if comp, closer, label, err = openOllamaJudge(jc, f.parallel); err != nil {
 		return err
 	}
-	defer backend.Close()
+	defer closer.Close()
 	f.opts.Label = f.label
 	if f.opts.Label == "" {
-		f.opts.Label = "llama:" + filepath.Base(f.model)
+		f.opts.Label = label
 	}
-	j, err := sjudge.NewJudge(backend, f.opts)
+	j, err := sotopia.NewJudge(comp, f.opts)
 	if err != nil {
 		return err
 	}

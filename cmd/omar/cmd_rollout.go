@@ -58,13 +58,13 @@ type rolloutConfig struct {
 	BatchWindowMS  float64 `yaml:"batch_window_ms"`
 	MaxRetries     *int    `yaml:"max_retries"`
 
-	// JudgeModel is the GGUF of an LLM judge for environments that take
-	// one (SOTOPIA). It runs on a backend of its own: a judge must never be
-	// the policy being trained.
-	JudgeModel string `yaml:"judge_model"`
-	// JudgeProcess also asks the judge for per-turn process rewards.
-	JudgeProcess bool `yaml:"judge_process"`
-	JudgeContext int  `yaml:"judge_context"`
+	// Judge gives environments that take one (SOTOPIA) an LLM judge.
+	Judge *judgeConfig `yaml:"judge,omitempty"`
+	// JudgeModel, JudgeProcess and JudgeContext are the older spelling of
+	// judge: {model, process, context}, still read.
+	JudgeModel   string `yaml:"judge_model,omitempty"`
+	JudgeProcess bool   `yaml:"judge_process,omitempty"`
+	JudgeContext int    `yaml:"judge_context,omitempty"`
 
 	Threads   int    `yaml:"threads"`
 	GPULayers int    `yaml:"gpu_layers"`
@@ -115,9 +115,30 @@ func (c *rolloutConfig) applyDefaults() {
 	if c.Temperature == 0 {
 		c.Temperature = d.Sampling.Temperature
 	}
-	if c.JudgeContext == 0 {
-		c.JudgeContext = 8192
+}
+
+// judge returns the judge the config asks for (nil for none), reading
+// the older judge_model keys as judge: {model, process, context}.
+func (c *rolloutConfig) judge() (*judgeConfig, error) {
+	legacy := c.JudgeModel != "" || c.JudgeProcess || c.JudgeContext != 0
+	if c.Judge != nil && legacy {
+		return nil, errors.New("judge_model, judge_process and judge_context are the older spelling of judge: {model, process, context}; use only the judge section")
 	}
+	jc := c.Judge
+	if jc == nil && c.JudgeModel != "" {
+		jc = &judgeConfig{Model: c.JudgeModel, Process: c.JudgeProcess, Context: c.JudgeContext}
+	}
+	if jc == nil {
+		return nil, nil
+	}
+	if err := jc.validate(); err != nil {
+		return nil, err
+	}
+	out := *jc
+	if out.Context == 0 {
+		out.Context = 8192
+	}
+	return &out, nil
 }
 
 // options converts the config into runner options.
@@ -270,25 +291,49 @@ func openPlayers(c *rolloutConfig, seatsPerEpisode int) (*rolloutPlayers, error)
 	return p, nil
 }
 
-// attachJudge gives g an LLM judge on its own backend when the config
-// names a judge model (SOTOPIA; other environments take none).
-func attachJudge(g engine.Game, c *rolloutConfig, p *rolloutPlayers) (engine.Game, error) {
-	if c.JudgeModel == "" {
-		return g, nil
+// attachJudge gives g the LLM judge the config names (SOTOPIA; other
+// environments take none). A GGUF or Ollama judge gets a backend of its
+// own. policy: true shares the policy's backend when nothing is trained
+// (rollout); with trainPolicy set (selfplay) it loads the policy's model
+// file again without the adapter, because a judge that is the policy being
+// trained would grade its own updates.
+func attachJudge(g engine.Game, c *rolloutConfig, p *rolloutPlayers, trainPolicy bool) (engine.Game, error) {
+	jc, err := c.judge()
+	if jc == nil || err != nil {
+		return g, err
 	}
 	sg, ok := g.(*sotopia.Game)
 	if !ok {
-		return nil, fmt.Errorf("judge_model: %s takes no judge", g.ID())
+		return nil, fmt.Errorf("judge: %s takes no judge", g.ID())
 	}
-	b, err := openLlama(c, c.JudgeModel, "", c.Parallel, c.JudgeContext)
-	if err != nil {
-		return nil, fmt.Errorf("judge: %w", err)
-	}
-	p.closers = append(p.closers, b)
+	var comp *sjudge.Completer
 	o := sotopia.JudgeOptions{}.Defaults()
-	o.Label = "llama:" + filepath.Base(c.JudgeModel)
-	o.Process = c.JudgeProcess
-	j, err := sjudge.NewJudge(b, o)
+	switch {
+	case jc.OllamaModel != "":
+		var closer io.Closer
+		if comp, closer, o.Label, err = openOllamaJudge(*jc, c.Parallel); err != nil {
+			return nil, err
+		}
+		p.closers = append(p.closers, closer)
+	case jc.Policy && !trainPolicy:
+		if p.llama == nil {
+			return nil, errors.New("judge: policy: true needs a policy model (model)")
+		}
+		comp, o.Label = sjudge.New(p.llama), "policy:"+filepath.Base(c.Model)
+	default:
+		path, label := jc.Model, "llama:"+filepath.Base(jc.Model)
+		if jc.Policy {
+			path, label = c.Model, "policy-base:"+filepath.Base(c.Model)
+		}
+		b, err := openLlama(c, path, "", c.Parallel, jc.Context)
+		if err != nil {
+			return nil, fmt.Errorf("judge: %w", err)
+		}
+		p.closers = append(p.closers, b)
+		comp, o.Label = sjudge.New(b), label
+	}
+	o.Process, o.Extra = jc.Process, jc.Extra
+	j, err := sotopia.NewJudge(comp, o)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +421,7 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer ps.Close()
-	if g, err = attachJudge(g, &cfg, ps); err != nil {
+	if g, err = attachJudge(g, &cfg, ps, false); err != nil {
 		return err
 	}
 	runner, err := selfplay.NewRunner(g, ps.policy, ps.frozen, opts)

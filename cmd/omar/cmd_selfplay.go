@@ -462,7 +462,7 @@ func openSelfplayRun(dir string, cfg selfplayConfig, resuming bool, stdout io.Wr
 	if r.players.llama == nil {
 		return nil, errors.New("selfplay needs a policy model")
 	}
-	if g, err = attachJudge(g, &cfg.Rollout, r.players); err != nil {
+	if g, err = attachJudge(g, &cfg.Rollout, r.players, true); err != nil {
 		return nil, err
 	}
 	r.game = g
