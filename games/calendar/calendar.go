@@ -299,21 +299,17 @@ func score(s Scenario, res negotiation.Result[int]) engine.Outcome {
 // Rescore recomputes both rewards from a record's scenario, result and
 // terms alone.
 func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
-	var r [2]float64
-	if result != string(negotiation.StatusDeal) {
+	return negotiation.RescoreDeal(result, t, func(t Terms) ([2]float64, error) {
+		var r [2]float64
+		h, err := strconv.Atoi(strings.TrimSuffix(t.Slot, ":00"))
+		if err != nil {
+			return r, fmt.Errorf("slot %q: %w", t.Slot, err)
+		}
+		for i := range r {
+			r[i] = s.Reward(i, h)
+		}
 		return r, nil
-	}
-	if t == nil {
-		return r, fmt.Errorf("a deal without terms")
-	}
-	h, err := strconv.Atoi(strings.TrimSuffix(t.Slot, ":00"))
-	if err != nil {
-		return r, fmt.Errorf("slot %q: %w", t.Slot, err)
-	}
-	for i := range r {
-		r[i] = s.Reward(i, h)
-	}
-	return r, nil
+	})
 }
 
 func briefing(s Scenario, seat int, q negotiation.Params) string {

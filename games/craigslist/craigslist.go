@@ -125,10 +125,7 @@ type Private struct {
 }
 
 // Terms are the deal terms of an agreement.
-type Terms struct {
-	Price    float64 `json:"price"`
-	Proposer string  `json:"proposer"`
-}
+type Terms = negotiation.PriceTerms
 
 // Rewards are the corridor rewards (buyer, seller) of a deal at price.
 func (s Scenario) Rewards(price float64) (buyer, seller float64) {
@@ -147,28 +144,13 @@ func score(s Scenario, res negotiation.Result[float64]) engine.Outcome {
 		rep.Disclosed[0] = 1
 	}
 	rep.Disclosed[1] = -1 // the seller has no private number
-	var terms any
-	if res.Status == negotiation.StatusDeal {
-		p := res.Deal.Terms
-		rep.Reward[0], rep.Reward[1] = s.Rewards(p)
-		rep.Utility = rep.Reward
-		terms = Terms{Price: p, Proposer: roles[res.Deal.Proposer]}
-	}
-	return negotiation.Outcome(res, rep, terms)
+	return negotiation.PriceOutcome(res, rep, s.Rewards)
 }
 
 // Rescore recomputes both rewards from a record's scenario, result and
 // terms alone.
 func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
-	var r [2]float64
-	if result != string(negotiation.StatusDeal) {
-		return r, nil
-	}
-	if t == nil {
-		return r, fmt.Errorf("a deal without terms")
-	}
-	r[0], r[1] = s.Rewards(t.Price)
-	return r, nil
+	return negotiation.RescorePrice(result, t, s.Rewards)
 }
 
 func briefing(s Scenario, seat int, q negotiation.Params) string {

@@ -199,22 +199,18 @@ func score(s Scenario, res negotiation.Result[negotiation.Split]) engine.Outcome
 // Rescore recomputes both rewards from a record's scenario, result and
 // terms alone (the reference m is recomputed, not read).
 func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
-	var r [2]float64
-	if result != string(negotiation.StatusDeal) {
-		return r, nil
-	}
-	if t == nil {
-		return r, fmt.Errorf("a deal without terms")
-	}
-	ref := negotiation.SplitReference(s.Counts[:], s.Values[0][:], s.Values[1][:], MaxScore, MaxScore)
-	for i, role := range roles {
-		items := t.Items[role]
-		if len(items) != 3 {
-			return r, fmt.Errorf("terms of %s: %v", role, items)
+	return negotiation.RescoreDeal(result, t, func(t Terms) ([2]float64, error) {
+		var r [2]float64
+		ref := negotiation.SplitReference(s.Counts[:], s.Values[0][:], s.Values[1][:], MaxScore, MaxScore)
+		for i, role := range roles {
+			items := t.Items[role]
+			if len(items) != 3 {
+				return r, fmt.Errorf("terms of %s: %v", role, items)
+			}
+			r[i] = negotiation.Calibrated(float64(negotiation.Score(items, s.Values[i][:]))/MaxScore, ref.M[i])
 		}
-		r[i] = negotiation.Calibrated(float64(negotiation.Score(items, s.Values[i][:]))/MaxScore, ref.M[i])
-	}
-	return r, nil
+		return r, nil
+	})
 }
 
 func briefing(s Scenario, seat int, q negotiation.Params) string {

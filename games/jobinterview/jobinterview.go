@@ -371,26 +371,22 @@ func score(s Scenario, res negotiation.Result[Contract]) engine.Outcome {
 // Rescore recomputes both rewards from a record's scenario, result and
 // terms alone (the max-min reference is recomputed, not read).
 func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
-	var r [2]float64
-	if result != string(negotiation.StatusDeal) {
-		return r, nil
-	}
-	if t == nil {
-		return r, fmt.Errorf("a deal without terms")
-	}
-	var c Contract
-	for i, is := range Issues {
-		o, err := option(is, t.Contract[is.Name])
-		if err != nil {
-			return r, err
+	return negotiation.RescoreDeal(result, t, func(t Terms) ([2]float64, error) {
+		var r [2]float64
+		var c Contract
+		for i, is := range Issues {
+			o, err := option(is, t.Contract[is.Name])
+			if err != nil {
+				return r, err
+			}
+			c[i] = o
 		}
-		c[i] = o
-	}
-	ref := MaxMin(s.Points[0], s.Points[1])
-	for i := range r {
-		r[i] = negotiation.Calibrated(float64(s.Points[i].Of(c))/MaxPoints, ref.M[i])
-	}
-	return r, nil
+		ref := MaxMin(s.Points[0], s.Points[1])
+		for i := range r {
+			r[i] = negotiation.Calibrated(float64(s.Points[i].Of(c))/MaxPoints, ref.M[i])
+		}
+		return r, nil
+	})
 }
 
 func briefing(s Scenario, seat int, q negotiation.Params) string {

@@ -41,6 +41,37 @@ func (r PriceRules) TermsHelp(int) string { return "PROPOSE: price=<amount>" }
 // TermsGrammar implements Rules.
 func (r PriceRules) TermsGrammar(int) (string, string) { return PriceGrammar, "" }
 
+// PriceTerms are the recorded terms (Outcome.Terms) of a single-price
+// deal.
+type PriceTerms struct {
+	Price    float64 `json:"price"`
+	Proposer string  `json:"proposer"`
+}
+
+// PriceOutcome completes the outcome of a single-price bargain: on a deal,
+// both rewards come from rewards(price) (the corridor), the utilities are
+// the rewards, and the terms are PriceTerms naming the proposer by its
+// role in rep.Roles.
+func PriceOutcome(res Result[float64], rep Report, rewards func(price float64) (buyer, seller float64)) engine.Outcome {
+	var terms any
+	if res.Status == StatusDeal {
+		p := res.Deal.Terms
+		rep.Reward[0], rep.Reward[1] = rewards(p)
+		rep.Utility = rep.Reward
+		terms = PriceTerms{Price: p, Proposer: rep.Roles[res.Deal.Proposer]}
+	}
+	return Outcome(res, rep, terms)
+}
+
+// RescorePrice is the Rescore of a single-price bargain (RescoreDeal with
+// the corridor rewards).
+func RescorePrice(result string, t *PriceTerms, rewards func(price float64) (buyer, seller float64)) ([2]float64, error) {
+	return RescoreDeal(result, t, func(t PriceTerms) ([2]float64, error) {
+		b, s := rewards(t.Price)
+		return [2]float64{b, s}, nil
+	})
+}
+
 // PriceValuation is a price-bargain seat's valuation: candidates are 61
 // round prices from lo to hi; utility is linear, 0 at zero and 1 at one
 // (either order: zero > one for a buyer); Floor is 0.

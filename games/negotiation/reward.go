@@ -1,6 +1,9 @@
 package negotiation
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Temperature is T of the calibrated sigmoid reward (MISSION.md §3).
 const Temperature = 0.2
@@ -48,3 +51,17 @@ func SlotReward(v float64, free []float64) float64 {
 }
 
 func clip01(x float64) float64 { return min(1, max(0, x)) }
+
+// RescoreDeal is what the games' Rescore functions share: a record
+// without a deal pays both seats 0, and one with a deal must carry its
+// terms, which rewards turns into the two rewards. (CaSiNo's walk-away
+// pays points, so it does not use it.)
+func RescoreDeal[T any](result string, t *T, rewards func(T) ([2]float64, error)) ([2]float64, error) {
+	if result != string(StatusDeal) {
+		return [2]float64{}, nil
+	}
+	if t == nil {
+		return [2]float64{}, fmt.Errorf("a deal without terms")
+	}
+	return rewards(*t)
+}

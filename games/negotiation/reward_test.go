@@ -131,3 +131,31 @@ func TestSplitReference(t *testing.T) {
 		})
 	}
 }
+
+func TestRescorePrice(t *testing.T) {
+	corridor := func(p float64) (float64, float64) { return Corridor(p, 150, 200) }
+	deal := &PriceTerms{Price: 160, Proposer: "buyer"}
+	tests := []struct {
+		name    string
+		result  string
+		terms   *PriceTerms
+		want    [2]float64
+		wantErr bool
+	}{
+		{"deal", string(StatusDeal), deal, [2]float64{.8, .2}, false},
+		{"walk-away pays 0 whatever the terms", string(StatusWalk), deal, [2]float64{0, 0}, false},
+		{"no deal pays 0", string(StatusNoDeal), nil, [2]float64{0, 0}, false},
+		{"a deal without terms", string(StatusDeal), nil, [2]float64{0, 0}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := RescorePrice(tt.result, tt.terms, corridor)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("got error %v, want error %v", err, tt.wantErr)
+			}
+			if !near(got[0], tt.want[0]) || !near(got[1], tt.want[1]) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
