@@ -48,14 +48,8 @@ func TestRewards(t *testing.T) {
 				t.Fatalf("m: got %v, want %v for both", s.Reference.M, tt.wantM)
 			}
 			out := ep.Score(tt.res)
-			for i := range 2 {
-				if !negotiationtest.Near(out.Rewards[i], tt.want[i]) {
-					t.Errorf("reward of %s: got %v, want %v", roles[i], out.Rewards[i], tt.want[i])
-				}
-				if got := out.Metrics["utility_"+roles[i]]; !negotiationtest.Near(got, tt.wantUtil[i]) {
-					t.Errorf("utility of %s: got %v, want %v", roles[i], got, tt.wantUtil[i])
-				}
-			}
+			negotiationtest.CheckRewards(t, out, roles, tt.want)
+			negotiationtest.CheckUtilities(t, out, roles, tt.wantUtil)
 		})
 	}
 }

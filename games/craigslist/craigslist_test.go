@@ -34,11 +34,7 @@ func TestRewards(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := newEpisode(s, negotiation.DefaultParams()).Score(tt.res)
-			for i := range 2 {
-				if !negotiationtest.Near(out.Rewards[i], tt.want[i]) {
-					t.Errorf("reward of %s: got %v, want %v", roles[i], out.Rewards[i], tt.want[i])
-				}
-			}
+			negotiationtest.CheckRewards(t, out, roles, tt.want)
 		})
 	}
 }

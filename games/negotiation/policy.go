@@ -79,21 +79,9 @@ var Naive = Style{
 // Agent is a scripted negotiator following a style.
 func Agent[T any](value ValuationFunc[T], style Style) func(seat engine.Seat, seed uint64) engine.Agent {
 	return func(seat engine.Seat, seed uint64) engine.Agent {
-		var val *Valuation[T]
 		said := false
-		return engine.AgentFunc(func(ctx context.Context, t engine.Turn) (engine.Action, error) {
-			info, ok := t.Notification.Data.(TurnInfo[T])
-			if !ok {
-				return engine.Action{}, fmt.Errorf("negotiation: notification data is %T, not a turn", t.Notification.Data)
-			}
-			if val == nil {
-				v, err := value(seat, t.View)
-				if err != nil {
-					return engine.Action{}, err
-				}
-				val = &v
-			}
-			r := decide(*val, style, seat.Index, info, t.View)
+		return replier(value, seat, func(val *Valuation[T], info TurnInfo[T], view []engine.Event) Reply {
+			r := decide(*val, style, seat.Index, info, view)
 			if info.StructuredOnly {
 				r.Say = ""
 			} else if style.Disclose && !said && val.Disclosure != "" {
@@ -102,9 +90,30 @@ func Agent[T any](value ValuationFunc[T], style Style) func(seat engine.Seat, se
 				r.Say = style.Say
 			}
 			said = true
-			return engine.Action{NotificationID: t.Notification.ID, Text: r.Format()}, nil
+			return r
 		})
 	}
+}
+
+// replier is what every scripted policy's agent does around its choice of
+// reply: read the turn's info, value the seat's private information on its
+// first turn, and write the reply as text.
+func replier[T any](value ValuationFunc[T], seat engine.Seat, reply func(val *Valuation[T], info TurnInfo[T], view []engine.Event) Reply) engine.Agent {
+	var val *Valuation[T]
+	return engine.AgentFunc(func(ctx context.Context, t engine.Turn) (engine.Action, error) {
+		info, ok := t.Notification.Data.(TurnInfo[T])
+		if !ok {
+			return engine.Action{}, fmt.Errorf("negotiation: notification data is %T, not a turn", t.Notification.Data)
+		}
+		if val == nil {
+			v, err := value(seat, t.View)
+			if err != nil {
+				return engine.Action{}, err
+			}
+			val = &v
+		}
+		return engine.Action{NotificationID: t.Notification.ID, Text: reply(val, info, t.View).Format()}, nil
+	})
 }
 
 func decide[T any](val Valuation[T], s Style, seat int, info TurnInfo[T], view []engine.Event) Reply {
@@ -177,19 +186,7 @@ var chatter = []string{
 func RandomAgent[T any](value ValuationFunc[T]) func(seat engine.Seat, seed uint64) engine.Agent {
 	return func(seat engine.Seat, seed uint64) engine.Agent {
 		rng := rand.New(rand.NewPCG(seed, 0x72616e64))
-		var val *Valuation[T]
-		return engine.AgentFunc(func(ctx context.Context, t engine.Turn) (engine.Action, error) {
-			info, ok := t.Notification.Data.(TurnInfo[T])
-			if !ok {
-				return engine.Action{}, fmt.Errorf("negotiation: notification data is %T, not a turn", t.Notification.Data)
-			}
-			if val == nil {
-				v, err := value(seat, t.View)
-				if err != nil {
-					return engine.Action{}, err
-				}
-				val = &v
-			}
+		return replier(value, seat, func(val *Valuation[T], info TurnInfo[T], _ []engine.Event) Reply {
 			var r Reply
 			// Weights keep episodes long enough to exercise every move.
 			switch w := rng.IntN(20); {
@@ -207,7 +204,7 @@ func RandomAgent[T any](value ValuationFunc[T]) func(seat engine.Seat, seed uint
 			if !info.StructuredOnly && (r.Kind == KindNone || rng.IntN(2) == 0) {
 				r.Say = chatter[rng.IntN(len(chatter))]
 			}
-			return engine.Action{NotificationID: t.Notification.ID, Text: r.Format()}, nil
+			return r
 		})
 	}
 }

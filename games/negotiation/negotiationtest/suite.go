@@ -38,6 +38,26 @@ func CheckOutcome(t *testing.T, out engine.Outcome, result string, rewards [2]fl
 	}
 }
 
+// CheckRewards checks both rewards of an outcome, naming the seats by role.
+func CheckRewards(t *testing.T, out engine.Outcome, roles [2]string, want [2]float64) {
+	t.Helper()
+	for i := range 2 {
+		if !Near(out.Rewards[i], want[i]) {
+			t.Errorf("reward of %s: got %v, want %v", roles[i], out.Rewards[i], want[i])
+		}
+	}
+}
+
+// CheckUtilities checks both seats' utility_<role> metrics of an outcome.
+func CheckUtilities(t *testing.T, out engine.Outcome, roles [2]string, want [2]float64) {
+	t.Helper()
+	for i := range 2 {
+		if got := out.Metrics["utility_"+roles[i]]; !Near(got, want[i]) {
+			t.Errorf("utility of %s: got %v, want %v", roles[i], got, want[i])
+		}
+	}
+}
+
 // ValidationErrors counts the validation_error events of each seat.
 func ValidationErrors(rec *engine.Record) [2]int {
 	var errs [2]int
