@@ -602,41 +602,6 @@ func (b *Backend) retire(j *job, stop inference.StopReason) {
 	j.finish(nil)
 }
 
-// maxSumExp returns the maximum of x·scale and Σ exp(x·scale − max),
-// leaving each term in exps (which must be at least as long as x).
-func maxSumExp(x []float32, scale float64, exps []float64) (float64, float64) {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = max(m, float64(v)*scale)
-	}
-	if math.IsInf(m, -1) {
-		clear(exps[:len(x)])
-		return m, 0
-	}
-	s := 0.0
-	for i, v := range x {
-		e := expNonPos(float64(v)*scale - m)
-		exps[i] = e
-		s += e
-	}
-	return m, s
-}
-
-// expNonPos is exp(x) for x ≤ 0, to about 1e-9 relative error, several
-// times faster than math.Exp: the sampler takes one exponential per
-// vocabulary entry per token, which on small models costs as much as the
-// decode itself.
-func expNonPos(x float64) float64 {
-	if x < -708 { // below the smallest normal float64; also -Inf and NaN-free inputs
-		return 0
-	}
-	const log2e, ln2hi, ln2lo = 1.4426950408889634, 6.93147180369123816490e-01, 1.90821492927058770002e-10
-	k := math.Floor(x*log2e + 0.5)
-	r := x - k*ln2hi - k*ln2lo // |r| ≤ ln2/2
-	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040+r*(1.0/40320))))))))
-	return p * math.Float64frombits(uint64(int64(k)+1023)<<52)
-}
-
 // draw picks index i with probability exps[i]/sum, for u uniform in [0, 1).
 func draw(exps []float64, sum, u float64) int {
 	target := u * sum
