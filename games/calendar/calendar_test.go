@@ -146,7 +146,4 @@ func FuzzMove(f *testing.F) {
 
 func TestStrategicBeatsNaive(t *testing.T) { negotiationtest.CheckStrategicBeatsNaive(t, New()) }
 
-func TestRecordRescore(t *testing.T) {
-	negotiationtest.CheckRescore(t, New(), nil, 10, Rescore)
-	negotiationtest.CheckRescore(t, New(), engine.Params{"scenario_set": "curated"}, 5, Rescore)
-}
+func TestRecordRescore(t *testing.T) { negotiationtest.CheckRecordRescore(t, New(), Rescore) }

@@ -114,7 +114,7 @@ func FuzzMove(f *testing.F) {
 	for _, s := range []string{"PROPOSE: food=3 water=2 firewood=0", "SAY: hi\nACCEPT", "PROPOSE: food=4 water=0 firewood=0", "PROPOSE: water=1, firewood=1, food=0", "WALK"} {
 		f.Add(s, uint8(0), false)
 	}
-	seats := []engine.Seat{{Index: 0, Name: names[0]}, {Index: 1, Name: names[1]}}
+	seats := negotiation.TwoSeats(names, roles)
 	rules := negotiation.SplitRules{Pool: pool, Seats: seats}
 	f.Fuzz(func(t *testing.T, text string, seat uint8, structured bool) {
 		negotiationtest.CheckGrammar(t, rules, int(seat%2), structured, text)
@@ -123,7 +123,4 @@ func FuzzMove(f *testing.F) {
 
 func TestStrategicBeatsNaive(t *testing.T) { negotiationtest.CheckStrategicBeatsNaive(t, New()) }
 
-func TestRecordRescore(t *testing.T) {
-	negotiationtest.CheckRescore(t, New(), nil, 10, Rescore)
-	negotiationtest.CheckRescore(t, New(), engine.Params{"scenario_set": "curated"}, 5, Rescore)
-}
+func TestRecordRescore(t *testing.T) { negotiationtest.CheckRecordRescore(t, New(), Rescore) }

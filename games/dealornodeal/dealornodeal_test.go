@@ -151,7 +151,7 @@ func FuzzMove(f *testing.F) {
 	for _, s := range []string{"PROPOSE: book=1 hat=0 ball=2", "SAY: hi\nACCEPT", "PROPOSE: book=9 hat=0 ball=0", "PROPOSE: hat=1, ball=1, book=0", "WALK"} {
 		f.Add(s, uint8(0), false)
 	}
-	seats := []engine.Seat{{Index: 0, Name: names[0]}, {Index: 1, Name: names[1]}}
+	seats := negotiation.TwoSeats(names, roles)
 	rules := negotiation.SplitRules{Pool: frontier.pool(), Seats: seats}
 	f.Fuzz(func(t *testing.T, text string, seat uint8, structured bool) {
 		negotiationtest.CheckGrammar(t, rules, int(seat%2), structured, text)
@@ -197,7 +197,4 @@ func TestStructuredLegal(t *testing.T) {
 	}
 }
 
-func TestRecordRescore(t *testing.T) {
-	negotiationtest.CheckRescore(t, New(), nil, 10, Rescore)
-	negotiationtest.CheckRescore(t, New(), engine.Params{"scenario_set": "curated"}, 5, Rescore)
-}
+func TestRecordRescore(t *testing.T) { negotiationtest.CheckRecordRescore(t, New(), Rescore) }

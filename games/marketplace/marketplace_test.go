@@ -103,7 +103,7 @@ func FuzzMove(f *testing.F) {
 	for _, s := range []string{"PROPOSE: price=120", "SAY: hi\nACCEPT", "PROPOSE: price=0", "PROPOSE: $99.50", "PROPOSE: price=1,200", "WALK"} {
 		f.Add(s, uint8(0), false)
 	}
-	rules := negotiation.PriceRules{Seats: []engine.Seat{{Index: 0, Name: names[0]}, {Index: 1, Name: names[1]}}}
+	rules := negotiation.PriceRules{Seats: negotiation.TwoSeats(names, roles)}
 	f.Fuzz(func(t *testing.T, text string, seat uint8, structured bool) {
 		negotiationtest.CheckGrammar(t, rules, int(seat%2), structured, text)
 	})
@@ -111,7 +111,4 @@ func FuzzMove(f *testing.F) {
 
 func TestStrategicBeatsNaive(t *testing.T) { negotiationtest.CheckStrategicBeatsNaive(t, New()) }
 
-func TestRecordRescore(t *testing.T) {
-	negotiationtest.CheckRescore(t, New(), nil, 10, Rescore)
-	negotiationtest.CheckRescore(t, New(), engine.Params{"scenario_set": "curated"}, 5, Rescore)
-}
+func TestRecordRescore(t *testing.T) { negotiationtest.CheckRecordRescore(t, New(), Rescore) }

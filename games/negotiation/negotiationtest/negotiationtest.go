@@ -267,6 +267,14 @@ func Briefings(rec *engine.Record) []string {
 	return out
 }
 
+// CheckRecordRescore is CheckRescore on 10 sampled scenarios and on the
+// first 5 curated ones.
+func CheckRecordRescore[S, T any](t *testing.T, g engine.Game, rescore func(S, string, *T) ([2]float64, error)) {
+	t.Helper()
+	CheckRescore(t, g, nil, 10, rescore)
+	CheckRescore(t, g, engine.Params{"scenario_set": "curated"}, 5, rescore)
+}
+
 // CheckRescore plays episodes of g for each agent pairing and seeds
 // 1..seeds, writes each record as JSON, reads the scenario and the terms
 // back into S and T, and checks that rescore recomputes the recorded
