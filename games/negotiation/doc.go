@@ -8,5 +8,8 @@
 // disclosure detection for the behaviour metrics.
 //
 // Each game lives in its own package (games/dealornodeal, games/casino, …)
-// and supplies only its terms, scenario, briefing and valuation.
+// and supplies only its terms, scenario, briefing, scoring and valuation;
+// its engine.Game is a Game filled with those (the suite's Params, curated
+// or sampled scenarios, fixed seats, the three scripted policies). Package
+// negotiationtest holds the checks every game's tests share.
 package negotiation
