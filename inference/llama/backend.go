@@ -43,6 +43,7 @@ type Backend struct {
 	// Owned by the loop goroutine.
 	batch    *llamacpp.Batch
 	scratch  []*scratch // one per sampling goroutine
+	inBatch  []*job     // reused by step: no allocation per decode
 	sampling []*job
 	pieces   [][]byte // text of every token (specials render empty)
 	eog      []bool   // end-of-generation tokens

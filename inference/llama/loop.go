@@ -372,7 +372,7 @@ func (b *Backend) step() {
 	defer func() { b.stats.stepNS.Add(int64(time.Since(t0))) }()
 	b.batch.Clear()
 	budget := b.batch.Cap()
-	var inBatch []*job
+	inBatch := b.inBatch[:0]
 	add := func(j *job, n int) {
 		s := j.slot
 		pos := len(s.tokens)
@@ -405,6 +405,7 @@ func (b *Backend) step() {
 			add(j, min(budget, len(j.pending)))
 		}
 	}
+	b.inBatch = inBatch
 	if len(inBatch) == 0 {
 		return
 	}
