@@ -12,7 +12,7 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-56
 	MOVQ         src+8(FP), SI
 	MOVQ         n+16(FP), CX
 	VBROADCASTSD scale+24(FP), Y14
-	VBROADCASTSD m+32(FP), Y15
+	VBROADCASTSD m+32(FP), Y12 // not Y15: X15 is the Go ABI's zero register
 	MOVQ         tab+40(FP), R8
 	VXORPD       X9, X9, X9 // sum
 
@@ -21,7 +21,7 @@ loop:
 	JLT  done
 	VCVTPS2PD (SI), Y0     // float64(x)
 	VMULPD    Y14, Y0, Y0  // ·scale
-	VSUBPD    Y15, Y0, Y0  // xx = x·scale − m
+	VSUBPD    Y12, Y0, Y0  // xx = x·scale − m
 	VCMPPD    $5, 0(R8), Y0, Y13 // keep = !(xx < −708): NLT_US, so NaN stays NaN as in Go
 
 	// k = floor(xx·log2e + 0.5)
