@@ -7,9 +7,10 @@ import "golang.org/x/sys/cpu"
 var hasExpAVX2 = cpu.X86.HasAVX2
 
 // expAVX2 sets dst[i] = expNonPos(float64(src[i])*scale - m) for i < n
-// (n a multiple of 4), four at a time, and returns their sum in index order, with the same operations in the
-// same order as expNonPos (no fused multiply-adds, floor by VROUNDPD as in
-// math.Floor), so every result is bit-for-bit the scalar one.
+// (n a multiple of 4), four at a time, and returns their sum taken in
+// index order. It does expNonPos's operations in the same order (no fused
+// multiply-adds, floor by VROUNDPD as in math.Floor), so every term and
+// the sum are bit-for-bit the scalar ones.
 //
 //go:noescape
 func expAVX2(dst *float64, src *float32, n int, scale, m float64, tab *[expTabLen][4]float64) (sum float64)
