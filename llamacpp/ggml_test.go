@@ -10,11 +10,7 @@ func TestGGMLLayout(t *testing.T) {
 	want := readLayouts(t)
 	var ts TensorStruct
 	var ip initParams
-	tests := []struct {
-		name    string
-		size    uintptr
-		offsets map[string]uintptr
-	}{
+	tests := []goLayout{
 		{"ggml_tensor", unsafe.Sizeof(ts), map[string]uintptr{
 			"buffer": unsafe.Offsetof(ts.Buffer), "ne": unsafe.Offsetof(ts.Ne), "nb": unsafe.Offsetof(ts.Nb),
 			"op": unsafe.Offsetof(ts.Op), "op_params": unsafe.Offsetof(ts.OpParams), "flags": unsafe.Offsetof(ts.Flags),
@@ -25,27 +21,7 @@ func TestGGMLLayout(t *testing.T) {
 			"mem_buffer": unsafe.Offsetof(ip.MemBuffer), "no_alloc": unsafe.Offsetof(ip.NoAlloc),
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w, ok := want[tt.name]
-			if !ok {
-				t.Fatalf("%s missing from the layout file", tt.name)
-			}
-			if tt.size != w.size {
-				t.Errorf("size: got %d, want %d", tt.size, w.size)
-			}
-			for field, off := range w.offsets {
-				got, ok := tt.offsets[field]
-				if !ok {
-					t.Errorf("field %s (offset %d) has no Go counterpart", field, off)
-					continue
-				}
-				if got != off {
-					t.Errorf("%s: got offset %d, want %d", field, got, off)
-				}
-			}
-		})
-	}
+	checkLayouts(t, want, tests)
 	if got := unsafe.Sizeof(ggufInitParams{}); got != 16 {
 		t.Errorf("gguf_init_params: got size %d, want 16", got)
 	}

@@ -58,11 +58,7 @@ func TestLayout(t *testing.T) {
 	var cp cContextParams
 	var b cBatch
 	var ta cTokenDataArray
-	tests := []struct {
-		name    string
-		size    uintptr
-		offsets map[string]uintptr
-	}{
+	tests := []goLayout{
 		{"llama_model_params", unsafe.Sizeof(mp), map[string]uintptr{
 			"devices": unsafe.Offsetof(mp.devices), "tensor_buft_overrides": unsafe.Offsetof(mp.tensorBuftOverrides),
 			"n_gpu_layers": unsafe.Offsetof(mp.nGPULayers), "split_mode": unsafe.Offsetof(mp.splitMode),
@@ -102,6 +98,23 @@ func TestLayout(t *testing.T) {
 			"selected": unsafe.Offsetof(ta.selected), "sorted": unsafe.Offsetof(ta.sorted),
 		}},
 	}
+	checkLayouts(t, want, tests)
+	if got := unsafe.Sizeof(TokenData{}); got != 12 {
+		t.Errorf("llama_token_data: got size %d, want 12", got)
+	}
+}
+
+// goLayout is a Go struct's size and field offsets, by C field name.
+type goLayout struct {
+	name    string
+	size    uintptr
+	offsets map[string]uintptr
+}
+
+// checkLayouts compares Go structs with the C layouts read from the
+// pinned layout file: sizes, and the offset of every C field.
+func checkLayouts(t *testing.T, want map[string]layout, tests []goLayout) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w, ok := want[tt.name]
@@ -122,8 +135,5 @@ func TestLayout(t *testing.T) {
 				}
 			}
 		})
-	}
-	if got := unsafe.Sizeof(TokenData{}); got != 12 {
-		t.Errorf("llama_token_data: got size %d, want 12", got)
 	}
 }
