@@ -32,6 +32,15 @@ type Sample struct {
 	Group string
 	// Env and Role key the RAE baseline.
 	Env, Role string
+	// Flagged marks the turns a guard found degenerate (len(TurnEnds) or
+	// nil); their credit is zeroed. hierarchical and turn_gae set the
+	// turn-level advantage A_k of a flagged turn to 0 before it is placed
+	// on the turn's tokens (hierarchical: the end-of-turn token's
+	// pseudo-reward); gae, grpo, rae and reinforce give every token of a
+	// flagged turn advantage 0. Returns (the critic's targets) are those
+	// of the unflagged computation, and other turns' advantages are
+	// unchanged; whitening leaves flagged turns' tokens out.
+	Flagged []bool
 }
 
 // AdvantageInput is the one input type of every estimator.
@@ -136,6 +145,9 @@ func (s *Sample) validate(i int) error {
 	if s.Values != nil && len(s.Values) != n {
 		return fmt.Errorf("selfplay: sample %d: %d values for %d tokens", i, len(s.Values), n)
 	}
+	if s.Flagged != nil && len(s.Flagged) != len(s.TurnEnds) {
+		return fmt.Errorf("selfplay: sample %d: %d turn flags for %d turns", i, len(s.Flagged), len(s.TurnEnds))
+	}
 	if s.TurnRewards != nil && len(s.TurnRewards) != len(s.TurnEnds) {
 		return fmt.Errorf("selfplay: sample %d: %d turn rewards for %d turns", i, len(s.TurnRewards), len(s.TurnEnds))
 	}
@@ -184,6 +196,33 @@ func (s *Sample) score() float64 {
 		r += x
 	}
 	return r
+}
+
+func (s *Sample) flagged(k int) bool { return s.Flagged != nil && s.Flagged[k] }
+
+// guarded returns turn-level advantages with those of flagged turns set to
+// 0, and whether any was (adv itself when none is).
+func guarded(in AdvantageInput, adv [][]float64) ([][]float64, bool) {
+	var out [][]float64
+	for i := range in.Samples {
+		s := &in.Samples[i]
+		for k := range s.TurnEnds {
+			if !s.flagged(k) {
+				continue
+			}
+			if out == nil {
+				out = make([][]float64, len(adv))
+				for j := range adv {
+					out[j] = slices.Clone(adv[j])
+				}
+			}
+			out[i][k] = 0
+		}
+	}
+	if out == nil {
+		return adv, false
+	}
+	return out, true
 }
 
 // turnTokens returns the generated token indices of turn k.
@@ -293,30 +332,42 @@ func (h hierarchical) Estimate(in AdvantageInput) (Advantages, error) {
 		return Advantages{}, err
 	}
 	turnAdv := turnLevel(in, h.p.TurnGamma, h.p.TurnLambda)
-	var f flat
-	var where [][2]int
-	for i := range in.Samples {
-		s := &in.Samples[i]
-		for k := range s.TurnEnds {
-			idx := s.turnTokens(k)
-			for j, t := range idx {
-				end := j == len(idx)-1
-				r := 0.0
-				if end {
-					r = turnAdv[i][k] + s.value(t)
+	// The token-level pass runs on the guarded turn advantages for the
+	// advantages, and once more on the unguarded ones for the returns when
+	// a turn is flagged (the critic keeps learning what the state is worth).
+	tokenLevel := func(turnAdv [][]float64) (flat, [][2]int) {
+		var f flat
+		var where [][2]int
+		for i := range in.Samples {
+			s := &in.Samples[i]
+			for k := range s.TurnEnds {
+				idx := s.turnTokens(k)
+				for j, t := range idx {
+					end := j == len(idx)-1
+					r := 0.0
+					if end {
+						r = turnAdv[i][k] + s.value(t)
+					}
+					f.add(r, s.value(t), end, 0)
+					where = append(where, [2]int{i, t})
 				}
-				f.add(r, s.value(t), end, 0)
-				where = append(where, [2]int{i, t})
 			}
 		}
+		f.scan(h.p.Gamma, h.p.Lambda)
+		return f, where
 	}
-	f.scan(h.p.Gamma, h.p.Lambda)
+	f, where := tokenLevel(turnAdv)
 	out := newOutput(in)
 	for j, w := range where {
-		out.Advantages[w[0]][w[1]] = float32(f.adv[j])
 		out.Returns[w[0]][w[1]] = float32(f.adv[j] + f.v[j])
 	}
-	finish(in, out, h.p)
+	if g, ok := guarded(in, turnAdv); ok {
+		f, _ = tokenLevel(g)
+	}
+	for j, w := range where {
+		out.Advantages[w[0]][w[1]] = float32(f.adv[j])
+	}
+	finish(in, out, h.p, false)
 	return out, nil
 }
 
@@ -362,7 +413,7 @@ func (g tokenGAE) Estimate(in AdvantageInput) (Advantages, error) {
 		out.Advantages[w[0]][w[1]] = float32(f.adv[j])
 		out.Returns[w[0]][w[1]] = float32(f.adv[j] + f.v[j])
 	}
-	finish(in, out, g.p)
+	finish(in, out, g.p, true)
 	return out, nil
 }
 
@@ -377,18 +428,19 @@ func (g turnGAE) Estimate(in AdvantageInput) (Advantages, error) {
 		return Advantages{}, err
 	}
 	turnAdv := turnLevel(in, g.p.TurnGamma, g.p.TurnLambda)
+	credit, _ := guarded(in, turnAdv)
 	out := newOutput(in)
 	for i := range in.Samples {
 		s := &in.Samples[i]
 		for k, e := range s.TurnEnds {
 			ret := turnAdv[i][k] + s.value(e)
 			for _, t := range s.turnTokens(k) {
-				out.Advantages[i][t] = float32(turnAdv[i][k])
+				out.Advantages[i][t] = float32(credit[i][k])
 				out.Returns[i][t] = float32(ret)
 			}
 		}
 	}
-	finish(in, out, g.p)
+	finish(in, out, g.p, false)
 	return out, nil
 }
 
@@ -427,7 +479,7 @@ func (g grpo) Estimate(in AdvantageInput) (Advantages, error) {
 		}
 		fill(s, out, i, a, s.score())
 	}
-	finish(in, out, g.p)
+	finish(in, out, g.p, true)
 	return out, nil
 }
 
@@ -459,7 +511,7 @@ func (e *rae) Estimate(in AdvantageInput) (Advantages, error) {
 		fill(s, out, i, x-b, x)
 		e.baselines[key] = e.p.BaselineDecay*b + (1-e.p.BaselineDecay)*x
 	}
-	finish(in, out, e.p)
+	finish(in, out, e.p, true)
 	return out, nil
 }
 
@@ -530,7 +582,7 @@ func (r reinforce) Estimate(in AdvantageInput) (Advantages, error) {
 		s := &in.Samples[i]
 		fill(s, out, i, s.score(), s.score())
 	}
-	finish(in, out, r.p)
+	finish(in, out, r.p, true)
 	return out, nil
 }
 
@@ -543,15 +595,39 @@ func fill(s *Sample, out Advantages, i int, adv, ret float64) {
 	}
 }
 
-// finish applies whitening over every generated token of the batch.
-func finish(in AdvantageInput, out Advantages, p EstimatorParams) {
+// finish zeroes the advantages of flagged turns' tokens (zeroTokens: the
+// estimators without a turn level) and applies whitening over every
+// generated token of the batch outside flagged turns.
+func finish(in AdvantageInput, out Advantages, p EstimatorParams, zeroTokens bool) {
+	var skip [][]bool // skip[i][t]: token t of sample i is in a flagged turn
+	for i := range in.Samples {
+		s := &in.Samples[i]
+		for k := range s.TurnEnds {
+			if !s.flagged(k) {
+				continue
+			}
+			if skip == nil {
+				skip = make([][]bool, len(in.Samples))
+			}
+			if skip[i] == nil {
+				skip[i] = make([]bool, len(s.Mask))
+			}
+			for _, t := range s.turnTokens(k) {
+				skip[i][t] = true
+				if zeroTokens {
+					out.Advantages[i][t] = 0
+				}
+			}
+		}
+	}
+	skipped := func(i, t int) bool { return skip != nil && skip[i] != nil && skip[i][t] }
 	if !p.Whiten {
 		return
 	}
 	var sum, sq, n float64
 	for i, s := range in.Samples {
 		for t, m := range s.Mask {
-			if m {
+			if m && !skipped(i, t) {
 				x := float64(out.Advantages[i][t])
 				sum, sq, n = sum+x, sq+x*x, n+1
 			}
@@ -564,7 +640,7 @@ func finish(in AdvantageInput, out Advantages, p EstimatorParams) {
 	std := math.Sqrt(math.Max(0, sq/n-mean*mean))
 	for i, s := range in.Samples {
 		for t, m := range s.Mask {
-			if m {
+			if m && !skipped(i, t) {
 				out.Advantages[i][t] = float32((float64(out.Advantages[i][t]) - mean) / (std + 1e-8))
 			}
 		}
@@ -577,5 +653,6 @@ func SampleOf(t *Trajectory, values []float32) Sample {
 	return Sample{
 		Mask: t.Mask, Values: values, TurnEnds: t.TurnEnds, TurnRewards: t.TurnRewards,
 		Reward: t.Reward, ShapedTurns: t.ShapedTurns, Group: t.Group(), Env: t.Env, Role: t.Role,
+		Flagged: t.flags(),
 	}
 }

@@ -40,6 +40,13 @@ func twoTurns() Sample {
 	}
 }
 
+// flaggedTwoTurns is twoTurns with guard flags on its turns.
+func flaggedTwoTurns(first, second bool) Sample {
+	s := twoTurns()
+	s.Flagged = []bool{first, second}
+	return s
+}
+
 func params(mod func(*EstimatorParams)) EstimatorParams {
 	p := EstimatorParams{}.Defaults()
 	if mod != nil {
@@ -194,6 +201,70 @@ func TestEstimatorsHandComputed(t *testing.T) {
 			adv: [][]float64{{1}, {0, -1}},
 			ret: [][]float64{{1}, {0, 0}},
 		},
+		// A guard flagged one turn (Sample.Flagged). twoTurns, γT=λT=.5, is
+		// worked out above: A1=.15, A2=.6, token advantages .25 .15 | .7 .6,
+		// returns .35 .35 | 1 1.
+		{
+			// Turn 1 flagged: its A1 is set to 0 before it goes on token 2,
+			// so token 2 gets 0 and token 1 only the critic's difference
+			// δ = .2−.1 = .1. Turn 2 and every return are unchanged.
+			name: "hierarchical flagged first turn", est: "hierarchical",
+			p:       params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = .5, .5 }),
+			samples: []Sample{flaggedTwoTurns(true, false)},
+			adv:     [][]float64{{0, .1, 0, 0, .7, .6}},
+			ret:     [][]float64{{0, .35, .35, 0, 1, 1}},
+		},
+		{
+			// Turn 2 flagged: A2 → 0 on token 5, token 4 gets .4−.3 = .1;
+			// turn 1 keeps A1 = .15 (the outcome still reaches it through
+			// the turn-level GAE).
+			name: "hierarchical flagged last turn", est: "hierarchical",
+			p:       params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = .5, .5 }),
+			samples: []Sample{flaggedTwoTurns(false, true)},
+			adv:     [][]float64{{0, .25, .15, 0, .1, 0}},
+			ret:     [][]float64{{0, .35, .35, 0, 1, 1}},
+		},
+		{
+			// turn_gae: every token of turn k gets A_k; A1 → 0.
+			name: "turn_gae flagged first turn", est: "turn_gae",
+			p:       params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = .5, .5 }),
+			samples: []Sample{flaggedTwoTurns(true, false)},
+			adv:     [][]float64{{0, 0, 0, 0, .6, .6}},
+			ret:     [][]float64{{0, .35, .35, 0, 1, 1}},
+		},
+		{
+			// gae (γ=λ=1) gives .9 .8 | .7 .6 and returns 1; turn 1's tokens → 0.
+			name: "gae flagged first turn", est: "gae",
+			p:       params(nil),
+			samples: []Sample{flaggedTwoTurns(true, false)},
+			adv:     [][]float64{{0, 0, 0, 0, .7, .6}},
+			ret:     [][]float64{{0, 1, 1, 0, 1, 1}},
+		},
+		{
+			// Whitening leaves the flagged turn out: .7 and .6 have mean .65
+			// and std .05 → ±1; the flagged tokens stay 0.
+			name: "gae flagged whitened", est: "gae",
+			p:       params(func(p *EstimatorParams) { p.Whiten = true }),
+			samples: []Sample{flaggedTwoTurns(true, false)},
+			adv:     [][]float64{{0, 0, 0, 0, 1, -1}},
+			ret:     [][]float64{{0, 1, 1, 0, 1, 1}},
+		},
+		{
+			// reinforce: score 1 on every token but the flagged turn's.
+			name: "reinforce flagged last turn", est: "reinforce",
+			p:       params(nil),
+			samples: []Sample{flaggedTwoTurns(false, true)},
+			adv:     [][]float64{{0, 1, 1, 0, 0, 0}},
+			ret:     [][]float64{{0, 1, 1, 0, 1, 1}},
+		},
+		{
+			// Nothing flagged: the same as without flags.
+			name: "hierarchical no turn flagged", est: "hierarchical",
+			p:       params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = .5, .5 }),
+			samples: []Sample{flaggedTwoTurns(false, false)},
+			adv:     [][]float64{{0, .25, .15, 0, .7, .6}},
+			ret:     [][]float64{{0, .35, .35, 0, 1, 1}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,6 +294,7 @@ func TestEstimatorRejectsBadInput(t *testing.T) {
 		{"turn ends unsorted", Sample{Mask: mask("11"), TurnEnds: []int{1, 0}}},
 		{"generated after last turn", Sample{Mask: mask("11"), TurnEnds: []int{0}}},
 		{"turn rewards length", Sample{Mask: mask("1"), TurnEnds: []int{0}, TurnRewards: []float64{1, 2}}},
+		{"turn flags length", Sample{Mask: mask("1"), TurnEnds: []int{0}, Flagged: []bool{true, false}}},
 	}
 	for _, name := range Estimators() {
 		for _, tc := range tests {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +62,9 @@ type Options struct {
 	// "policy", "frozen", "scripted" or "scripted:NAME". Unmatched seats
 	// play the policy.
 	Agents map[string]string
+	// Guard flags degenerate turns of the kept trajectories after each
+	// episode (Trajectory.TurnFlags); nil runs none.
+	Guard TurnGuard
 }
 
 // Defaults returns the runner defaults.
@@ -401,7 +405,66 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 		}
 		res.Trajectories = append(res.Trajectories, trajs...)
 	}
+	if r.opts.Guard != nil {
+		if err := guardTrajectories(ctx, r.opts.Guard, r.game.ID(), rec, res.Trajectories); err != nil {
+			return nil, fmt.Errorf("selfplay: episode %d: %w", i, err)
+		}
+	}
+	for k := range res.Trajectories {
+		res.Trajectories[k].meta = nil
+	}
 	return res, nil
+}
+
+// guardTrajectories runs g on every turn of trajs and records its reasons
+// in TurnFlags. Whether the engine rejected a reply, or defaulted the
+// decision after it, is read from the record: the events name the
+// notification the reply answered.
+func guardTrajectories(ctx context.Context, g TurnGuard, env string, rec *engine.Record, trajs []Trajectory) error {
+	rejected := map[string]string{}
+	defaulted := map[string]bool{}
+	for _, e := range rec.Events {
+		switch e.Kind {
+		case engine.KindValidationError:
+			rejected[e.NotificationID] = e.Text
+		case engine.KindDefault:
+			defaulted[e.NotificationID] = true
+		}
+	}
+	for i := range trajs {
+		t := &trajs[i]
+		if len(t.meta) != len(t.TurnEnds) {
+			return fmt.Errorf("guard: trajectory of seat %d has %d turns but %d turn records", t.Seat, len(t.TurnEnds), len(t.meta))
+		}
+		seat := engine.Seat{Index: t.Seat, Name: t.SeatName, Role: t.Role, Team: t.Team}
+		t.TurnFlags = make([][]string, len(t.TurnEnds))
+		for k, span := range t.TurnSpans() {
+			m := t.meta[k]
+			reply := t.Tokens[span[0] : span[1]+1]
+			if m.eog {
+				reply = reply[:len(reply)-1]
+			}
+			id := m.notification.ID
+			reasons, err := g.Check(ctx, GuardTurn{
+				Env: env, Episode: t.Episode, Seat: seat, Notification: m.notification,
+				Prompt: t.Tokens[:span[0]:span[0]], Reply: reply[:len(reply):len(reply)], Text: m.text,
+				Stop: m.stop, MaxTokens: m.maxTokens, Rejection: rejected[id], Defaulted: defaulted[id],
+			})
+			if err != nil {
+				return fmt.Errorf("guard: seat %d turn %d: %w", t.Seat, k, err)
+			}
+			t.TurnFlags[k] = []string{}
+			for _, r := range reasons {
+				if r == "" {
+					return fmt.Errorf("guard: seat %d turn %d: an empty reason", t.Seat, k)
+				}
+				if !slices.Contains(t.TurnFlags[k], r) {
+					t.TurnFlags[k] = append(t.TurnFlags[k], r)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // TurnRewarder is implemented by the outcome terms of environments that

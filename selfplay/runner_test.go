@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -564,5 +565,170 @@ func TestRunnerCreditsTurnRewards(t *testing.T) {
 	}
 	if st.UnmatchedTurnRewards == 0 {
 		t.Errorf("unmatched turn rewards: got 0, want the retried seats counted")
+	}
+}
+
+// recordingGuard is the rule guard that also keeps every turn it saw.
+type recordingGuard struct {
+	rule *RuleGuard
+	mu   sync.Mutex
+	seen map[string]GuardTurn // by episode and notification id
+}
+
+func (g *recordingGuard) Check(ctx context.Context, t GuardTurn) ([]string, error) {
+	g.mu.Lock()
+	g.seen[strconv.Itoa(t.Episode)+"/"+t.Notification.ID] = t
+	g.mu.Unlock()
+	return g.rule.Check(ctx, t)
+}
+
+// TestRunnerGuard plays the fake model without a grammar (so it writes
+// invalid moves, out-of-range bids and replies that run into MaxTokens)
+// with the rule guard on, and checks each turn's flags against the episode
+// record: a turn is flagged invalid exactly when the engine rejected the
+// action it answered, defaulted exactly when the decision defaulted after
+// it, and truncated exactly when its reply filled MaxTokens. The guard
+// sees the reply without its end-of-turn token, the stream before it as
+// the prompt, and the action text the engine received.
+func TestRunnerGuard(t *testing.T) {
+	lm := newFakeLM(byteTokenizer{})
+	rule, err := NewRuleGuard(GuardOptions{}.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &recordingGuard{rule: rule, seen: map[string]GuardTurn{}}
+	res, _ := runAll(t, lm, nil, testOptions(func(o *Options) { o.Guard = g; o.Engine.MaxRetries = 1 }), 6)
+	counts := map[string]int{}
+	for _, r := range res {
+		rejected, defaulted := map[string]bool{}, map[string]bool{}
+		actions := map[int][]engine.Event{}
+		for _, e := range r.Record.Events {
+			switch e.Kind {
+			case engine.KindValidationError:
+				rejected[e.NotificationID] = true
+			case engine.KindDefault:
+				defaulted[e.NotificationID] = true
+			case engine.KindAction:
+				actions[e.Seat] = append(actions[e.Seat], e)
+			}
+		}
+		next := map[int]int{} // a seat's next action, across segments
+		for _, tr := range r.Trajectories {
+			if len(tr.TurnFlags) != len(tr.TurnEnds) {
+				t.Fatalf("seat %d: %d turn flags for %d turns", tr.Seat, len(tr.TurnFlags), len(tr.TurnEnds))
+			}
+			if err := tr.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			for k, span := range tr.TurnSpans() {
+				act := actions[tr.Seat][next[tr.Seat]]
+				next[tr.Seat]++
+				seen, ok := g.seen[strconv.Itoa(tr.Episode)+"/"+act.NotificationID]
+				if !ok {
+					t.Fatalf("seat %d turn %d: the guard never saw notification %s", tr.Seat, k, act.NotificationID)
+				}
+				if seen.Text != act.Text {
+					t.Errorf("seat %d turn %d: guard text %q, action %q", tr.Seat, k, seen.Text, act.Text)
+				}
+				if want := tr.Tokens[:span[0]]; !slices.Equal(seen.Prompt, want) {
+					t.Errorf("seat %d turn %d: guard prompt of %d tokens, want %d", tr.Seat, k, len(seen.Prompt), len(want))
+				}
+				gen := tr.Tokens[span[0] : span[1]+1]
+				if gen[len(gen)-1] == tokEnd {
+					gen = gen[:len(gen)-1]
+				}
+				if !slices.Equal(seen.Reply, gen) {
+					t.Errorf("seat %d turn %d: guard reply %v, want %v", tr.Seat, k, seen.Reply, gen)
+				}
+				truncated := span[1]-span[0]+1 == 24 && tr.Tokens[span[1]] != tokEnd
+				for _, c := range []struct {
+					flag string
+					want bool
+				}{
+					{FlagInvalid, rejected[act.NotificationID]},
+					{FlagDefaulted, defaulted[act.NotificationID]},
+					{FlagTruncated, truncated},
+				} {
+					if got := slices.Contains(tr.TurnFlags[k], c.flag); got != c.want {
+						t.Errorf("seat %d turn %d (%q): %s flagged %v, want %v (flags %q)", tr.Seat, k, act.Text, c.flag, got, c.want, tr.TurnFlags[k])
+					}
+				}
+				for _, f := range tr.TurnFlags[k] {
+					counts[f]++
+				}
+			}
+		}
+	}
+	// The run must have exercised the rules this test checks.
+	for _, f := range []string{FlagInvalid, FlagDefaulted, FlagTruncated} {
+		if counts[f] == 0 {
+			t.Errorf("no turn flagged %s in 6 episodes (counts %v)", f, counts)
+		}
+	}
+	// Flagged turns survive the JSONL round trip.
+	var b bytes.Buffer
+	w := NewTrajectoryWriter(&b)
+	var want []Trajectory
+	for _, r := range res {
+		for i := range r.Trajectories {
+			want = append(want, r.Trajectories[i])
+			if err := w.Write(&r.Trajectories[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w.Flush()
+	got, err := ReadTrajectories(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip of flagged trajectories differs")
+	}
+	if s := SampleOf(&want[0], nil); len(s.Flagged) != len(want[0].TurnEnds) {
+		t.Errorf("SampleOf: %d flags for %d turns", len(s.Flagged), len(want[0].TurnEnds))
+	}
+}
+
+// TestRunnerNoGuard: without a guard no flags are written.
+func TestRunnerNoGuard(t *testing.T) {
+	res, _ := runAll(t, newFakeLM(byteTokenizer{}), nil, testOptions(nil), 2)
+	for _, r := range res {
+		for _, tr := range r.Trajectories {
+			if tr.TurnFlags != nil {
+				t.Errorf("seat %d: turn flags %q without a guard", tr.Seat, tr.TurnFlags)
+			}
+			if s := SampleOf(&tr, nil); s.Flagged != nil {
+				t.Errorf("seat %d: sample flags without a guard", tr.Seat)
+			}
+		}
+	}
+}
+
+// TestTrajectoryValidateFlags rejects flags that do not fit the turns.
+func TestTrajectoryValidateFlags(t *testing.T) {
+	base := Trajectory{
+		Tokens: []int32{1, 2}, Mask: Mask{false, true}, Logprobs: []float32{0, -1}, RawLogprobs: []float32{0, -1},
+		TurnEnds: []int{1}, TurnRewards: []float64{0}, PolicyVersions: []int{0},
+	}
+	tests := []struct {
+		name  string
+		flags [][]string
+		ok    bool
+	}{
+		{"none", nil, true},
+		{"clean", [][]string{{}}, true},
+		{"flagged", [][]string{{FlagEmpty}}, true},
+		{"too many", [][]string{{}, {}}, false},
+		{"empty reason", [][]string{{""}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := base
+			tr.TurnFlags = tt.flags
+			if err := tr.Validate(); (err == nil) != tt.ok {
+				t.Errorf("got %v, want ok=%v", err, tt.ok)
+			}
+		})
 	}
 }

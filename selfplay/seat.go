@@ -174,6 +174,9 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 		tr.TurnEnds = append(tr.TurnEnds, len(tr.Tokens)-1)
 		tr.TurnRewards = append(tr.TurnRewards, 0)
 		tr.PolicyVersions = append(tr.PolicyVersions, resp.PolicyVersion)
+		tr.meta = append(tr.meta, turnMeta{
+			notification: t.Notification, text: text, stop: resp.Stop, maxTokens: maxTok, eog: ms.lastEOG >= 0,
+		})
 	}
 	ms.msgs = append(ms.msgs, newMsgs...)
 	ms.msgs = append(ms.msgs, inference.Message{Role: "assistant", Content: text})

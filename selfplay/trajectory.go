@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/inference"
 )
 
 // Trajectory is one seat's token stream of one episode (one segment of it
@@ -50,6 +53,38 @@ type Trajectory struct {
 	ShapedTurns bool `json:"shaped_turns,omitempty"`
 	// PolicyVersions[k] is the policy version that produced turn k.
 	PolicyVersions []int `json:"policy_versions"`
+	// TurnFlags[k] are the reasons a turn guard flagged turn k as
+	// degenerate (empty for a sound turn); nil when no guard ran. The
+	// estimators zero the credit of flagged turns (Sample.Flagged).
+	TurnFlags [][]string `json:"turn_flags,omitempty"`
+
+	// meta is what the guard needs of each turn; the runner drops it
+	// before the trajectory leaves it.
+	meta []turnMeta
+}
+
+// turnMeta is the part of a turn that is not in the token stream.
+type turnMeta struct {
+	notification engine.Notification
+	text         string
+	stop         inference.StopReason
+	maxTokens    int
+	eog          bool // the turn's last token is the end-of-turn token
+}
+
+// Flagged reports whether turn k was flagged by a guard.
+func (t *Trajectory) Flagged(k int) bool { return k < len(t.TurnFlags) && len(t.TurnFlags[k]) > 0 }
+
+// flags returns Sample.Flagged: nil when no guard ran.
+func (t *Trajectory) flags() []bool {
+	if t.TurnFlags == nil {
+		return nil
+	}
+	out := make([]bool, len(t.TurnEnds))
+	for k := range out {
+		out[k] = t.Flagged(k)
+	}
+	return out
 }
 
 // Group is the GRPO group of the trajectory: same scenario and role.
@@ -76,6 +111,16 @@ func (t *Trajectory) Validate() error {
 	if len(t.TurnRewards) != len(t.TurnEnds) || len(t.PolicyVersions) != len(t.TurnEnds) {
 		return fmt.Errorf("selfplay: trajectory %s seat %d: %d turns, %d turn rewards, %d policy versions",
 			t.Scenario, t.Seat, len(t.TurnEnds), len(t.TurnRewards), len(t.PolicyVersions))
+	}
+	if t.TurnFlags != nil && len(t.TurnFlags) != len(t.TurnEnds) {
+		return fmt.Errorf("selfplay: trajectory %s seat %d: %d turns, %d turn flags", t.Scenario, t.Seat, len(t.TurnEnds), len(t.TurnFlags))
+	}
+	for k, fl := range t.TurnFlags {
+		for _, r := range fl {
+			if r == "" {
+				return fmt.Errorf("selfplay: trajectory %s seat %d: turn %d has an empty flag", t.Scenario, t.Seat, k)
+			}
+		}
 	}
 	prev := -1
 	for k, e := range t.TurnEnds {
