@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -57,6 +58,12 @@ type rolloutConfig struct {
 	Grammar        *bool   `yaml:"grammar"`
 	BatchWindowMS  float64 `yaml:"batch_window_ms"`
 	MaxRetries     *int    `yaml:"max_retries"`
+
+	// Guard flags degenerate turns (a reward-hacking guard: the
+	// estimators zero their credit); nil takes the rule-based defaults,
+	// guard: {enabled: false} turns it off. Keys left out of a guard
+	// section keep their defaults.
+	Guard *selfplay.GuardOptions `yaml:"guard"`
 
 	// Judge gives environments that take one (SOTOPIA) an LLM judge.
 	Judge *judgeConfig `yaml:"judge,omitempty"`
@@ -115,6 +122,10 @@ func (c *rolloutConfig) applyDefaults() {
 	if c.Temperature == 0 {
 		c.Temperature = d.Sampling.Temperature
 	}
+	if c.Guard == nil {
+		g := selfplay.GuardOptions{}.Defaults()
+		c.Guard = &g
+	}
 }
 
 // judge returns the judge the config asks for (nil for none), reading
@@ -152,7 +163,63 @@ func (c *rolloutConfig) options() (selfplay.Options, error) {
 	o.Grammar = *c.Grammar
 	o.BatchWindow = time.Duration(c.BatchWindowMS * float64(time.Millisecond))
 	o.Agents = c.Agents
+	if c.Guard != nil && c.Guard.Enabled {
+		g, err := selfplay.NewRuleGuard(*c.Guard)
+		if err != nil {
+			return o, fmt.Errorf("guard: %w", err)
+		}
+		o.Guard = g
+	}
 	return o, o.Validate()
+}
+
+// guardCounts are the turn guard's counts over trajectories: turns seen,
+// turns flagged and flags per reason.
+type guardCounts struct {
+	Turns   int            `json:"turns"`
+	Flagged int            `json:"flagged"`
+	Reasons map[string]int `json:"reasons,omitempty"`
+}
+
+func (g *guardCounts) add(trajs []selfplay.Trajectory) {
+	for i := range trajs {
+		t := &trajs[i]
+		g.Turns += len(t.TurnEnds)
+		for k, fl := range t.TurnFlags {
+			if !t.Flagged(k) {
+				continue
+			}
+			g.Flagged++
+			if g.Reasons == nil {
+				g.Reasons = map[string]int{}
+			}
+			for _, r := range fl {
+				g.Reasons[r]++
+			}
+		}
+	}
+}
+
+// rate is the share of flagged turns.
+func (g guardCounts) rate() float64 {
+	if g.Turns == 0 {
+		return 0
+	}
+	return float64(g.Flagged) / float64(g.Turns)
+}
+
+// String lists the reasons in sorted order ("copy 1, empty 3").
+func (g guardCounts) String() string {
+	names := make([]string, 0, len(g.Reasons))
+	for r := range g.Reasons {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, r := range names {
+		parts[i] = fmt.Sprintf("%s %d", r, g.Reasons[r])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // decodeYAMLFile decodes path into v strictly: an unknown key is an error
@@ -393,6 +460,9 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var cfg rolloutConfig
 	if *config != "" {
+		// A guard section merges into the defaults.
+		g := selfplay.GuardOptions{}.Defaults()
+		cfg.Guard = &g
 		if err := decodeYAMLFile(*config, &cfg); err != nil {
 			return err
 		}
@@ -435,10 +505,12 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	var rewards = map[string][]float64{}
 	var roles []string
 	nTraj := 0
+	var guard guardCounts
 	bar := newProgress(env, cfg.Episodes, "rollout "+g.ID())
 	st, runErr := runner.Run(ctx, cfg.FirstEpisode, cfg.Episodes, func(res *selfplay.EpisodeResult) error {
 		bar.add(1)
 		nTraj += len(res.Trajectories)
+		guard.add(res.Trajectories)
 		for _, s := range res.Record.Seats {
 			if _, ok := rewards[s.Role]; !ok {
 				roles = append(roles, s.Role)
@@ -457,7 +529,14 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 		// and sequences sampled per step (occupancy).
 		BackendSteps int64   `json:"backend_steps,omitempty"`
 		Occupancy    float64 `json:"occupancy,omitempty"`
+		// DegenerateRate is the share of the policy's turns the guard
+		// flagged; Degenerate counts turns and flags per reason.
+		DegenerateRate float64      `json:"degenerate_rate"`
+		Degenerate     *guardCounts `json:"degenerate,omitempty"`
 	}{Stats: st}
+	if cfg.Guard.Enabled {
+		report.DegenerateRate, report.Degenerate = guard.rate(), &guard
+	}
 	if ps.llama != nil {
 		bs := ps.llama.Stats()
 		report.BackendSteps = bs.Steps
@@ -473,6 +552,9 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 		st.Episodes, g.ID(), nTraj, st.GeneratedTokens, st.Wall.Seconds(), st.TokensPerSecond(), report.Occupancy)
 	for _, r := range roles {
 		fmt.Fprintf(env.stdout, "  mean reward %-12s %.3f\n", r, meanReward(rewards[r]))
+	}
+	if cfg.Guard.Enabled {
+		fmt.Fprintf(env.stdout, "  degenerate turns %d of %d (%.1f%%) %s\n", guard.Flagged, guard.Turns, 100*guard.rate(), guard)
 	}
 	fmt.Fprintf(env.stdout, "wrote %s, %s and %s\n", filepath.Join(*out, "trajectories.jsonl"),
 		filepath.Join(*out, "episodes.jsonl"), filepath.Join(*out, "stats.json"))

@@ -145,6 +145,8 @@ func defaultSelfplayConfig() selfplayConfig {
 		Train:           trainConfigOf(train.Options{}.Defaults()),
 		CheckpointEvery: 1,
 	}
+	guard := selfplay.GuardOptions{}.Defaults()
+	c.Rollout.Guard = &guard
 	c.Train.LR = 1e-3
 	c.Train.ValueLR = 1e-3
 	c.Train.Threads = 1
@@ -204,6 +206,12 @@ type iterationMetrics struct {
 	InvalidRate float64 `json:"invalid_rate"`
 	DefaultRate float64 `json:"default_rate"`
 	Turns       int64   `json:"turns"`
+	// DegenerateRate is the share of the policy's turns the turn guard
+	// flagged (their credit is zeroed); DegenerateTurns their number and
+	// Degenerate the flags per reason. All 0 when the guard is off.
+	DegenerateRate  float64        `json:"degenerate_rate"`
+	DegenerateTurns int            `json:"degenerate_turns"`
+	Degenerate      map[string]int `json:"degenerate,omitempty"`
 
 	PolicyLoss float64 `json:"policy_loss"`
 	ValueLoss  float64 `json:"value_loss"`
@@ -293,6 +301,9 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 			return fmt.Errorf("--resume continues a run with its own config and directory; %s cannot change it: %w", strings.Join(bad, ", "), errUsage)
 		}
 		dir = *resume
+		// A run from before the guard existed has no guard section and
+		// continues without one.
+		cfg.Rollout.Guard = &selfplay.GuardOptions{}
 		if err := decodeYAMLFile(filepath.Join(dir, "config.yaml"), &cfg); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
@@ -351,8 +362,8 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 		for _, r := range roles {
 			parts = append(parts, fmt.Sprintf("%s %.3f", r, m.Reward[r]))
 		}
-		fmt.Fprintf(env.stdout, "iteration %d/%d: reward %s; kl_ref %.3f, value loss %.4f, clip %.2f; %.1fs\n",
-			m.Iteration, run.cfg.Iterations, strings.Join(parts, ", "), m.KLRef, m.ValueLoss, m.ClipFrac, m.Seconds["iteration"])
+		fmt.Fprintf(env.stdout, "iteration %d/%d: reward %s; kl_ref %.3f, value loss %.4f, clip %.2f, degenerate %.2f; %.1fs\n",
+			m.Iteration, run.cfg.Iterations, strings.Join(parts, ", "), m.KLRef, m.ValueLoss, m.ClipFrac, m.DegenerateRate, m.Seconds["iteration"])
 	}
 	err = run.loop(ctx)
 	if errors.Is(err, errStopped) {
@@ -653,9 +664,11 @@ func (r *selfplayRun) iteration(ctx context.Context, it int) (*iterationMetrics,
 	sums, counts := map[string]float64{}, map[string]int{}
 	var seatRewards []float64
 	var actions, invalid, decisions, defaults int
+	var guard guardCounts
 	done := 0
 	st, err := r.runner.Run(ctx, r.state.Cursor, n, func(res *selfplay.EpisodeResult) error {
 		trajs = append(trajs, res.Trajectories...)
+		guard.add(res.Trajectories)
 		for _, s := range res.Record.Seats {
 			rw := res.Record.Outcome.Rewards[s.Index]
 			sums[s.Role] += rw
@@ -705,6 +718,7 @@ func (r *selfplayRun) iteration(ctx context.Context, it int) (*iterationMetrics,
 	if decisions > 0 {
 		m.DefaultRate = float64(defaults) / float64(decisions)
 	}
+	m.DegenerateRate, m.DegenerateTurns, m.Degenerate = guard.rate(), guard.Flagged, guard.Reasons
 	// From here on the iteration completes even when interrupted.
 	ctx = context.WithoutCancel(ctx)
 	tw.Flush()
