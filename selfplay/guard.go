@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
@@ -199,20 +200,54 @@ func repeatCoverage(reply []int32, maxN, minCount int) float64 {
 }
 
 // copiesSpan reports whether reply holds a run of minLen tokens that
-// occurs verbatim in prompt. Every window of minLen prompt tokens is
-// hashed once (a plain set: it is only looked up).
+// occurs verbatim in prompt. Windows are compared by a rolling hash
+// (Rabin–Karp), so the cost is linear in the prompt; a hash match is
+// confirmed token by token, and a collision falls back to a plain search,
+// so the answer is exact.
 func copiesSpan(prompt, reply []int32, minLen int) bool {
 	if minLen <= 0 || len(reply) < minLen || len(prompt) < minLen {
 		return false
 	}
-	seen := make(map[string]struct{}, len(prompt)-minLen+1)
-	for i := 0; i+minLen <= len(prompt); i++ {
-		seen[ngramKey(prompt[i:i+minLen])] = struct{}{}
+	const base = 1_000_003
+	var pow uint64 = 1 // base^(minLen−1)
+	for range minLen - 1 {
+		pow *= base
 	}
-	for i := 0; i+minLen <= len(reply); i++ {
-		if _, ok := seen[ngramKey(reply[i:i+minLen])]; ok {
+	// windows calls f with the start and hash of every window of s.
+	windows := func(s []int32, f func(i int, h uint64) bool) bool {
+		var h uint64
+		for i, t := range s {
+			if i >= minLen {
+				h -= uint64(uint32(s[i-minLen])) * pow
+			}
+			h = h*base + uint64(uint32(t))
+			if i >= minLen-1 && f(i-minLen+1, h) {
+				return true
+			}
+		}
+		return false
+	}
+	first := make(map[uint64]int, len(prompt)-minLen+1)
+	windows(prompt, func(i int, h uint64) bool {
+		if _, ok := first[h]; !ok {
+			first[h] = i
+		}
+		return false
+	})
+	return windows(reply, func(i int, h uint64) bool {
+		p, ok := first[h]
+		if !ok {
+			return false
+		}
+		w := reply[i : i+minLen]
+		if slices.Equal(prompt[p:p+minLen], w) {
 			return true
 		}
-	}
-	return false
+		for q := 0; q+minLen <= len(prompt); q++ {
+			if slices.Equal(prompt[q:q+minLen], w) {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -260,4 +261,63 @@ func FuzzRuleGuard(f *testing.F) {
 			t.Errorf("empty flagged %v, want %v", !want, want)
 		}
 	})
+}
+
+// BenchmarkRuleGuard checks one 40-token reply against a 2048-token
+// prompt (the copy rule dominates: it hashes every window of the prompt).
+func BenchmarkRuleGuard(b *testing.B) {
+	g, err := NewRuleGuard(GuardOptions{}.Defaults())
+	if err != nil {
+		b.Fatal(err)
+	}
+	turn := replyTurn("OFFER 120 because the bicycle is old and rusty, sorry")
+	turn.Prompt = make([]int32, 2048)
+	for i := range turn.Prompt {
+		turn.Prompt[i] = int32(i * 7919 % 32000)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := g.Check(ctx, turn); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestCopiesSpanNaive compares the rolling-hash search with the plain
+// double loop on random token strings over small alphabets (many matches
+// and near-matches).
+func TestCopiesSpanNaive(t *testing.T) {
+	naive := func(prompt, reply []int32, n int) bool {
+		for i := 0; i+n <= len(reply); i++ {
+			for j := 0; j+n <= len(prompt); j++ {
+				if slices.Equal(reply[i:i+n], prompt[j:j+n]) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	matches := 0
+	for iter := range 2000 {
+		alpha := 2 + rng.IntN(3)
+		gen := func(n int) []int32 {
+			s := make([]int32, n)
+			for i := range s {
+				s[i] = int32(rng.IntN(alpha)) - 1 // -1 too: negative ids must not break the hash
+			}
+			return s
+		}
+		prompt, reply, n := gen(rng.IntN(40)), gen(rng.IntN(20)), 1+rng.IntN(8)
+		want := naive(prompt, reply, n)
+		if got := copiesSpan(prompt, reply, n); got != want {
+			t.Fatalf("case %d: prompt %v reply %v n %d: got %v, want %v", iter, prompt, reply, n, got, want)
+		}
+		if want {
+			matches++
+		}
+	}
+	if matches < 200 || matches > 1800 {
+		t.Errorf("%d of 2000 cases match: the cases do not test both answers", matches)
+	}
 }
