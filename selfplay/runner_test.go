@@ -732,3 +732,43 @@ func TestTrajectoryValidateFlags(t *testing.T) {
 		})
 	}
 }
+
+// failingGuard fails on its first turn (a judge whose backend is down).
+type failingGuard struct{}
+
+func (failingGuard) Check(context.Context, GuardTurn) ([]string, error) {
+	return nil, errors.New("judge unavailable")
+}
+
+// emptyReasonGuard flags every turn with an empty reason (a guard bug).
+type emptyReasonGuard struct{}
+
+func (emptyReasonGuard) Check(context.Context, GuardTurn) ([]string, error) {
+	return []string{""}, nil
+}
+
+// TestRunnerGuardErrors: a failing guard, or one that flags without a
+// reason, ends the run with an error naming the problem.
+func TestRunnerGuardErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		guard TurnGuard
+		want  string
+	}{
+		{"failing", failingGuard{}, "judge unavailable"},
+		{"empty reason", emptyReasonGuard{}, "empty reason"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lm := newFakeLM(byteTokenizer{})
+			pol := &Player{Label: "fake", Backend: lm, Tokenizer: lm.tok}
+			r, err := NewRunner(sealedbid.New(), pol, nil, testOptions(func(o *Options) { o.Guard = tt.guard }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.Run(context.Background(), 0, 2, func(*EpisodeResult) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}

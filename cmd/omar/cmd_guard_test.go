@@ -189,3 +189,67 @@ func TestSelfplayGuardMetrics(t *testing.T) {
 		t.Errorf("metrics: degenerate_turns %d, rate %v, %v; the trajectories count %+v", m.DegenerateTurns, m.DegenerateRate, m.Degenerate, want)
 	}
 }
+
+// TestSelfplayResumeWithoutGuardSection: a run directory written before
+// the guard existed (no guard section in config.yaml) resumes unguarded.
+func TestSelfplayResumeWithoutGuardSection(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testSelfplayConfig(t, dir, 1)
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := strings.Replace(string(b), "  max_tokens: 8\n", "  max_tokens: 8\n  grammar: false\n", 1)
+	if err := os.WriteFile(cfg, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if _, stderr, code := runCLI(t, "selfplay", "--config", cfg, "--out", run); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// Drop the guard section as an older omar would have written it.
+	cb, err := os.ReadFile(filepath.Join(run, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	inGuard := false
+	for _, line := range strings.Split(string(cb), "\n") {
+		if strings.TrimSpace(line) == "guard:" {
+			inGuard = true
+			continue
+		}
+		if inGuard && strings.HasPrefix(line, "        ") {
+			continue
+		}
+		inGuard = false
+		kept = append(kept, line)
+	}
+	if len(kept) == len(strings.Split(string(cb), "\n")) {
+		t.Fatalf("config.yaml has no guard section:\n%s", cb)
+	}
+	if err := os.WriteFile(filepath.Join(run, "config.yaml"), []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI(t, "selfplay", "--resume", run, "--iterations", "2"); code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, stderr)
+	}
+	mb, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(mb)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d metrics lines, want 2", len(lines))
+	}
+	var m1, m2 iterationMetrics
+	if err := json.Unmarshal([]byte(lines[0]), &m1); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &m2); err != nil {
+		t.Fatal(err)
+	}
+	if m1.DegenerateTurns == 0 || m2.DegenerateTurns != 0 {
+		t.Errorf("degenerate turns %d (guarded) then %d (resumed without a guard section), want > 0 then 0", m1.DegenerateTurns, m2.DegenerateTurns)
+	}
+}
