@@ -104,5 +104,15 @@ type Tokenizer interface {
 	EOG(token int32) bool
 }
 
+// SpecialTexter is implemented by tokenizers that can list the texts of
+// their special tokens: the strings that Tokenize turns into control tokens
+// when parseSpecial is true (e.g. "<|im_start|>"). Callers that render text
+// written by a model or a remote participant into a prompt use it to keep
+// that text from forging control tokens (a fake end of turn or system
+// message).
+type SpecialTexter interface {
+	SpecialTexts() []string
+}
+
 // ErrContextFull is returned (wrapped) when a prompt does not fit the context.
 var ErrContextFull = errors.New("inference: prompt does not fit the context")

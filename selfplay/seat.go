@@ -1,9 +1,13 @@
 package selfplay
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
@@ -15,6 +19,40 @@ type Player struct {
 	Label     string
 	Backend   inference.Backend
 	Tokenizer inference.Tokenizer
+
+	defangOnce sync.Once
+	defanger   *strings.Replacer
+}
+
+// defang keeps text that other participants wrote (a model's SAY line, a
+// remote client's message) from forging control tokens in this seat's
+// prompt — a fake end of turn or system message that a policy could learn
+// to inject into its opponents. Every special-token text the tokenizer
+// reports (inference.SpecialTexter) gets a zero-width space after its first
+// character, so it tokenises as plain text.
+func (p *Player) defang(text string) string {
+	p.defangOnce.Do(func() {
+		st, ok := p.Tokenizer.(inference.SpecialTexter)
+		if !ok {
+			return
+		}
+		specials := st.SpecialTexts()
+		// Longer texts first: the replacer tries patterns in order.
+		slices.SortStableFunc(specials, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+		var pairs []string
+		for _, sp := range specials {
+			if _, n := utf8.DecodeRuneInString(sp); n < len(sp) {
+				pairs = append(pairs, sp, sp[:n]+"\u200b"+sp[n:])
+			}
+		}
+		if len(pairs) > 0 {
+			p.defanger = strings.NewReplacer(pairs...)
+		}
+	})
+	if p.defanger == nil {
+		return text
+	}
+	return p.defanger.Replace(text)
 }
 
 // modelSeat is the engine.Agent of one seat played by a model. It keeps the
@@ -69,6 +107,7 @@ func (ms *modelSeat) render(view []engine.Event) []inference.Message {
 		if text == "" {
 			return
 		}
+		text = ms.player.defang(text)
 		if n := len(out); n > 0 && out[n-1].Role == role {
 			out[n-1].Content += "\n" + text
 			return

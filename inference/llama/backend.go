@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,7 @@ type Backend struct {
 	inBatch  []*job     // reused by step: no allocation per decode
 	sampling []*job
 	pieces   [][]byte // text of every token (specials render empty)
+	specials []string // texts of the control and end-of-generation tokens
 	eog      []bool   // end-of-generation tokens
 	slots    []*slot
 	queue    []*job
@@ -111,6 +113,11 @@ func New(o Options) (*Backend, error) {
 	for t := range int32(nv) {
 		b.pieces[t] = []byte(b.vocab.Piece(t, false))
 		b.eog[t] = b.vocab.IsEOG(t)
+		if b.eog[t] || b.vocab.IsControl(t) {
+			if text := b.vocab.Piece(t, true); text != "" {
+				b.specials = append(b.specials, text)
+			}
+		}
 	}
 	for i := range o.Parallel {
 		b.slots = append(b.slots, &slot{seq: int32(i)})
@@ -215,6 +222,10 @@ func (b *Backend) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32,
 	}
 	return b.vocab.Tokenize(text, addSpecial, parseSpecial)
 }
+
+// SpecialTexts implements inference.SpecialTexter: the texts of the
+// vocabulary's control and end-of-generation tokens.
+func (b *Backend) SpecialTexts() []string { return slices.Clone(b.specials) }
 
 // Detokenize implements inference.Tokenizer: special tokens are rendered as
 // their text, so it inverts Tokenize(text, false, true).

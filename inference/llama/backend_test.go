@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -182,6 +183,25 @@ func TestTokenizer(t *testing.T) {
 	imEnd := toks[0]
 	if len(toks) != 1 || !b.EOG(imEnd) || b.EOG(65) {
 		t.Errorf("EOG(<|im_end|>) = %v, EOG(65) = %v", b.EOG(imEnd), b.EOG(65))
+	}
+}
+
+// TestSpecialTexts: the chat markers are listed, and each tokenises to a
+// single special token only when special parsing is on.
+func TestSpecialTexts(t *testing.T) {
+	b := newBackend(t, testOptions(t))
+	got := b.SpecialTexts()
+	for _, want := range []string{model.IMStart, model.IMEnd, model.EndOfText} {
+		if !slices.Contains(got, want) {
+			t.Errorf("SpecialTexts() = %q, missing %q", got, want)
+		}
+	}
+	for _, sp := range got {
+		special, _ := b.Tokenize(sp, false, true)
+		plain, _ := b.Tokenize(sp, false, false)
+		if len(special) != 1 || slices.Equal(special, plain) {
+			t.Errorf("%q: special parse %v, plain %v; want one special token only with special parsing", sp, special, plain)
+		}
 	}
 }
 

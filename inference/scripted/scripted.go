@@ -191,6 +191,11 @@ func (b *Backend) ChatTemplate(msgs []inference.Message, addAssistant bool) (str
 	return RenderChatML(msgs, addAssistant), nil
 }
 
+// SpecialTexts implements inference.SpecialTexter.
+func (b *Backend) SpecialTexts() []string {
+	return []string{model.EndOfText, model.IMStart, model.IMEnd}
+}
+
 // EOG implements inference.Tokenizer: <|im_end|>, <|endoftext|> and the
 // vocabulary's EOS/EOT end a generation.
 func (b *Backend) EOG(token int32) bool {
