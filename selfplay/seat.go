@@ -1,13 +1,10 @@
 package selfplay
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
@@ -21,38 +18,15 @@ type Player struct {
 	Tokenizer inference.Tokenizer
 
 	defangOnce sync.Once
-	defanger   *strings.Replacer
+	defanger   *inference.Defanger
 }
 
 // defang keeps text that other participants wrote (a model's SAY line, a
 // remote client's message) from forging control tokens in this seat's
-// prompt — a fake end of turn or system message that a policy could learn
-// to inject into its opponents. Every special-token text the tokenizer
-// reports (inference.SpecialTexter) gets a zero-width space after its first
-// character, so it tokenises as plain text.
+// prompt (see inference.Defanger).
 func (p *Player) defang(text string) string {
-	p.defangOnce.Do(func() {
-		st, ok := p.Tokenizer.(inference.SpecialTexter)
-		if !ok {
-			return
-		}
-		specials := st.SpecialTexts()
-		// Longer texts first: the replacer tries patterns in order.
-		slices.SortStableFunc(specials, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
-		var pairs []string
-		for _, sp := range specials {
-			if _, n := utf8.DecodeRuneInString(sp); n < len(sp) {
-				pairs = append(pairs, sp, sp[:n]+"\u200b"+sp[n:])
-			}
-		}
-		if len(pairs) > 0 {
-			p.defanger = strings.NewReplacer(pairs...)
-		}
-	})
-	if p.defanger == nil {
-		return text
-	}
-	return p.defanger.Replace(text)
+	p.defangOnce.Do(func() { p.defanger = inference.NewDefanger(p.Tokenizer) })
+	return p.defanger.Defang(text)
 }
 
 // modelSeat is the engine.Agent of one seat played by a model. It keeps the

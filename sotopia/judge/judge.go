@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -89,7 +90,11 @@ func (j *Completer) Request(c sotopia.Completion) (inference.Request, error) {
 		Grammar:   c.Grammar,
 	}
 	if tok, ok := j.backend.(inference.Tokenizer); ok {
-		text, err := tok.ChatTemplate(req.Messages, true)
+		// The transcript holds the players' words: they must not forge
+		// control tokens (a fake assistant turn with top scores).
+		msgs := slices.Clone(req.Messages)
+		msgs[len(msgs)-1].Content = inference.NewDefanger(tok).Defang(msgs[len(msgs)-1].Content)
+		text, err := tok.ChatTemplate(msgs, true)
 		if err != nil {
 			return req, fmt.Errorf("judge: chat template: %w", err)
 		}
