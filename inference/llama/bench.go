@@ -42,11 +42,37 @@ func (d DecodeBench) Ratio() float64 { return d.BackendRate() / d.RawRate() }
 // and batch shape: one llama_decode per step, next token by argmax in Go,
 // no sampler chains or logprobs. Both include the prompt decode. Each side
 // runs benchRounds times, alternating, and reports its fastest round.
+// Every prompt goes into the first llama_decode (n_batch is set to hold
+// them all).
 func BenchDecode(ctx context.Context, o Options, parallel, promptTokens, newTokens int) (DecodeBench, error) {
+	o.Batch = max(parallel*promptTokens, parallel)
+	return benchDecode(ctx, o, parallel, 0, promptTokens, newTokens)
+}
+
+// BenchDecodeChunked is BenchDecode with the caller's o.Batch kept: both
+// sides decode the prompts in chunks of at most o.Batch tokens, the raw
+// loop filling each decode as the backend does (one token for every
+// generating sequence first, then prompt chunks in sequence order). It is
+// the reference for a workload whose prompts do not fit one decode, such
+// as a rollout, where llama.cpp's cost per prompt token depends on the
+// size of the decode. Each sequence already holds prefixTokens in its KV
+// cache, decoded before the clock starts (a rollout's later turns append
+// to a cached conversation, and a prompt token's attention costs more the
+// deeper it sits).
+func BenchDecodeChunked(ctx context.Context, o Options, parallel, prefixTokens, promptTokens, newTokens int) (DecodeBench, error) {
+	if o.Batch < parallel {
+		return DecodeBench{}, fmt.Errorf("llama: bench: batch %d < parallel %d", o.Batch, parallel)
+	}
+	if prefixTokens < 0 {
+		return DecodeBench{}, fmt.Errorf("llama: bench: prefix %d < 0", prefixTokens)
+	}
+	return benchDecode(ctx, o, parallel, prefixTokens, promptTokens, newTokens)
+}
+
+func benchDecode(ctx context.Context, o Options, parallel, prefixTokens, promptTokens, newTokens int) (DecodeBench, error) {
 	res := DecodeBench{Parallel: parallel, PromptTokens: promptTokens, NewTokens: newTokens}
 	o.Parallel = parallel
-	o.Context = max(o.Context, promptTokens+newTokens+1)
-	o.Batch = max(parallel*promptTokens, parallel)
+	o.Context = max(o.Context, prefixTokens+promptTokens+newTokens+1)
 	o.ignoreEOG = true
 	b, err := New(o)
 	if err != nil {
@@ -56,7 +82,7 @@ func BenchDecode(ctx context.Context, o Options, parallel, promptTokens, newToke
 	nv := int32(b.vocab.NTokens())
 	prompts := make([][]int32, parallel)
 	for i := range prompts {
-		p := make([]int32, promptTokens)
+		p := make([]int32, prefixTokens+promptTokens)
 		for k := range p {
 			// Deterministic, distinct per sequence; avoids special tokens
 			// only by accident of the ids, which does not matter here.
@@ -66,13 +92,24 @@ func BenchDecode(ctx context.Context, o Options, parallel, promptTokens, newToke
 	}
 
 	// Warm up (first decode allocates compute buffers).
-	if _, err := b.Generate(ctx, []inference.Request{{Prompt: prompts[0], MaxTokens: 2}}); err != nil {
+	if _, err := b.Generate(ctx, []inference.Request{{Prompt: prompts[0][prefixTokens:], MaxTokens: 2}}); err != nil {
 		return res, err
 	}
 	round := 0
 	var share float64
 	backend := func() (int64, time.Duration, error) {
 		round++
+		if prefixTokens > 0 {
+			// The cached conversation: decoded under the round's keys
+			// before the clock starts, then reused by the timed call.
+			pre := make([]inference.Request, parallel)
+			for i := range pre {
+				pre[i] = inference.Request{Key: fmt.Sprintf("bench%d/%d", round, i), Prompt: prompts[i][:prefixTokens], MaxTokens: 1}
+			}
+			if _, err := b.Generate(ctx, pre); err != nil {
+				return 0, 0, err
+			}
+		}
 		st0 := b.Stats()
 		before := st0.GeneratedTokens
 		// One call with every sequence: they start in the same step, like
@@ -112,26 +149,68 @@ func BenchDecode(ctx context.Context, o Options, parallel, promptTokens, newToke
 		return res, err
 	}
 	defer batch.Close()
-	raw := func(n int) (int64, error) {
+	// raw decodes every sequence's prompt and n tokens: each decode takes
+	// one token of every generating sequence, then prompt chunks in
+	// sequence order up to n_batch (with one decode for all prompts when
+	// they fit, the plain batched loop). The prefixes are decoded first,
+	// off the clock.
+	end := prefixTokens + promptTokens
+	raw := func(n int) (int64, time.Duration, error) {
 		lctx.Memory().Clear(false)
-		batch.Clear()
-		idx := make([]int, parallel)
 		for i, p := range prompts {
-			for k, t := range p {
-				j, _ := batch.Add(t, int32(k), int32(i), k == len(p)-1)
-				idx[i] = j
+			for k := 0; k < prefixTokens; {
+				batch.Clear()
+				for ; k < prefixTokens && batch.Len() < o.Batch; k++ {
+					_, _ = batch.Add(p[k], int32(k), int32(i), k == prefixTokens-1 || batch.Len() == o.Batch-1)
+				}
+				if err := lctx.Decode(batch); err != nil {
+					return 0, 0, err
+				}
 			}
 		}
+		start := time.Now()
+		fed := make([]int, parallel) // prompt tokens decoded per sequence
+		for i := range fed {
+			fed[i] = prefixTokens
+		}
+		got := make([]int, parallel) // tokens generated per sequence
+		next := make([]int32, parallel)
+		idx := make([]int, parallel)
 		var count int64
-		for step := range n {
-			if err := lctx.Decode(batch); err != nil {
-				return count, err
-			}
-			next := make([]int32, parallel)
+		for {
+			batch.Clear()
+			budget := o.Batch
 			for i := range parallel {
+				idx[i] = -1
+				if fed[i] == end && got[i] > 0 && got[i] < n && budget > 0 {
+					idx[i], _ = batch.Add(next[i], int32(end+got[i]-1), int32(i), true)
+					budget--
+				}
+			}
+			for i, p := range prompts {
+				for fed[i] < end && budget > 0 {
+					k := fed[i]
+					j, _ := batch.Add(p[k], int32(k), int32(i), k == end-1)
+					if k == end-1 {
+						idx[i] = j
+					}
+					fed[i]++
+					budget--
+				}
+			}
+			if batch.Len() == 0 {
+				return count, time.Since(start), nil
+			}
+			if err := lctx.Decode(batch); err != nil {
+				return count, 0, err
+			}
+			for i := range parallel {
+				if idx[i] < 0 {
+					continue
+				}
 				l, err := lctx.Logits(idx[i])
 				if err != nil {
-					return count, err
+					return count, 0, err
 				}
 				best := 0
 				for v := range l {
@@ -140,19 +219,12 @@ func BenchDecode(ctx context.Context, o Options, parallel, promptTokens, newToke
 					}
 				}
 				next[i] = int32(best)
+				got[i]++
 				count++
 			}
-			if step == n-1 {
-				break
-			}
-			batch.Clear()
-			for i := range parallel {
-				idx[i], _ = batch.Add(next[i], int32(promptTokens+step), int32(i), true)
-			}
 		}
-		return count, nil
 	}
-	if _, err := raw(2); err != nil {
+	if _, _, err := raw(2); err != nil {
 		return res, err
 	}
 	// Alternate the two and keep each one's best round: on a shared
@@ -165,9 +237,7 @@ func BenchDecode(ctx context.Context, o Options, parallel, promptTokens, newToke
 		if res.BackendTime == 0 || el < res.BackendTime {
 			res.BackendTokens, res.BackendTime, res.BackendDecodeShare = n, el, share
 		}
-		start := time.Now()
-		n, err = raw(newTokens)
-		el = time.Since(start)
+		n, el, err = raw(newTokens)
 		if err != nil {
 			return res, err
 		}

@@ -27,3 +27,37 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// TestBenchDecodeChunked checks that both sides of the chunked reference
+// generate every token asked for, with prompts longer than a decode and a
+// cached prefix, and that a batch narrower than the sequences is refused.
+func TestBenchDecodeChunked(t *testing.T) {
+	o := testOptions(t)
+	o.Batch = 16
+	for _, tc := range []struct {
+		name                            string
+		parallel, prefix, prompt, fresh int
+	}{
+		{"one decode", 2, 0, 4, 3},
+		{"chunked", 3, 0, 20, 4},
+		{"chunked behind a prefix", 2, 23, 20, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := BenchDecodeChunked(context.Background(), o, tc.parallel, tc.prefix, tc.prompt, tc.fresh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := int64(tc.parallel * tc.fresh)
+			if r.RawTokens != want || r.BackendTokens != want {
+				t.Errorf("got raw %d, backend %d tokens, want %d each", r.RawTokens, r.BackendTokens, want)
+			}
+		})
+	}
+	t.Run("batch narrower than parallel", func(t *testing.T) {
+		o := o
+		o.Batch = 2
+		if _, err := BenchDecodeChunked(context.Background(), o, 3, 0, 4, 2); err == nil {
+			t.Error("got no error, want one")
+		}
+	})
+}
