@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"sync"
@@ -77,13 +78,25 @@ func (j *Completer) Format(req inference.Request) json.RawMessage {
 	return nil
 }
 
+// completionKey names a completion's sequence. Judge seeds derive from the
+// judge's own seed, pass, turn and attempt only, so the same seed recurs
+// in every episode; the prompt's hash keeps concurrent episodes on
+// different keys (a batching backend serialises requests that share one).
+func completionKey(prefix string, c sotopia.Completion) string {
+	h := fnv.New64a()
+	h.Write([]byte(c.System))
+	h.Write([]byte{0})
+	h.Write([]byte(c.Prompt))
+	return prefix + "/" + strconv.FormatUint(c.Seed, 16) + "/" + strconv.FormatUint(h.Sum64(), 16)
+}
+
 // Request builds the backend request of a completion.
 func (j *Completer) Request(c sotopia.Completion) (inference.Request, error) {
 	if len(c.Schema) > 0 && c.Grammar != "" {
 		j.schemas.LoadOrStore(c.Grammar, c.Schema)
 	}
 	req := inference.Request{
-		Key:       j.KeyPrefix + "/" + strconv.FormatUint(c.Seed, 16),
+		Key:       completionKey(j.KeyPrefix, c),
 		Messages:  Messages(c),
 		MaxTokens: c.MaxTokens,
 		Sampling:  inference.Sampling{Temperature: c.Temperature, Seed: c.Seed},

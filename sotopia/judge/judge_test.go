@@ -57,8 +57,18 @@ func TestCompleter(t *testing.T) {
 		}
 		r := b.got[0]
 		if len(r.Messages) != 2 || r.Messages[1].Content != "judge this" || r.Prompt != nil || r.Grammar != c.Grammar ||
-			r.MaxTokens != 9 || r.Sampling.Seed != 0xab || r.Key != "judge/ab" {
+			r.MaxTokens != 9 || r.Sampling.Seed != 0xab || !strings.HasPrefix(r.Key, "judge/ab/") {
 			t.Errorf("got request %+v", r)
+		}
+	})
+	t.Run("keys", func(t *testing.T) {
+		// Same seed, other episode (prompt): another sequence; the same
+		// completion again: the same one.
+		other := c
+		other.Prompt = "judge that"
+		k1, k2, k3 := completionKey("judge", c), completionKey("judge", other), completionKey("judge", c)
+		if k1 == k2 || k1 != k3 {
+			t.Errorf("keys %q, %q, %q: want distinct for other prompts and stable for the same one", k1, k2, k3)
 		}
 	})
 	t.Run("tokens", func(t *testing.T) {
