@@ -90,6 +90,7 @@ func runGenerate(ctx context.Context, env *cliEnv, args []string) error {
 	minP := fs.Float64("min-p", 0, "min-p (0: off)")
 	stop := fs.String("stop", "", "stop string")
 	asJSON := fs.Bool("json", false, "print the response (tokens, logprobs) as JSON")
+	adapter := fs.String("adapter", "", "LoRA adapter GGUF to apply (e.g. adapter.gguf of an omar selfplay or sft run)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -101,6 +102,7 @@ func runGenerate(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	o.Parallel = 1
+	o.Adapter = *adapter
 	g := *grammar
 	if name, ok := strings.CutPrefix(g, "@"); ok {
 		b, err := os.ReadFile(name)

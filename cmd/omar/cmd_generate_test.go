@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,6 +63,24 @@ func TestGenerateCommand(t *testing.T) {
 	g := run("--prompt", "vote", "-n", "16", "--grammar", `root ::= "vote " [0-9]`)
 	if !strings.HasPrefix(g.Text, "vote ") || len(g.Text) != 6 {
 		t.Errorf("grammar reply %q, want \"vote <digit>\"", g.Text)
+	}
+	// An adapter changes the distribution the same tokens are drawn from.
+	cfg, err := model.PresetConfig("llama", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lora, err := llamatest.RandomLoRA(cfg, 4, 8, 0.5, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter := filepath.Join(t.TempDir(), "adapter.gguf")
+	if err := model.WriteLoRA(adapter, lora); err != nil {
+		t.Fatal(err)
+	}
+	withA := run("--prompt", "hello", "-n", "8", "--seed", "3", "--temp", "0", "--adapter", adapter)
+	plain := run("--prompt", "hello", "-n", "8", "--seed", "3", "--temp", "0")
+	if slices.Equal(withA.RawLogprobs, plain.RawLogprobs) {
+		t.Errorf("--adapter changed nothing: raw logprobs %v", plain.RawLogprobs)
 	}
 	_, stderr, code := llamaCLI(t, "generate", "--prompt", "x")
 	if code != 2 || !strings.Contains(stderr, "--model is required") {
