@@ -538,7 +538,15 @@ func (r *selfplayRun) restore() error {
 		}
 	}
 	if r.state.Adapter {
-		if _, err := r.players.llama.SetAdapter(context.Background(), r.path("checkpoint/"+train.AdapterFile), 1); err != nil {
+		// The adapter file is renamed into place after trainer.ckpt, so a
+		// crash between the two leaves an older adapter (or none) beside
+		// the state just loaded: write it again from that state (the same
+		// state gives the same bytes).
+		adapter := r.path("checkpoint/" + train.AdapterFile)
+		if err := r.trainer.SaveAdapter(adapter); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		if _, err := r.players.llama.SetAdapter(context.Background(), adapter, 1); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
 	}

@@ -247,3 +247,54 @@ func TestSelfplayEarlyStop(t *testing.T) {
 		t.Errorf("metrics lines: got %d, want 2", n)
 	}
 }
+
+// TestSelfplayResumeAdapterFromTrainer: SaveCheckpoint renames
+// trainer.ckpt and then adapter.gguf, so a crash between the two leaves
+// the new trainer state next to the previous checkpoint's adapter (or
+// none, at the first checkpoint). A resume must serve the adapter of the
+// trainer state it loaded: the resumed run's metrics equal a straight
+// run's, and a missing adapter file does not make the run unresumable.
+func TestSelfplayResumeAdapterFromTrainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the tiny model for 9 iterations")
+	}
+	dir := t.TempDir()
+	cfg := testSelfplayConfig(t, dir, 3)
+	straight := filepath.Join(dir, "straight")
+	if _, stderr, code := runCLI(t, "selfplay", "--config", cfg, "--out", straight); code != 0 {
+		t.Fatalf("straight: exit %d: %s", code, stderr)
+	}
+	tests := []struct {
+		name string
+		// crash simulates the crash between the renames of the checkpoint
+		// after iteration 2, given iteration 1's adapter.
+		crash func(adapter string, first []byte)
+	}{
+		{"stale adapter", func(adapter string, first []byte) { os.WriteFile(adapter, first, 0o644) }},
+		{"missing adapter", func(adapter string, first []byte) { os.Remove(adapter) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			run := filepath.Join(t.TempDir(), "run")
+			if _, stderr, code := runCLI(t, "selfplay", "--config", cfg, "--out", run, "--iterations", "1"); code != 0 {
+				t.Fatalf("iteration 1: exit %d: %s", code, stderr)
+			}
+			adapter := filepath.Join(run, "checkpoint", "adapter.gguf")
+			first, err := os.ReadFile(adapter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, stderr, code := runCLI(t, "selfplay", "--resume", run, "--iterations", "2"); code != 0 {
+				t.Fatalf("iteration 2: exit %d: %s", code, stderr)
+			}
+			tc.crash(adapter, first)
+			if _, stderr, code := runCLI(t, "selfplay", "--resume", run, "--iterations", "3"); code != 0 {
+				t.Fatalf("resume after the crash: exit %d: %s", code, stderr)
+			}
+			want, got := stableMetrics(t, filepath.Join(straight, "metrics.jsonl")), stableMetrics(t, filepath.Join(run, "metrics.jsonl"))
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("metrics after resume:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
