@@ -261,6 +261,10 @@ type selfplayRun struct {
 	state   selfplayState
 	hooks   selfplayHooks
 	stdout  io.Writer
+	// versionOffset turns the backend's policy versions into the run's:
+	// a resumed backend counts its swaps from the resume, the run from
+	// its start (one swap per completed iteration).
+	versionOffset int
 }
 
 func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
@@ -550,6 +554,7 @@ func (r *selfplayRun) restore() error {
 			return fmt.Errorf("resume: %w", err)
 		}
 	}
+	r.versionOffset = r.state.Iteration - r.players.llama.PolicyVersion()
 	for _, f := range []struct {
 		name string
 		n    int64
@@ -675,6 +680,11 @@ func (r *selfplayRun) iteration(ctx context.Context, it int) (*iterationMetrics,
 	var guard guardCounts
 	done := 0
 	st, err := r.runner.Run(ctx, r.state.Cursor, n, func(res *selfplay.EpisodeResult) error {
+		for i := range res.Trajectories {
+			for k := range res.Trajectories[i].PolicyVersions {
+				res.Trajectories[i].PolicyVersions[k] += r.versionOffset
+			}
+		}
 		trajs = append(trajs, res.Trajectories...)
 		guard.add(res.Trajectories)
 		for _, s := range res.Record.Seats {

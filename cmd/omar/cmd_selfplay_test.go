@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/selfplay"
 )
 
 // testSelfplayConfig writes a small sealed-bid run config: the tiny
@@ -296,5 +298,51 @@ func TestSelfplayResumeAdapterFromTrainer(t *testing.T) {
 				t.Errorf("metrics after resume:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 		})
+	}
+}
+
+// TestSelfplayResumePolicyVersions: the policy version a trajectory
+// records counts the adapter swaps before its rollout. A resumed run swaps
+// once to load the checkpoint's adapter, so its backend counts from 1
+// again; the trajectories must still carry the versions a straight run
+// gives them, or two different policies share one number in one file.
+func TestSelfplayResumePolicyVersions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the tiny model for 6 iterations")
+	}
+	dir := t.TempDir()
+	cfg := testSelfplayConfig(t, dir, 3)
+	b, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, append(b, []byte("save_trajectories: true\n")...), 0o644)
+	versions := func(run string) []string {
+		f, err := os.Open(filepath.Join(run, "trajectories.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		trs, err := selfplay.ReadTrajectories(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tr := range trs {
+			out = append(out, fmt.Sprintf("episode %d seat %d: %v", tr.Episode, tr.Seat, tr.PolicyVersions))
+		}
+		return out
+	}
+	straight := filepath.Join(dir, "straight")
+	if _, stderr, code := runCLI(t, "selfplay", "--config", cfg, "--out", straight); code != 0 {
+		t.Fatalf("straight: exit %d: %s", code, stderr)
+	}
+	resumed := filepath.Join(dir, "resumed")
+	if _, stderr, code := runCLI(t, "selfplay", "--config", cfg, "--out", resumed, "--iterations", "2"); code != 0 {
+		t.Fatalf("iterations 1-2: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "selfplay", "--resume", resumed, "--iterations", "3"); code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, stderr)
+	}
+	want, got := versions(straight), versions(resumed)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("policy versions after resume:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
