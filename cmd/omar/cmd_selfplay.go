@@ -443,7 +443,12 @@ func openSelfplayRun(dir string, cfg selfplayConfig, resuming bool, stdout io.Wr
 		return nil, err
 	}
 	if cfg.Rollout.Model == "" {
-		path := filepath.Join(dir, "model.gguf")
+		// Absolute: config.yaml records it, and a resume may run from
+		// another working directory than the one --out was relative to.
+		path, err := filepath.Abs(filepath.Join(dir, "model.gguf"))
+		if err != nil {
+			return nil, err
+		}
 		if _, err := os.Stat(path); err != nil {
 			mo := model.Options{Arch: cfg.ModelArch, Preset: cfg.ModelPreset, Seed: cfg.Rollout.Seed}.Defaults()
 			if err := model.WriteFile(path, mo); err != nil {

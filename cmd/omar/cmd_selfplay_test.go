@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/games/sealedbid"
+	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -344,5 +345,51 @@ func TestSelfplayResumePolicyVersions(t *testing.T) {
 	want, got := versions(straight), versions(resumed)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("policy versions after resume:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestSelfplayResumeFromAnotherDirectory: a run started with a relative
+// --out generates its model into the run directory; resuming it by its
+// absolute path from another working directory must find that model.
+func TestSelfplayResumeFromAnotherDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the tiny model for 2 iterations")
+	}
+	dir := t.TempDir()
+	b, err := os.ReadFile(testSelfplayConfig(t, dir, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "model:") {
+			lines = append(lines, line)
+		}
+	}
+	cfg := filepath.Join(dir, "generated.yaml")
+	if err := os.WriteFile(cfg, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lib, err := filepath.Abs(llamacpp.DefaultLibDir(os.Getenv("OMAR_LLAMA_LIB")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "work")
+	other := filepath.Join(dir, "elsewhere")
+	for _, d := range []string{work, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(work)
+	if _, stderr, code := runCLI(t, "selfplay", "--config", cfg, "--out", filepath.Join("runs", "x"), "--llama-lib", lib); code != 0 {
+		t.Fatalf("first iteration: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(work, "runs", "x", "model.gguf")); err != nil {
+		t.Fatalf("the model was not generated into the run directory: %v", err)
+	}
+	t.Chdir(other)
+	if _, stderr, code := runCLI(t, "selfplay", "--resume", filepath.Join(work, "runs", "x"), "--iterations", "2", "--llama-lib", lib); code != 0 {
+		t.Fatalf("resume from another directory: exit %d: %s", code, stderr)
 	}
 }
