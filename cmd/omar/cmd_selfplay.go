@@ -637,7 +637,12 @@ func (r *selfplayRun) loop(ctx context.Context) error {
 		m, err := r.iteration(ctx, it)
 		if err != nil {
 			if ctx.Err() != nil {
-				return errors.Join(context.Canceled, r.checkpoint())
+				// A failed checkpoint must not read as a plain interrupt:
+				// the CLI would then point at a checkpoint that is not there.
+				if cerr := r.checkpoint(); cerr != nil {
+					return fmt.Errorf("interrupted in iteration %d, and the checkpoint failed: %w", it, cerr)
+				}
+				return context.Canceled
 			}
 			return fmt.Errorf("iteration %d: %w", it, err)
 		}

@@ -393,3 +393,42 @@ func TestSelfplayResumeFromAnotherDirectory(t *testing.T) {
 		t.Fatalf("resume from another directory: exit %d: %s", code, stderr)
 	}
 }
+
+// TestSelfplayInterruptCheckpointFails: when the checkpoint written on an
+// interrupt fails, the loop must not report a plain interrupt (the CLI
+// then says "checkpoint in …" and exits 0): the failure must surface.
+func TestSelfplayInterruptCheckpointFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the tiny model")
+	}
+	dir := t.TempDir()
+	var c selfplayConfig = defaultSelfplayConfig()
+	if err := decodeYAMLFile(testSelfplayConfig(t, dir, 2), &c); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	run, err := openSelfplayRun(out, c, false, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	run.hooks.Phase = func(it int, phase string) {
+		if it == 2 && phase == "rollout" {
+			// The checkpoint directory cannot be written any more.
+			ckpt := filepath.Join(out, "checkpoint")
+			if err := os.RemoveAll(ckpt); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(ckpt, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+		}
+	}
+	err = run.loop(ctx)
+	if err == nil || errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want the checkpoint's failure, not an interrupt", err)
+	}
+}
