@@ -772,3 +772,45 @@ func TestRunnerGuardErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestTrimmedRepliesAreClosed: with a template that trims replies (as
+// Llama 3's does), the stream falls back to the template's own rendering
+// of the earlier messages; every reply must still be followed by the
+// template's end-of-turn text ("<|im_end|>\n"), the sampled end-of-turn
+// token standing for its first token. A reply that stopped at the token
+// limit with a trailing space was left open.
+func TestTrimmedRepliesAreClosed(t *testing.T) {
+	tests := []struct {
+		name string
+		tok  byteTokenizer
+	}{
+		{"plain template", byteTokenizer{}},
+		{"template trims replies", byteTokenizer{trim: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			lm := newFakeLM(tc.tok)
+			// 25 tokens cut "blah blah …" after a space.
+			res, _ := runAll(t, lm, nil, testOptions(func(o *Options) { o.MaxTokens = 25 }), 6)
+			checkTokenInTokenOut(t, lm, res)
+
+			for _, e := range res {
+				for _, tr := range e.Trajectories {
+					for k, end := range tr.TurnEnds[:len(tr.TurnEnds)-1] {
+						next := tr.Tokens[end+1:]
+						if tr.Tokens[end] != tokEnd {
+							if len(next) == 0 || next[0] != tokEnd {
+								t.Errorf("episode %d seat %d turn %d: reply not closed: the stream goes on with %v", e.Index, tr.Seat, k, next[:min(3, len(next))])
+								continue
+							}
+							next = next[1:]
+						}
+						if len(next) == 0 || next[0] != '\n' {
+							t.Errorf("episode %d seat %d turn %d: got %v after the end of turn, want the template's newline", e.Index, tr.Seat, k, next[:min(3, len(next))])
+						}
+					}
+				}
+			}
+		})
+	}
+}

@@ -229,7 +229,14 @@ func (ms *modelSeat) extend(newMsgs []inference.Message) ([]int32, error) {
 			ms.restart()
 			return ms.extend(newMsgs)
 		}
-		delta = full[len(prev):]
+		// prev ends with the last reply's end-of-turn text, which the
+		// stream lacks (the reply is in it as sampled): without it a reply
+		// that stopped without an end-of-turn token would stay open.
+		closing, err := ms.replyClosing()
+		if err != nil {
+			return nil, err
+		}
+		delta = closing + full[len(prev):]
 	}
 	ids, err := ms.tokenize(delta, false)
 	if err != nil {
@@ -242,6 +249,30 @@ func (ms *modelSeat) extend(newMsgs []inference.Message) ([]int32, error) {
 	}
 	ms.consumed = full
 	return ids, nil
+}
+
+// replySentinel stands in for a reply's content when replyClosing renders
+// it; no template trims or rewrites it.
+const replySentinel = "\x1eOMAR-REPLY\x1e"
+
+// replyClosing returns the text the chat template puts after the content
+// of the segment's last message when that is a reply (the end-of-turn
+// marker and what follows it), or "".
+func (ms *modelSeat) replyClosing() (string, error) {
+	n := len(ms.msgs)
+	if n == 0 || ms.msgs[n-1].Role != "assistant" {
+		return "", nil
+	}
+	msgs := append(append([]inference.Message{}, ms.msgs[:n-1]...), inference.Message{Role: "assistant", Content: replySentinel})
+	text, err := ms.player.Tokenizer.ChatTemplate(msgs, false)
+	if err != nil {
+		return "", fmt.Errorf("selfplay: chat template: %w", err)
+	}
+	i := strings.LastIndex(text, replySentinel)
+	if i < 0 {
+		return "", nil
+	}
+	return text[i+len(replySentinel):], nil
 }
 
 func (ms *modelSeat) tokenize(text string, addSpecial bool) ([]int32, error) {
