@@ -326,3 +326,23 @@ func FuzzDecodeAction(f *testing.F) {
 		}
 	})
 }
+
+// TestCreateAllScriptedNoRace: an episode whose seats are all scripted can
+// finish before create has written its answer; the answer must not read
+// the episode's info while the episode's goroutine writes it (run with
+// -race).
+func TestCreateAllScriptedNoRace(t *testing.T) {
+	c, _ := newTestServer(t, ServerOptions{}.Defaults())
+	for seed := range uint64(20) {
+		info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid", Seed: seed, Agents: []string{"scripted"}, Params: engine.Params{"rounds": 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.ID == "" || len(info.Seats) == 0 {
+			t.Fatalf("create answered %+v", info)
+		}
+		if got := waitDone(t, c, info.ID); got.Status != "done" {
+			t.Errorf("episode %s: status %q (%s), want done", info.ID, got.Status, got.Error)
+		}
+	}
+}

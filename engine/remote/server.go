@@ -252,6 +252,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	e.info.ID = "ep" + strconv.Itoa(s.nextID)
 	s.episodes[e.info.ID] = e
 	s.order = append(s.order, e.info.ID)
+	// The answer is taken now: an episode of scripted seats can finish
+	// (and write e.info under s.mu) before it is written.
+	created := e.info
 	s.mu.Unlock()
 
 	cast := func(seat engine.Seat) (engine.Agent, string, error) {
@@ -280,7 +283,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		e.info.Status = "done"
 		e.info.Outcome = &rec.Outcome
 	}()
-	writeJSON(w, http.StatusCreated, e.info)
+	writeJSON(w, http.StatusCreated, created)
 }
 
 // evictFinished drops the oldest finished episode; s.mu is held.
