@@ -390,8 +390,14 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 	}
 	res := &EpisodeResult{Index: i, Record: rec, Wall: time.Since(start)}
 	var shaped [][]float64
+	acked := map[string]bool{}
 	if tr, ok := rec.Outcome.Terms.(TurnRewarder); ok {
 		shaped = tr.TurnRewards()
+		for _, e := range rec.Events {
+			if e.Kind == engine.KindAck {
+				acked[e.NotificationID] = true
+			}
+		}
 	}
 	for _, ms := range seats {
 		if !ms.keep {
@@ -399,7 +405,7 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 		}
 		trajs := ms.trajectories(rec.Outcome.Rewards[ms.seat.Index])
 		if ms.seat.Index < len(shaped) {
-			if !creditTurns(trajs, shaped[ms.seat.Index]) {
+			if !creditTurns(trajs, shaped[ms.seat.Index], acked) {
 				r.stats.unmatched.Add(1)
 			}
 		}
@@ -476,13 +482,21 @@ type TurnRewarder interface {
 }
 
 // creditTurns puts a seat's shaped per-turn rewards on its trajectories'
-// turns, in order across segments. They are credited only when the counts
-// agree: a retried or timed-out reply makes the seat's model turns differ
-// from the environment's turns, and then no alignment is trustworthy.
-func creditTurns(trajs []Trajectory, rewards []float64) bool {
+// turns, in order across segments. They are credited only when every model
+// turn was accepted (acked holds the notification ids the engine acked)
+// and the counts agree: a retried or timed-out reply makes the seat's model
+// turns differ from the environment's turns, and then no alignment is
+// trustworthy — even when a rejected reply and a timeout leave the counts
+// equal.
+func creditTurns(trajs []Trajectory, rewards []float64, acked map[string]bool) bool {
 	n := 0
 	for _, t := range trajs {
 		n += len(t.TurnEnds)
+		for _, m := range t.meta {
+			if !acked[m.notification.ID] {
+				return false
+			}
+		}
 	}
 	if n != len(rewards) || n == 0 {
 		return false

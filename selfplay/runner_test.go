@@ -814,3 +814,75 @@ func TestTrimmedRepliesAreClosed(t *testing.T) {
 		})
 	}
 }
+
+// retryThenTimeoutLM answers seat 0 with an invalid reply, then a valid
+// bid, then not at all (until its context ends); other seats bid validly.
+type retryThenTimeoutLM struct {
+	tok   byteTokenizer
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (m *retryThenTimeoutLM) Generate(ctx context.Context, reqs []inference.Request) ([]inference.Response, error) {
+	out := make([]inference.Response, len(reqs))
+	for i, req := range reqs {
+		text := "BID 3"
+		if strings.Contains(req.Key, "/s0/") {
+			m.mu.Lock()
+			m.calls[req.Key]++
+			n := m.calls[req.Key]
+			m.mu.Unlock()
+			switch n {
+			case 1:
+				text = "I pass."
+			case 2:
+				text = "BID 5"
+			default:
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+		}
+		toks, _ := m.tok.Tokenize(text, false, false)
+		out[i] = inference.Response{Tokens: append(toks, tokEnd), Stop: inference.StopEOG}
+	}
+	return out, nil
+}
+
+func (m *retryThenTimeoutLM) Close() error { return nil }
+
+// TestRunnerTurnRewardsRetryAndTimeout: seat 0 has two decisions; its first
+// reply is rejected and retried, and its second decision times out, so it
+// has two model turns for two decisions, but its first model turn answered
+// nothing the environment rewarded. Counting turns is not enough to align
+// the shaped rewards: the seat must be left unshaped (and counted).
+func TestRunnerTurnRewardsRetryAndTimeout(t *testing.T) {
+	lm := &retryThenTimeoutLM{calls: map[string]int{}}
+	opts := testOptions(func(o *Options) {
+		o.BatchWindow = 0
+		o.Engine.Timeout = 50 * time.Millisecond
+		o.Params = engine.Params{"rounds": 2, "bidders": 2}
+	})
+	r, err := NewRunner(shapedGame{sealedbid.New()}, &Player{Label: "fake", Backend: lm, Tokenizer: lm.tok}, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []*EpisodeResult
+	st, err := r.Run(context.Background(), 0, 1, func(e *EpisodeResult) error { res = append(res, e); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range res[0].Trajectories {
+		if tr.Seat != 0 {
+			continue
+		}
+		if len(tr.TurnEnds) != 2 {
+			t.Fatalf("seat 0 has %d model turns, want 2 (the rejected reply and its retry)", len(tr.TurnEnds))
+		}
+		if tr.ShapedTurns || slices.ContainsFunc(tr.TurnRewards, func(x float64) bool { return x != 0 }) {
+			t.Errorf("seat 0: turn rewards %v (shaped %v) credited to a rejected reply and its retry; want none", tr.TurnRewards, tr.ShapedTurns)
+		}
+	}
+	if st.UnmatchedTurnRewards != 1 {
+		t.Errorf("unmatched turn rewards: got %d, want 1 (seat 0)", st.UnmatchedTurnRewards)
+	}
+}
