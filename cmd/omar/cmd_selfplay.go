@@ -505,6 +505,14 @@ func openSelfplayRun(dir string, cfg selfplayConfig, resuming bool, stdout io.Wr
 	if r.trainer, err = train.New(cfg.Rollout.Model, cfg.Train.options()); err != nil {
 		return nil, err
 	}
+	// The policy backend samples with rollout.adapter (a warm-up): the
+	// trainer starts from the same weights (a resume's checkpoint then
+	// replaces them).
+	if cfg.Rollout.Adapter != "" {
+		if err := r.trainer.LoadAdapter(cfg.Rollout.Adapter); err != nil {
+			return nil, err
+		}
+	}
 	if resuming {
 		if err := r.restore(); err != nil {
 			return nil, err

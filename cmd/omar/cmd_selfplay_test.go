@@ -432,3 +432,46 @@ func TestSelfplayInterruptCheckpointFails(t *testing.T) {
 		t.Errorf("got %v, want the checkpoint's failure, not an interrupt", err)
 	}
 }
+
+// TestSelfplayStartsFromRolloutAdapter: with rollout.adapter (an `omar
+// sft` warm-up, here a previous run's adapter) the rollouts of iteration 1
+// sample from the adapted model, so the trainer must start from the same
+// adapter: its log-probabilities then differ from the base model's
+// (kl_ref ≠ 0 before the first update), and agree with the sampler's.
+func TestSelfplayStartsFromRolloutAdapter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the tiny model for 2 iterations")
+	}
+	dir := t.TempDir()
+	cfg := testSelfplayConfig(t, dir, 1)
+	warm := filepath.Join(dir, "warm")
+	if _, stderr, code := runCLI(t, "selfplay", "--config", cfg, "--out", warm); code != 0 {
+		t.Fatalf("warm-up run: exit %d: %s", code, stderr)
+	}
+	b, _ := os.ReadFile(cfg)
+	y := strings.Replace(string(b), "rollout:\n", "rollout:\n  adapter: "+filepath.Join(warm, "adapter.gguf")+"\n", 1)
+	cfg2 := filepath.Join(dir, "from-adapter.yaml")
+	os.WriteFile(cfg2, []byte(y), 0o644)
+	out := filepath.Join(dir, "run")
+	if _, stderr, code := runCLI(t, "selfplay", "--config", cfg2, "--out", out); code != 0 {
+		t.Fatalf("run from the adapter: exit %d: %s", code, stderr)
+	}
+	metrics := func(run string) iterationMetrics {
+		b, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m iterationMetrics
+		if err := json.Unmarshal(bytes.SplitN(b, []byte("\n"), 2)[0], &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	base, got := metrics(warm), metrics(out)
+	if got.KLRef == 0 {
+		t.Errorf("iteration 1 from the adapter: kl_ref 0: the trainer started from the base model, not the adapter the rollouts sampled from")
+	}
+	if got.LogprobGap > 10*base.LogprobGap+1e-3 {
+		t.Errorf("iteration 1 from the adapter: logprob_gap %g (the base run's %g): the trainer scores with other weights than the sampler", got.LogprobGap, base.LogprobGap)
+	}
+}
