@@ -163,11 +163,22 @@ func (w *Writer) WriteFile(path string) error {
 	if err == nil {
 		_, err = w.WriteTo(f)
 	}
+	if err == nil {
+		// On disk before the rename replaces the old file (adapters and
+		// checkpoints are rewritten in place).
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("gguf: %w", cerr)
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		if d, derr := os.Open(filepath.Dir(path)); derr == nil {
+			err = d.Sync()
+			d.Close()
+		}
 	}
 	if err != nil {
 		os.Remove(tmp)
