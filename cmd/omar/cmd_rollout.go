@@ -28,6 +28,26 @@ func init() {
 	register(command{name: "rollout", summary: "play episodes with one policy on every seat and write trajectories", run: runRollout})
 }
 
+// absPaths makes the config's file paths absolute (relative to the working
+// directory), so that a saved config means the same files from anywhere.
+func (c *rolloutConfig) absPaths() error {
+	paths := []*string{&c.Model, &c.Adapter, &c.FrozenModel, &c.LlamaLib, &c.JudgeModel}
+	if c.Judge != nil {
+		paths = append(paths, &c.Judge.Model)
+	}
+	for _, p := range paths {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	return nil
+}
+
 // rolloutConfig is the YAML form of a rollout (also the "rollout" section
 // of a selfplay config). Zero values take the defaults of
 // selfplay.Options and llama.Options.

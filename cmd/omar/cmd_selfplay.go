@@ -422,6 +422,11 @@ func (c *selfplayConfig) validate() error {
 	if err := c.EstimatorParams.Validate(); err != nil {
 		return err
 	}
+	if g := c.Rollout.GroupSize; g > 1 && c.Rollout.Episodes%g != 0 {
+		// A group split across iterations would be scored in parts (a
+		// part of one gets no GRPO advantage at all).
+		return fmt.Errorf("rollout.episodes %d is not a multiple of rollout.group_size %d", c.Rollout.Episodes, g)
+	}
 	if c.EarlyStop.MaxKLRef < 0 || c.EarlyStop.MinEntropyRatio < 0 || c.EarlyStop.MinEntropyRatio >= 1 {
 		return fmt.Errorf("early_stop: max_kl_ref %v must be ≥ 0 and min_entropy_ratio %v in [0, 1)", c.EarlyStop.MaxKLRef, c.EarlyStop.MinEntropyRatio)
 	}
@@ -458,6 +463,11 @@ func openSelfplayRun(dir string, cfg selfplayConfig, resuming bool, stdout io.Wr
 		cfg.Rollout.Model = path
 	}
 	if !resuming {
+		// config.yaml is what --resume reads, possibly from another
+		// working directory: record every file path absolute.
+		if err := cfg.Rollout.absPaths(); err != nil {
+			return nil, err
+		}
 		b, err := yaml.Marshal(&cfg)
 		if err != nil {
 			return nil, err

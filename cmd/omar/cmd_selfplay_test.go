@@ -475,3 +475,33 @@ func TestSelfplayStartsFromRolloutAdapter(t *testing.T) {
 		t.Errorf("iteration 1 from the adapter: logprob_gap %g (the base run's %g): the trainer scores with other weights than the sampler", got.LogprobGap, base.LogprobGap)
 	}
 }
+
+// TestSelfplayConfigRecordsAbsolutePaths: config.yaml is what --resume
+// reads, maybe from another directory, so relative paths are made
+// absolute when it is written.
+func TestSelfplayConfigRecordsAbsolutePaths(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	// The model does not exist: the run fails after writing its config.
+	_, _, code := runCLI(t, "selfplay", "--model", "models/policy.gguf", "--out", "run")
+	if code == 0 {
+		t.Fatalf("a missing model should fail the run")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "run", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "model: " + filepath.Join(dir, "models", "policy.gguf"); !strings.Contains(string(b), want) {
+		t.Errorf("config.yaml does not record %q:\n%s", want, b)
+	}
+}
+
+func TestSelfplayGroupsMustNotStraddleIterations(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("rollout:\n  episodes: 6\n  group_size: 4\n"), 0o644)
+	_, stderr, code := runCLI(t, "selfplay", "--config", cfg, "--out", filepath.Join(dir, "run"))
+	if code == 0 || !strings.Contains(stderr, "not a multiple of rollout.group_size") {
+		t.Errorf("exit %d, stderr %q; want the group-size error", code, stderr)
+	}
+}
