@@ -17,6 +17,19 @@ func init() {
 	register(command{name: "generate", summary: "generate text with a GGUF model through llama.cpp", run: runGenerate})
 }
 
+// parseKVType reads a KV cache type name as flags and configs spell it.
+func parseKVType(name string) (llamacpp.KVType, error) {
+	switch name {
+	case "f16":
+		return llamacpp.KVTypeF16, nil
+	case "f32":
+		return llamacpp.KVTypeF32, nil
+	case "q8_0":
+		return llamacpp.KVTypeQ8_0, nil
+	}
+	return 0, fmt.Errorf("%q: want f16, f32 or q8_0", name)
+}
+
 // llamaFlags are the flags every llama.cpp command shares.
 type llamaFlags struct {
 	model, lib            string
@@ -51,16 +64,11 @@ func (f *llamaFlags) options() (llama.Options, error) {
 	o.Threads, o.ThreadsBatch = f.threads, f.threadsBatch
 	o.GPULayers = f.gpuLayers
 	o.Context = f.ctx
-	switch f.kv {
-	case "f16":
-		o.KVType = llamacpp.KVTypeF16
-	case "f32":
-		o.KVType = llamacpp.KVTypeF32
-	case "q8_0":
-		o.KVType = llamacpp.KVTypeQ8_0
-	default:
-		return o, fmt.Errorf("--kv %q: want f16, f32 or q8_0: %w", f.kv, errUsage)
+	kv, err := parseKVType(f.kv)
+	if err != nil {
+		return o, fmt.Errorf("--kv %w: %w", err, errUsage)
 	}
+	o.KVType = kv
 	switch f.flashAttn {
 	case "off":
 		o.FlashAttention = llamacpp.FlashAttentionDisabled

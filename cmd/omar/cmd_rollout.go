@@ -95,7 +95,7 @@ type rolloutConfig struct {
 
 	Threads   int    `yaml:"threads"`
 	GPULayers int    `yaml:"gpu_layers"`
-	KVCache   string `yaml:"kv_cache"` // "f16" (default) or "f32"
+	KVCache   string `yaml:"kv_cache"` // "f16" (default), "f32" or "q8_0"
 	LlamaLib  string `yaml:"llama_lib"`
 }
 
@@ -335,14 +335,11 @@ func openLlama(c *rolloutConfig, path, adapter string, parallel, context int) (*
 	o.Batch = max(o.Batch, o.Parallel)
 	o.Threads, o.ThreadsBatch = c.Threads, c.Threads
 	o.GPULayers = c.GPULayers
-	switch c.KVCache {
-	case "f16":
-		o.KVType = llamacpp.KVTypeF16
-	case "f32":
-		o.KVType = llamacpp.KVTypeF32
-	default:
-		return nil, fmt.Errorf("kv_cache %q: want f16 or f32", c.KVCache)
+	kv, err := parseKVType(c.KVCache)
+	if err != nil {
+		return nil, fmt.Errorf("kv_cache %w", err)
 	}
+	o.KVType = kv
 	return llama.New(o)
 }
 
