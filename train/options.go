@@ -21,50 +21,59 @@ import (
 // Options configures a Trainer.
 type Options struct {
 	// LoRA rank and alpha: the adapter adds (alpha/rank)·B·A·x to W·x.
-	LoRARank  int
-	LoRAAlpha float32
+	LoRARank  int     `yaml:"lora_rank"`
+	LoRAAlpha float32 `yaml:"lora_alpha"`
 	// LoRAModules names the adapted matrices of every layer: attn_q, attn_k,
 	// attn_v, attn_output, ffn_gate, ffn_up, ffn_down.
-	LoRAModules []string
+	LoRAModules []string `yaml:"lora_modules"`
 	// LR is AdamW's learning rate for the adapter, ValueLR for the value head.
-	LR, ValueLR float32
+	LR      float32 `yaml:"lr"`
+	ValueLR float32 `yaml:"value_lr"`
 	// WeightDecay is AdamW's decoupled weight decay (both groups).
-	WeightDecay float32
+	WeightDecay float32 `yaml:"weight_decay"`
 	// ClipEps is PPO's ratio clip ε; ValueClip clips the value change around
 	// OldValues (0 = unclipped value loss).
-	ClipEps, ValueClip float32
+	ClipEps   float32 `yaml:"clip_eps"`
+	ValueClip float32 `yaml:"value_clip"`
 	// ValueCoef weighs the value loss against the policy loss (the adapter
 	// receives gradient from both, the value head only from the value loss).
-	ValueCoef float32
+	ValueCoef float32 `yaml:"value_coef"`
 	// LossAggregation is how per-token losses make a minibatch loss:
 	// "token" (mean over all trained tokens: long sequences weigh more; ""
 	// means the same) or "sequence" (mean over sequences of each sequence's
 	// token mean).
-	LossAggregation string
+	LossAggregation string `yaml:"loss_aggregation"`
 	// KLCoef weighs the k3 estimate of KL(π‖π_base); EntropyCoef the entropy
 	// bonus (subtracted from the loss).
-	KLCoef, EntropyCoef float32
+	KLCoef      float32 `yaml:"kl_coef"`
+	EntropyCoef float32 `yaml:"entropy_coef"`
 	// TargetKL stops a Step early (before the update) when a minibatch's
 	// approximate KL between the behaviour policy (OldLogprobs) and the
 	// current one exceeds 1.5·TargetKL (0 = never).
-	TargetKL float32
+	TargetKL float32 `yaml:"target_kl"`
 	// MaxGradNorm clips the global gradient norm of each optimizer step
 	// (0 = no clipping).
-	MaxGradNorm float32
+	MaxGradNorm float32 `yaml:"max_grad_norm"`
 	// Epochs over the data of one Step call; MiniBatch sequences per
 	// optimizer step.
-	Epochs, MiniBatch int
+	Epochs    int `yaml:"epochs"`
+	MiniBatch int `yaml:"minibatch"`
 	// BatchTokens bounds the padded tokens of one forward/backward pass;
 	// a minibatch is split into passes of sequences of similar length whose
 	// gradients are accumulated.
-	BatchTokens int
+	BatchTokens int `yaml:"batch_tokens"`
 	// Threads for the CPU backend (explicit: ggml's default busy-waits).
-	Threads int
+	Threads int `yaml:"threads"`
 	// Device is "cpu" or "cuda" (the first GPU of the ggml backend registry;
 	// ops the GPU cannot run fall back to the CPU through the scheduler).
-	Device string
+	Device string `yaml:"device"`
 	// Seed for the LoRA initialisation and the minibatch shuffling.
-	Seed uint64
+	Seed uint64 `yaml:"seed"`
+	// LibDir is the llama.cpp library directory New loads when the
+	// libraries are not loaded yet ("" finds lib/llama/cpu, see
+	// llamacpp.DefaultLibDir). Not part of a config: where the libraries
+	// are is a property of the machine.
+	LibDir string `yaml:"-"`
 }
 
 // AllModules are the matrices that can carry a LoRA adapter.

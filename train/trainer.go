@@ -94,13 +94,16 @@ const maxCachedGraphs = 12
 // New loads the model at modelPath (F32, F16 or BF16 GGUF of the llama, qwen2
 // or qwen3 architecture) onto the configured device and initialises a fresh
 // adapter (A random, B zero, so the adapted model starts equal to the base)
-// and a zero value head. llamacpp.Load must have succeeded.
+// and a zero value head. It loads the llama.cpp libraries from
+// opts.LibDir when no earlier call has.
 func New(modelPath string, opts Options) (*Trainer, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if !llamacpp.Loaded() {
-		return nil, llamacpp.ErrNotLoaded
+	if opts.LibDir != "" || !llamacpp.Loaded() {
+		if err := llamacpp.Load(llamacpp.DefaultLibDir(opts.LibDir)); err != nil {
+			return nil, err
+		}
 	}
 	t := &Trainer{opts: opts, model: modelPath, cache: map[graphKey]*built{}, loraIdx: map[loraKey]*lora{}, paramIndex: map[llamacpp.Tensor]int{}}
 	t.pcg = rand.NewPCG(opts.Seed, 0x747261696e) // "train"
