@@ -16,7 +16,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/sotopia"
-	sjudge "github.com/omar-selfplay/omar/sotopia/judge"
+	sjudge "github.com/omar-selfplay/omar/loop/judge"
 )
 
 func init() {

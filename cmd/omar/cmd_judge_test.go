@@ -14,7 +14,7 @@ import (
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/sotopia"
-	"github.com/omar-selfplay/omar/sotopia/judge/judgetest"
+	"github.com/omar-selfplay/omar/loop/judge/judgetest"
 )
 
 func TestJudgeNeedsOneBackend(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/sotopia"
-	sjudge "github.com/omar-selfplay/omar/sotopia/judge"
+	sjudge "github.com/omar-selfplay/omar/loop/judge"
 )
 
 func init() {

@@ -11,7 +11,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/sotopia"
-	"github.com/omar-selfplay/omar/sotopia/judge/judgetest"
+	"github.com/omar-selfplay/omar/loop/judge/judgetest"
 )
 
 // TestOllamaJudge plays SOTOPIA episodes judged through the ollama backend
