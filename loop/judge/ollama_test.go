@@ -10,8 +10,8 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/ollama"
-	"github.com/omar-selfplay/omar/sotopia"
 	"github.com/omar-selfplay/omar/loop/judge/judgetest"
+	"github.com/omar-selfplay/omar/sotopia"
 )
 
 // TestOllamaJudge plays SOTOPIA episodes judged through the ollama backend
