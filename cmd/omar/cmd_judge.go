@@ -15,8 +15,8 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference/ollama"
-	"github.com/omar-selfplay/omar/sotopia"
 	sjudge "github.com/omar-selfplay/omar/loop/judge"
+	"github.com/omar-selfplay/omar/sotopia"
 )
 
 func init() {

@@ -12,9 +12,9 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/loop/judge/judgetest"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/sotopia"
-	"github.com/omar-selfplay/omar/loop/judge/judgetest"
 )
 
 func TestJudgeNeedsOneBackend(t *testing.T) {

@@ -19,9 +19,9 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/llamacpp"
+	sjudge "github.com/omar-selfplay/omar/loop/judge"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/sotopia"
-	sjudge "github.com/omar-selfplay/omar/loop/judge"
 )
 
 func init() {
