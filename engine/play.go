@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // Cast chooses the agent of each seat once the episode has dealt its seats
@@ -124,24 +126,6 @@ func ScriptedCast(g Game, names []string, seed uint64) (Cast, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		return pol.New(s, DeriveSeed(seed, uint64(s.Index))), "scripted:" + pol.Name, nil
+		return pol.New(s, seeds.Derive(seed, uint64(s.Index))), "scripted:" + pol.Name, nil
 	}, nil
-}
-
-// DeriveSeed mixes a seed with parts (episode, seat, turn…) into an
-// independent seed (splitmix64 finaliser per part).
-func DeriveSeed(seed uint64, parts ...uint64) uint64 {
-	x := seed
-	for _, p := range parts {
-		x ^= p + 0x9e3779b97f4a7c15 + (x << 6) + (x >> 2)
-		x = mix64(x)
-	}
-	return mix64(x)
-}
-
-func mix64(z uint64) uint64 {
-	z += 0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
 }

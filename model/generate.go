@@ -6,8 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/gguf"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // specialTokens follow the ordinary tokens, in this order.
@@ -200,7 +200,7 @@ func Generate(opts Options) (*gguf.Writer, error) {
 				data[i] = 1
 			}
 		case t.std > 0:
-			rng := rand.New(rand.NewPCG(engine.DeriveSeed(opts.Seed, nameHash(t.name)), 0x6f6d6172))
+			rng := rand.New(rand.NewPCG(seeds.Derive(opts.Seed, nameHash(t.name)), 0x6f6d6172))
 			for i := range data {
 				data[i] = float32(rng.NormFloat64() * t.std)
 			}

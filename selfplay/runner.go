@@ -13,6 +13,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // Agent kinds of a seat.
@@ -27,7 +28,7 @@ const (
 // Options configure a Runner.
 type Options struct {
 	// Seed is the run's seed: episode i deals its scenario from
-	// DeriveSeed(Seed, 0, i/GroupSize) and samples with seeds derived from
+	// seeds.Derive(Seed, 0, i/GroupSize) and samples with seeds derived from
 	// (Seed, 1, i, seat, turn).
 	Seed uint64
 	// Parallel is the number of episodes in flight.
@@ -349,7 +350,7 @@ func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResul
 
 // EpisodeSeed is the seed the scenario of episode i is dealt from.
 func (r *Runner) EpisodeSeed(i int) uint64 {
-	return engine.DeriveSeed(r.opts.Seed, 0, uint64(i/r.opts.GroupSize))
+	return seeds.Derive(r.opts.Seed, 0, uint64(i/r.opts.GroupSize))
 }
 
 func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*EpisodeResult, error) {
@@ -358,7 +359,7 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 	run := &episodeRun{
 		opts: &r.opts, stats: &r.stats, key: key, env: r.game.ID(), index: i, seed: seed,
 		scenario:     r.game.ID() + "#" + strconv.Itoa(i/r.opts.GroupSize),
-		samplingSeed: engine.DeriveSeed(r.opts.Seed, 1, uint64(i)),
+		samplingSeed: seeds.Derive(r.opts.Seed, 1, uint64(i)),
 		gen:          gen,
 	}
 	var seats []*modelSeat
@@ -374,7 +375,7 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 			seats = append(seats, ms)
 			return ms, p.Label, nil
 		default:
-			c, err := engine.ScriptedCast(r.game, []string{kind}, engine.DeriveSeed(r.opts.Seed, 2, uint64(i)))
+			c, err := engine.ScriptedCast(r.game, []string{kind}, seeds.Derive(r.opts.Seed, 2, uint64(i)))
 			if err != nil {
 				return nil, "", err
 			}

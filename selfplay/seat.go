@@ -8,6 +8,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // Player is a token-level policy: a backend and its tokenizer.
@@ -155,7 +156,7 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 		Sampling:  ms.run.opts.Sampling,
 		Stop:      ms.run.opts.Stop,
 	}
-	req.Sampling.Seed = engine.DeriveSeed(ms.run.samplingSeed, uint64(ms.seat.Index), uint64(ms.turn))
+	req.Sampling.Seed = seeds.Derive(ms.run.samplingSeed, uint64(ms.seat.Index), uint64(ms.turn))
 	if ms.run.opts.Grammar {
 		req.Grammar = t.Notification.Grammar
 	}

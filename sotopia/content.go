@@ -16,7 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 //go:embed content/*.yaml
@@ -259,7 +259,7 @@ func (c *Content) pair(s Scenario) []Pair {
 	}
 	h := fnv.New64a()
 	h.Write([]byte(s.ID))
-	r := rand.New(rand.NewPCG(engine.DeriveSeed(pairingSeed, h.Sum64()), pairingSeed))
+	r := rand.New(rand.NewPCG(seeds.Derive(pairingSeed, h.Sum64()), pairingSeed))
 	r.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	// Prefer pairs that do not repeat a character already used for this
 	// scenario, so the 5 pairs show 10 different people when possible.

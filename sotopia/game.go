@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // ID is the environment id.
@@ -146,13 +147,13 @@ func (g *Game) NewEpisode(seed uint64, raw engine.Params) (engine.Episode, error
 	if len(cand) == 0 {
 		return nil, fmt.Errorf("sotopia: no scenario matches scenario=%q hard=%v category=%q", p.Scenario, p.Hard, p.Category)
 	}
-	si := cand[engine.DeriveSeed(seed, 1)%uint64(len(cand))]
+	si := cand[seeds.Derive(seed, 1)%uint64(len(cand))]
 	s := c.Scenarios[si]
 	setup := Setup{Scenario: s, Pair: -1, MaxTurns: p.MaxTurns, MaxNone: p.MaxNone, MaxChars: p.MaxChars}
 	ids := p.Characters
 	if ids == nil {
 		pairs := c.Pairs[si]
-		setup.Pair = int(engine.DeriveSeed(seed, 2) % uint64(len(pairs)))
+		setup.Pair = int(seeds.Derive(seed, 2) % uint64(len(pairs)))
 		if p.Pair >= 0 {
 			if p.Pair >= len(pairs) {
 				return nil, fmt.Errorf("sotopia: scenario %s has %d pairs, pair %d asked", s.ID, len(pairs), p.Pair)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // RubricVersion names the judge prompts, dimensions and grammars. It is
@@ -360,7 +361,7 @@ var ErrPromptTooLong = errors.New("sotopia: judge prompt does not fit the judge 
 func (j *Judge) complete(ctx context.Context, pass, turn uint64, c Completion, parse func(string) error) (int, error) {
 	var last error
 	for attempt := range j.opts.Retries + 1 {
-		c.Seed = engine.DeriveSeed(j.opts.Seed, pass, turn, uint64(attempt))
+		c.Seed = seeds.Derive(j.opts.Seed, pass, turn, uint64(attempt))
 		c.Temperature = j.opts.Temperature
 		text, err := j.c.Complete(ctx, c)
 		if errors.Is(err, ErrPromptTooLong) {

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // ID is the versioned environment id.
@@ -54,7 +55,7 @@ func (*Game) NewEpisode(seed uint64, p engine.Params) (engine.Episode, error) {
 			deck = append(deck, r)
 		}
 	}
-	rng := rand.New(rand.NewPCG(engine.DeriveSeed(seed, 1), 0x77657265776f6c66))
+	rng := rand.New(rand.NewPCG(seeds.Derive(seed, 1), 0x77657265776f6c66))
 	rng.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
 	return newEpisode(params, deck), nil
 }

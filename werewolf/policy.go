@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // knowledge is what a seat can reconstruct from its own view. Scripted
@@ -471,7 +472,7 @@ func (k *knowledge) villageLot(cycle int, score []float64) int {
 	for _, s := range cand {
 		parts = append(parts, uint64(s))
 	}
-	return cand[engine.DeriveSeed(0x766f7465, parts...)%uint64(len(cand))]
+	return cand[seeds.Derive(0x766f7465, parts...)%uint64(len(cand))]
 }
 
 // random plays uniformly random legal moves.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/enginetest"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -38,7 +39,7 @@ func cast(wolf, village string, seed uint64) engine.Cast {
 		if err != nil {
 			return nil, "", err
 		}
-		return pol.New(s, engine.DeriveSeed(seed, uint64(s.Index))), "scripted:" + name, nil
+		return pol.New(s, seeds.Derive(seed, uint64(s.Index))), "scripted:" + name, nil
 	}
 }
 
@@ -366,7 +367,7 @@ func TestScriptedGames(t *testing.T) {
 		t.Run(cfg.name, func(t *testing.T) {
 			for seed := uint64(0); seed < 200; seed++ {
 				m := matchups[seed%uint64(len(matchups))]
-				s := engine.DeriveSeed(seed, uint64(ci))
+				s := seeds.Derive(seed, uint64(ci))
 				rec, rt := playGame(t, s, cfg.params, m[0], m[1])
 				checkGame(t, rec, rt)
 				games++
@@ -415,13 +416,13 @@ func TestWinRates(t *testing.T) {
 		for i, m := range matchups {
 			sum[i] = map[string]float64{}
 			for seed := uint64(0); seed < games; seed++ {
-				rec, _ := playGame(t, engine.DeriveSeed(seed, 99), cfg.params, m[0], m[1])
+				rec, _ := playGame(t, seeds.Derive(seed, 99), cfg.params, m[0], m[1])
 				for k, v := range rec.Outcome.Metrics {
 					sum[i][k] += v
 				}
 			}
 		}
-		t.Logf("%s, %d games per row (seeds DeriveSeed(0..%d, 99)):", cfg.name, games, games-1)
+		t.Logf("%s, %d games per row (seeds.Derive(0..%d, 99)):", cfg.name, games, games-1)
 		t.Logf("| werewolves | villagers | werewolves win | villagers win | draw | mean cycles | villager vote accuracy | werewolf role claims / game | seer survival | saves / game |")
 		t.Logf("|---|---|---|---|---|---|---|---|---|---|")
 		for i, m := range matchups {

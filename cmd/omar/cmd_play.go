@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 func init() {
@@ -120,25 +121,20 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		opts.MaxRetries = *cfg.MaxRetries
 	}
 
-	var w io.Writer
-	var flush func() error = func() error { return nil }
+	// Records go out whole lines at a time; a failed write (a full disk)
+	// leaves the file ending in its last complete record.
+	var w *engine.JSONLWriter
 	switch cfg.Out {
 	case "":
 	case "-":
-		w = env.stdout
+		w = engine.NewJSONLWriter(env.stdout)
 	default:
-		f, err := os.Create(cfg.Out)
-		if err != nil {
+		if w, err = engine.CreateJSONL(cfg.Out); err != nil {
 			return err
 		}
-		defer f.Close()
-		bw := bufio.NewWriter(f)
-		w, flush = bw, func() error {
-			if err := bw.Flush(); err != nil {
-				return err
-			}
-			return f.Close()
-		}
+	}
+	if isSotopia(g) {
+		fmt.Fprintf(env.stderr, "warning: %s scores goals with an LLM judge, which omar play does not run: every seat's reward is 0 here; score the records with 'omar judge --model M --episodes %s'\n", g.ID(), outOrPlaceholder(cfg.Out))
 	}
 
 	bar := newProgress(env, cfg.Episodes, "playing "+g.ID())
@@ -149,16 +145,13 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		if w == nil {
 			return nil
 		}
-		b, err := json.Marshal(rec)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(b, '\n'))
-		return err
+		return w.Write(rec)
 	})
 	bar.finish()
-	if ferr := flush(); err == nil {
-		err = ferr
+	if w != nil {
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if err != nil {
 		return err
@@ -176,52 +169,24 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 
 // playEpisodes plays cfg.Episodes episodes, cfg.Parallel at a time, and
 // hands the records to emit in episode order, so output is identical for
-// every degree of parallelism.
+// every degree of parallelism. A finished episode holds its slot until
+// emit has returned for it: at most cfg.Parallel records are in memory,
+// however slow the output.
 func playEpisodes(ctx context.Context, g engine.Game, cfg playConfig, opts engine.Options, emit func(*engine.Record) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type result struct {
-		rec *engine.Record
-		err error
-	}
-	results := make([]chan result, cfg.Episodes)
-	for i := range results {
-		results[i] = make(chan result, 1)
-	}
-	sem := make(chan struct{}, cfg.Parallel)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for k := range cfg.Episodes {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				results[k] <- result{err: ctx.Err()}
-				continue
+	_, err := engine.RunOrdered(ctx, 0, cfg.Episodes, cfg.Parallel,
+		func(ctx context.Context, k int) (*engine.Record, error) {
+			seed := engine.DeriveSeed(cfg.Seed, uint64(k))
+			cast, err := engine.ScriptedCast(g, cfg.Agents, seed)
+			if err != nil {
+				return nil, fmt.Errorf("episode %d: %w", k, err)
 			}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				seed := engine.DeriveSeed(cfg.Seed, uint64(k))
-				cast, err := engine.ScriptedCast(g, cfg.Agents, seed)
-				if err != nil {
-					results[k] <- result{err: err}
-					return
-				}
-				rec, err := engine.Play(ctx, g, seed, cfg.Params, cast, opts, nil)
-				results[k] <- result{rec, err}
-			})
-		}
-	})
-	defer wg.Wait()
-	for k := range cfg.Episodes {
-		r := <-results[k]
-		if r.err != nil {
-			return fmt.Errorf("episode %d: %w", k, r.err)
-		}
-		if err := emit(r.rec); err != nil {
-			return err
-		}
-	}
-	return nil
+			rec, err := engine.Play(ctx, g, seed, cfg.Params, cast, opts, nil)
+			if err != nil {
+				return nil, fmt.Errorf("episode %d: %w", k, err)
+			}
+			return rec, nil
+		}, emit)
+	return err
 }
 
 // playSummary aggregates records for the closing report.
@@ -292,4 +257,18 @@ func (s *playSummary) print(w io.Writer, id string) {
 		}
 		tw.Flush()
 	}
+}
+
+// isSotopia reports whether g is SOTOPIA, whose rewards come from an LLM
+// judge that omar play does not run.
+func isSotopia(g engine.Game) bool {
+	name, _ := engine.SplitID(g.ID())
+	return name == "sotopia"
+}
+
+func outOrPlaceholder(out string) string {
+	if out == "" || out == "-" {
+		return "EPISODES.jsonl"
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // Options tune the suite.
@@ -133,8 +134,8 @@ func play(t *testing.T, g engine.Game, o Options, seed uint64, bad float64) (*en
 	obs := &observed{}
 	var mu = make(chan struct{}, 1)
 	cast := func(s engine.Seat) (engine.Agent, string, error) {
-		inner := pol.New(s, engine.DeriveSeed(seed, uint64(s.Index)))
-		rng := rand.New(rand.NewPCG(engine.DeriveSeed(seed, 77, uint64(s.Index)), 1))
+		inner := pol.New(s, seeds.Derive(seed, uint64(s.Index)))
+		rng := rand.New(rand.NewPCG(seeds.Derive(seed, 77, uint64(s.Index)), 1))
 		return engine.AgentFunc(func(ctx context.Context, turn engine.Turn) (engine.Action, error) {
 			mu <- struct{}{}
 			obs.turns = append(obs.turns, turn)

@@ -7,7 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // Params are the parameters every game of the suite takes; games embed it
@@ -53,7 +53,7 @@ func (p Params) Options() Options {
 
 // Rand is the generator for one purpose of one episode.
 func Rand(seed uint64, parts ...uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(engine.DeriveSeed(seed, parts...), 0x6e65676f))
+	return rand.New(rand.NewPCG(seeds.Derive(seed, parts...), 0x6e65676f))
 }
 
 // LoadScenarios decodes a YAML document "scenarios: [...]" strictly
