@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
-	"sync"
 	"text/tabwriter"
 
 	"github.com/omar-selfplay/omar/engine"
@@ -175,7 +172,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 func playEpisodes(ctx context.Context, g engine.Game, cfg playConfig, opts engine.Options, emit func(*engine.Record) error) error {
 	_, err := engine.RunOrdered(ctx, 0, cfg.Episodes, cfg.Parallel,
 		func(ctx context.Context, k int) (*engine.Record, error) {
-			seed := engine.DeriveSeed(cfg.Seed, uint64(k))
+			seed := seeds.Derive(cfg.Seed, uint64(k))
 			cast, err := engine.ScriptedCast(g, cfg.Agents, seed)
 			if err != nil {
 				return nil, fmt.Errorf("episode %d: %w", k, err)
