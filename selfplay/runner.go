@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -283,67 +282,34 @@ func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResul
 			return resps[0], nil
 		},
 	}
-	var finished atomic.Int64
-
-	type done struct {
-		res *EpisodeResult
-		err error
-	}
-	results := make(chan done)
-	sem := make(chan struct{}, r.opts.Parallel)
-	var wg sync.WaitGroup
-	// The spawner is itself in wg, so its wg.Go calls never race with
-	// wg.Wait.
-	wg.Go(func() {
-		for i := first; i < first+n; i++ {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			wg.Go(func() {
-				res, err := r.play(ctx, i, key, gen)
-				running.Store(int64(min(r.opts.Parallel, n-int(finished.Add(1)))))
-				for _, b := range bat {
-					b.poke()
-				}
-				<-sem
-				select {
-				case results <- done{res, err}:
-				case <-ctx.Done():
-				}
-			})
-		}
-	})
-
-	pending := map[int]*EpisodeResult{}
-	next := first
-	var firstErr error
-	for next < first+n && firstErr == nil {
-		var d done
-		select {
-		case d = <-results:
-		case <-ctx.Done():
-			firstErr = ctx.Err()
-			continue
-		}
-		if d.err != nil {
-			firstErr = d.err
-			break
-		}
-		pending[d.res.Index] = d.res
-		for pending[next] != nil && firstErr == nil {
-			if err := yield(pending[next]); err != nil {
-				firstErr = err
-			}
-			delete(pending, next)
-			next++
+	// A finished episode keeps its slot until yield has returned for it
+	// (engine.RunOrdered: memory stays bounded under a slow consumer), so
+	// the batcher's count of episodes in flight or about to start leaves
+	// out those waiting for their turn to be yielded.
+	var finished, yielded atomic.Int64
+	recount := func() {
+		f := finished.Load()
+		held := f - yielded.Load()
+		running.Store(max(0, min(int64(r.opts.Parallel)-held, int64(n)-f)))
+		for _, b := range bat {
+			b.poke()
 		}
 	}
-	cancel()
-	wg.Wait()
+	done, firstErr := engine.RunOrdered(ctx, first, n, r.opts.Parallel,
+		func(ctx context.Context, i int) (*EpisodeResult, error) {
+			res, err := r.play(ctx, i, key, gen)
+			finished.Add(1)
+			recount()
+			return res, err
+		},
+		func(res *EpisodeResult) error {
+			err := yield(res)
+			yielded.Add(1)
+			recount()
+			return err
+		})
 	st := r.stats.snapshot()
-	st.Episodes = next - first
+	st.Episodes = done
 	st.Wall = time.Since(start)
 	return st, firstErr
 }
