@@ -20,6 +20,9 @@ import (
 type Client struct {
 	BaseURL string // e.g. "http://127.0.0.1:8080"
 	HTTP    *http.Client
+	// Secret is the server's secret: it creates and lists episodes and
+	// shows their seeds. Seat clients need only their seat's token.
+	Secret string
 }
 
 // StatusError is a non-2xx answer.
@@ -77,17 +80,28 @@ func (c *Client) do(ctx context.Context, method, path, token string, body, out a
 	return nil
 }
 
-// Create starts an episode and returns its info with the seat tokens.
+// Create starts an episode (with c.Secret) and returns its info with the
+// seat tokens and its seed.
 func (c *Client) Create(ctx context.Context, req CreateRequest) (EpisodeInfo, error) {
 	var info EpisodeInfo
-	err := c.do(ctx, http.MethodPost, "/v1/episodes", "", req, &info)
+	err := c.do(ctx, http.MethodPost, "/v1/episodes", c.Secret, req, &info)
 	return info, err
 }
 
-// Episode returns an episode's public info.
+// List returns every episode the server keeps (with c.Secret).
+func (c *Client) List(ctx context.Context) ([]EpisodeInfo, error) {
+	var out struct {
+		Episodes []EpisodeInfo `json:"episodes"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/episodes", c.Secret, nil, &out)
+	return out.Episodes, err
+}
+
+// Episode returns an episode's public info (with its seed when c has the
+// secret).
 func (c *Client) Episode(ctx context.Context, id string) (EpisodeInfo, error) {
 	var info EpisodeInfo
-	err := c.do(ctx, http.MethodGet, "/v1/episodes/"+url.PathEscape(id), "", nil, &info)
+	err := c.do(ctx, http.MethodGet, "/v1/episodes/"+url.PathEscape(id), c.Secret, nil, &info)
 	return info, err
 }
 

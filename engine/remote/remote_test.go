@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/games/sealedbid"
+	"github.com/omar-selfplay/omar/werewolf"
 )
 
 func find(id string) (engine.Game, error) {
@@ -24,17 +27,27 @@ func find(id string) (engine.Game, error) {
 	return nil, fmt.Errorf("unknown environment %q", id)
 }
 
+// testSecret is the secret of the test servers.
+const testSecret = "test-secret-0123456789"
+
+// newTestServer starts a server with testSecret and returns a client
+// holding the secret (the operator's).
 func newTestServer(t *testing.T, opts ServerOptions) (*Client, *httptest.Server) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	if opts.Secret == "" {
+		opts.Secret = testSecret
+	}
 	s, err := NewServer(ctx, find, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(s)
 	t.Cleanup(func() { cancel(); ts.Close() })
-	return &Client{BaseURL: ts.URL, HTTP: ts.Client()}, ts
+	return &Client{BaseURL: ts.URL, HTTP: ts.Client(), Secret: opts.Secret}, ts
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func shading(seat engine.Seat, seed uint64) engine.Agent {
 	p, _ := engine.FindPolicy(sealedbid.New(), "shading")
@@ -67,7 +80,7 @@ func TestRemoteEqualsLocal(t *testing.T) {
 	c, _ := newTestServer(t, opts)
 	params := engine.Params{"bidders": 5, "rounds": 3}
 	for seed := uint64(1); seed <= 8; seed++ {
-		info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid", Seed: seed, Params: params})
+		info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid", Seed: ptr(seed), Params: params})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +135,7 @@ func (f *flaky) Act(ctx context.Context, t engine.Turn) (engine.Action, error) {
 // stale action, a disconnect and a resume.
 func TestRemoteEpisode(t *testing.T) {
 	c, ts := newTestServer(t, ServerOptions{}.Defaults())
-	info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid_v1", Seed: 5, Agents: []string{"remote", "remote", "scripted:random"}, Params: engine.Params{"rounds": 4}})
+	info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid_v1", Seed: ptr[uint64](5), Agents: []string{"remote", "remote", "scripted:random"}, Params: engine.Params{"rounds": 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,11 +226,11 @@ func TestRemoteEpisode(t *testing.T) {
 		{"no notification id", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, `{"action":"BID 1"}`, 400},
 		{"scripted seat cannot act", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[2].Token, `{"notification_id":"n1","action":"BID 1"}`, 403},
 		{"episode over", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, `{"notification_id":"n1","action":"BID 1"}`, 409},
-		{"too large", "POST", "/v1/episodes", "", `{"env":"` + strings.Repeat("x", 70<<10) + `"}`, 413},
-		{"unknown env", "POST", "/v1/episodes", "", `{"env":"chess"}`, 400},
-		{"bad params", "POST", "/v1/episodes", "", `{"env":"sealedbid","params":{"bidders":1}}`, 400},
-		{"wrong agent count", "POST", "/v1/episodes", "", `{"env":"sealedbid","agents":["remote","remote"]}`, 400},
-		{"unknown policy", "POST", "/v1/episodes", "", `{"env":"sealedbid","agents":["scripted:genius"]}`, 400},
+		{"too large", "POST", "/v1/episodes", testSecret, `{"env":"` + strings.Repeat("x", 70<<10) + `"}`, 413},
+		{"unknown env", "POST", "/v1/episodes", testSecret, `{"env":"chess"}`, 400},
+		{"bad params", "POST", "/v1/episodes", testSecret, `{"env":"sealedbid","params":{"bidders":1}}`, 400},
+		{"wrong agent count", "POST", "/v1/episodes", testSecret, `{"env":"sealedbid","agents":["remote","remote"]}`, 400},
+		{"unknown policy", "POST", "/v1/episodes", testSecret, `{"env":"sealedbid","agents":["scripted:genius"]}`, 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, ts.URL+tc.path, strings.NewReader(tc.body))
@@ -245,7 +258,7 @@ func TestRemoteTimeout(t *testing.T) {
 	opts := ServerOptions{}.Defaults()
 	opts.ActionTimeout = 20 * time.Millisecond
 	c, _ := newTestServer(t, opts)
-	info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid", Seed: 1, Agents: []string{"remote", "scripted", "scripted"}, Params: engine.Params{"rounds": 2}})
+	info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid", Seed: ptr[uint64](1), Agents: []string{"remote", "scripted", "scripted"}, Params: engine.Params{"rounds": 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +347,7 @@ func FuzzDecodeAction(f *testing.F) {
 func TestCreateAllScriptedNoRace(t *testing.T) {
 	c, _ := newTestServer(t, ServerOptions{}.Defaults())
 	for seed := range uint64(20) {
-		info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid", Seed: seed, Agents: []string{"scripted"}, Params: engine.Params{"rounds": 1}})
+		info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid", Seed: ptr(seed), Agents: []string{"scripted"}, Params: engine.Params{"rounds": 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,6 +356,125 @@ func TestCreateAllScriptedNoRace(t *testing.T) {
 		}
 		if got := waitDone(t, c, info.ID); got.Status != "done" {
 			t.Errorf("episode %s: status %q (%s), want done", info.ID, got.Status, got.Error)
+		}
+	}
+}
+
+// findAll also serves werewolf, whose seed deals hidden roles.
+func findAll(id string) (engine.Game, error) {
+	if name, _ := engine.SplitID(id); name == "werewolf" {
+		return werewolf.New(), nil
+	}
+	return find(id)
+}
+
+// TestCloneAttack replays the attack of issue 12: a client without the
+// server's secret lists the episodes, learns a running werewolf game's
+// seed, deals the same seed locally and reads every hidden role. None of
+// the steps may work: listing and creating need the secret, and no answer
+// without it (nor with a seat's or the observer's token) carries the seed.
+func TestCloneAttack(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := ServerOptions{}.Defaults()
+	opts.Secret = testSecret
+	s, err := NewServer(ctx, findAll, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	operator := &Client{BaseURL: ts.URL, HTTP: ts.Client(), Secret: testSecret}
+	// The operator starts a 7-seat game without choosing a seed.
+	info, err := operator.Create(ctx, CreateRequest{Env: "werewolf", Params: engine.Params{"players": 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Seed == nil {
+		t.Fatal("the creator's answer has no seed, want the random seed it was dealt from")
+	}
+	other, err := operator.Create(ctx, CreateRequest{Env: "werewolf", Params: engine.Params{"players": 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *other.Seed == *info.Seed {
+		t.Errorf("two unseeded episodes share seed %d, want random seeds", *info.Seed)
+	}
+	if got, err := operator.List(ctx); err != nil || len(got) != 2 || got[0].Seed == nil || *got[0].Seed != *info.Seed {
+		t.Errorf("the operator's list = %+v, %v; want both episodes with their seeds", got, err)
+	}
+
+	for _, tc := range []struct{ name, token string }{
+		{"no token", ""},
+		{"wrong secret", testSecret + "x"},
+		{"a seat's token", info.Seats[0].Token},
+		{"the observer's token", info.ObserverToken},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			attacker := &Client{BaseURL: ts.URL, HTTP: ts.Client(), Secret: tc.token}
+			var se *StatusError
+			if _, err := attacker.List(ctx); !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+				t.Errorf("list: got %v, want HTTP 401", err)
+			}
+			seed := uint64(7)
+			if _, err := attacker.Create(ctx, CreateRequest{Env: "werewolf", Seed: &seed}); !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+				t.Errorf("create: got %v, want HTTP 401", err)
+			}
+			got, err := attacker.Episode(ctx, info.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Seed != nil {
+				t.Errorf("GET /v1/episodes/%s showed seed %d without the secret", info.ID, *got.Seed)
+			}
+			// Nothing in the raw answer names the seed either.
+			req, _ := http.NewRequest("GET", ts.URL+"/v1/episodes/"+info.ID, nil)
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(body), `"seed"`) || strings.Contains(string(body), strconv.FormatUint(*info.Seed, 10)) {
+				t.Errorf("answer %s reveals the seed", body)
+			}
+		})
+	}
+}
+
+// TestCreateLimits: a client has at most MaxPerClient running episodes,
+// and the server refuses a short secret.
+func TestCreateLimits(t *testing.T) {
+	opts := ServerOptions{}.Defaults()
+	opts.MaxPerClient = 2
+	c, _ := newTestServer(t, opts)
+	ctx := context.Background()
+	for k := range 3 {
+		// Remote seats that never answer keep the episodes running.
+		_, err := c.Create(ctx, CreateRequest{Env: "sealedbid", Agents: []string{"remote"}})
+		var se *StatusError
+		switch {
+		case k < 2 && err != nil:
+			t.Fatalf("create %d: %v", k, err)
+		case k == 2 && (!errors.As(err, &se) || se.Code != http.StatusTooManyRequests):
+			t.Fatalf("create %d: got %v, want HTTP 429", k, err)
+		}
+	}
+	for _, tc := range []struct {
+		secret string
+		ok     bool
+	}{{"", true}, {"short", false}, {strings.Repeat("s", MinSecretLen), true}} {
+		o := ServerOptions{}.Defaults()
+		o.Secret = tc.secret
+		s, err := NewServer(ctx, find, o)
+		if (err == nil) != tc.ok {
+			t.Errorf("secret %q: err = %v, want ok %v", tc.secret, err, tc.ok)
+		}
+		if err == nil && len(s.Secret()) < MinSecretLen {
+			t.Errorf("secret %q: server secret %q, want ≥ %d bytes", tc.secret, s.Secret(), MinSecretLen)
 		}
 	}
 }

@@ -3,18 +3,25 @@
 // (long-poll) and submit actions, and a client that plays a seat with any
 // engine.Agent and resumes from its cursor after a disconnect.
 //
-// Every seat gets a bearer token when its episode is created; a token reads
-// only its own seat's view and acts only for that seat. An observer token
-// reads the omniscient log.
+// Creating and listing episodes needs the server's secret (a bearer
+// token); every seat gets a bearer token when its episode is created; a
+// token reads only its own seat's view and acts only for that seat. An
+// observer token reads the omniscient log. An episode's seed deals its
+// hidden state (a werewolf game's roles), so only the secret's holder
+// ever sees it: anyone else could replay the seed locally and read every
+// hidden role.
 package remote
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -37,26 +44,54 @@ type ServerOptions struct {
 	MaxRetries int
 	// MaxEpisodes bounds the episodes kept in memory.
 	MaxEpisodes int
+	// MaxPerClient bounds the running episodes one client (one remote
+	// IP address) may have created, so that no client fills the server.
+	MaxPerClient int
+	// Secret is the bearer token that creates and lists episodes (and
+	// reveals their seeds). Empty: NewServer draws a random one (see
+	// Server.Secret).
+	Secret string
 }
 
+// MinSecretLen is the shortest secret a server accepts.
+const MinSecretLen = 16
+
 // Defaults returns 64 KiB bodies, 30 s long-polls, 120 s per action, two
-// retries and 1000 episodes.
+// retries, 1000 episodes, 32 running per client and a random secret.
 func (ServerOptions) Defaults() ServerOptions {
-	return ServerOptions{MaxBodyBytes: 64 << 10, MaxWait: 30 * time.Second, ActionTimeout: 120 * time.Second, MaxRetries: 2, MaxEpisodes: 1000}
+	return ServerOptions{MaxBodyBytes: 64 << 10, MaxWait: 30 * time.Second, ActionTimeout: 120 * time.Second, MaxRetries: 2, MaxEpisodes: 1000, MaxPerClient: 32}
 }
 
 // Validate checks o.
 func (o ServerOptions) Validate() error {
-	if o.MaxBodyBytes <= 0 || o.MaxWait <= 0 || o.ActionTimeout <= 0 || o.MaxRetries < 0 || o.MaxEpisodes <= 0 {
-		return fmt.Errorf("remote: invalid server options %+v", o)
+	var errs []error
+	if o.MaxBodyBytes <= 0 {
+		errs = append(errs, fmt.Errorf("max body %d bytes ≤ 0", o.MaxBodyBytes))
+	}
+	if o.MaxWait <= 0 || o.ActionTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("max wait %v and action timeout %v: want both > 0", o.MaxWait, o.ActionTimeout))
+	}
+	if o.MaxRetries < 0 {
+		errs = append(errs, fmt.Errorf("max retries %d < 0", o.MaxRetries))
+	}
+	if o.MaxEpisodes <= 0 || o.MaxPerClient <= 0 {
+		errs = append(errs, fmt.Errorf("max episodes %d and max per client %d: want both > 0", o.MaxEpisodes, o.MaxPerClient))
+	}
+	if o.Secret != "" && len(o.Secret) < MinSecretLen {
+		errs = append(errs, fmt.Errorf("secret of %d bytes: want at least %d (or none for a random one)", len(o.Secret), MinSecretLen))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remote: server options: %w", err)
 	}
 	return nil
 }
 
 // CreateRequest is the body of POST /v1/episodes.
 type CreateRequest struct {
-	Env    string        `json:"env"`
-	Seed   uint64        `json:"seed"`
+	Env string `json:"env"`
+	// Seed deals the episode; nil draws a random one (returned to the
+	// creator in EpisodeInfo.Seed).
+	Seed   *uint64       `json:"seed,omitempty"`
 	Params engine.Params `json:"params,omitempty"`
 	// Agents names each seat's agent: "remote" (the default) or a scripted
 	// policy ("scripted" for the game's default, or "scripted:NAME").
@@ -73,9 +108,11 @@ type SeatInfo struct {
 
 // EpisodeInfo describes an episode.
 type EpisodeInfo struct {
-	ID     string     `json:"id"`
-	Env    string     `json:"env"`
-	Seed   uint64     `json:"seed"`
+	ID  string `json:"id"`
+	Env string `json:"env"`
+	// Seed is shown only to the secret's holder (the creator): it deals
+	// every hidden role and private value.
+	Seed   *uint64    `json:"seed,omitempty"`
 	Status string     `json:"status"` // "running", "done" or "failed"
 	Error  string     `json:"error,omitempty"`
 	Seats  []SeatInfo `json:"seats"`
@@ -126,6 +163,7 @@ type Server struct {
 
 type episode struct {
 	info     EpisodeInfo
+	client   string // remote address of the creator, for MaxPerClient
 	game     engine.Game
 	tokens   map[string]int // token -> seat, -1 for the observer
 	boxes    []*mailbox     // nil for scripted seats
@@ -140,6 +178,9 @@ func NewServer(ctx context.Context, find func(id string) (engine.Game, error), o
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	if opts.Secret == "" {
+		opts.Secret = newToken()
+	}
 	s := &Server{find: find, opts: opts, mux: http.NewServeMux(), ctx: ctx, episodes: map[string]*episode{}}
 	s.mux.HandleFunc("POST /v1/episodes", s.create)
 	s.mux.HandleFunc("GET /v1/episodes", s.list)
@@ -147,6 +188,33 @@ func NewServer(ctx context.Context, find func(id string) (engine.Game, error), o
 	s.mux.HandleFunc("GET /v1/episodes/{id}/events", s.events)
 	s.mux.HandleFunc("POST /v1/episodes/{id}/actions", s.act)
 	return s, nil
+}
+
+// Secret returns the bearer token that creates and lists episodes.
+func (s *Server) Secret() string { return s.opts.Secret }
+
+// isCreator reports whether r carries the server's secret. The comparison
+// takes the same time wherever the tokens differ.
+func (s *Server) isCreator(r *http.Request) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.opts.Secret)) == 1
+}
+
+// clientOf is the remote IP address of r (the port changes per
+// connection).
+func clientOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// randomSeed draws a seed nobody can predict.
+func randomSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on Linux
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 // ServeHTTP implements http.Handler.
@@ -185,6 +253,10 @@ func newToken() string {
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	if !s.isCreator(r) {
+		fail(w, http.StatusUnauthorized, "creating episodes needs the server's secret as the bearer token")
+		return
+	}
 	var req CreateRequest
 	if !s.decodeBody(w, r, &req) {
 		return
@@ -194,7 +266,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	ep, err := g.NewEpisode(req.Seed, req.Params)
+	seed := randomSeed()
+	if req.Seed != nil {
+		seed = *req.Seed
+	}
+	ep, err := g.NewEpisode(seed, req.Params)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "%v", err)
 		return
@@ -207,7 +283,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	e := &episode{
 		game: g, tokens: map[string]int{}, boxes: make([]*mailbox, len(seats)),
 		ready: make(chan struct{}), finished: make(chan struct{}),
-		info: EpisodeInfo{Env: g.ID(), Seed: req.Seed, Status: "running"},
+		client: clientOf(r),
+		info:   EpisodeInfo{Env: g.ID(), Seed: &seed, Status: "running"},
 	}
 	agents := make([]engine.Agent, len(seats))
 	for i, seat := range seats {
@@ -223,7 +300,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 			e.boxes[i] = newMailbox()
 			agents[i] = e.boxes[i]
 		} else {
-			cast, err := engine.ScriptedCast(g, []string{name}, req.Seed)
+			cast, err := engine.ScriptedCast(g, []string{name}, seed)
 			if err != nil {
 				fail(w, http.StatusBadRequest, "seat %d: %v", i, err)
 				return
@@ -243,6 +320,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	e.tokens[e.info.ObserverToken] = -1
 
 	s.mu.Lock()
+	if n := s.runningOf(e.client); n >= s.opts.MaxPerClient {
+		s.mu.Unlock()
+		fail(w, http.StatusTooManyRequests, "client %s already has %d running episodes (the most per client)", e.client, n)
+		return
+	}
 	if len(s.order) >= s.opts.MaxEpisodes && !s.evictFinished() {
 		s.mu.Unlock()
 		fail(w, http.StatusServiceUnavailable, "too many running episodes (%d)", s.opts.MaxEpisodes)
@@ -263,7 +345,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	opts := engine.Options{MaxRetries: s.opts.MaxRetries, Timeout: s.opts.ActionTimeout}
 	go func() {
 		defer close(e.finished)
-		rec, err := engine.Play(s.ctx, g, req.Seed, req.Params, cast, opts, func(rt *engine.Runtime) {
+		rec, err := engine.Play(s.ctx, g, seed, req.Params, cast, opts, func(rt *engine.Runtime) {
 			e.log = rt.Log()
 			close(e.ready)
 		})
@@ -286,6 +368,17 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, created)
 }
 
+// runningOf counts the running episodes client created; s.mu is held.
+func (s *Server) runningOf(client string) int {
+	n := 0
+	for _, id := range s.order {
+		if e := s.episodes[id]; e.client == client && e.info.Status == "running" {
+			n++
+		}
+	}
+	return n
+}
+
 // evictFinished drops the oldest finished episode; s.mu is held.
 func (s *Server) evictFinished() bool {
 	for i, id := range s.order {
@@ -298,9 +391,13 @@ func (s *Server) evictFinished() bool {
 	return false
 }
 
-// public strips tokens from an episode's info.
-func (e *episode) public() EpisodeInfo {
+// public strips tokens from an episode's info, and its seed unless the
+// reader holds the secret.
+func (e *episode) public(creator bool) EpisodeInfo {
 	info := e.info
+	if !creator {
+		info.Seed = nil
+	}
 	info.ObserverToken = ""
 	info.Seats = make([]SeatInfo, len(e.info.Seats))
 	for i, si := range e.info.Seats {
@@ -311,10 +408,14 @@ func (e *episode) public() EpisodeInfo {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	if !s.isCreator(r) {
+		fail(w, http.StatusUnauthorized, "listing episodes needs the server's secret as the bearer token")
+		return
+	}
 	s.mu.Lock()
 	out := make([]EpisodeInfo, 0, len(s.order))
 	for _, id := range s.order {
-		out = append(out, s.episodes[id].public())
+		out = append(out, s.episodes[id].public(true))
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"episodes": out})
@@ -333,7 +434,7 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *episode {
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if e := s.lookup(w, r); e != nil {
 		s.mu.Lock()
-		info := e.public()
+		info := e.public(s.isCreator(r))
 		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, info)
 	}
