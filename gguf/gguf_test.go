@@ -151,6 +151,11 @@ func TestGetters(t *testing.T) {
 	if _, err := f.TensorFloat32("nope"); err == nil {
 		t.Error("TensorFloat32 of a missing tensor: got nil error")
 	}
+	for key, want := range map[string]bool{"u8": true, "empty.string": true, "missing": false, "mat": false} {
+		if got := f.Has(key); got != want {
+			t.Errorf("Has(%q): got %v, want %v", key, got, want)
+		}
+	}
 }
 
 func TestWriteFileAndOpen(t *testing.T) {
@@ -207,6 +212,15 @@ func TestWriterErrors(t *testing.T) {
 		{"duplicate", func(w *Writer) error {
 			w.AddTensor("t", []uint64{1}, F32, []float32{1})
 			return w.AddTensor("t", []uint64{1}, F32, []float32{1})
+		}},
+		{"bytes: wrong length", func(w *Writer) error { return w.AddTensorBytes("t", []uint64{32, 2}, Q8_0, make([]byte, 34)) }},
+		{"bytes: partial block", func(w *Writer) error { return w.AddTensorBytes("t", []uint64{16}, Q8_0, make([]byte, 17)) }},
+		{"bytes: unknown type", func(w *Writer) error { return w.AddTensorBytes("t", []uint64{1}, TensorType(99), make([]byte, 4)) }},
+		{"bytes: no name", func(w *Writer) error { return w.AddTensorBytes("", []uint64{1}, F32, make([]byte, 4)) }},
+		{"bytes: no dims", func(w *Writer) error { return w.AddTensorBytes("t", nil, F32, make([]byte, 4)) }},
+		{"bytes: duplicate", func(w *Writer) error {
+			w.AddTensor("t", []uint64{1}, F32, []float32{1})
+			return w.AddTensorBytes("t", []uint64{1}, F32, make([]byte, 4))
 		}},
 	}
 	for _, tt := range tests {
@@ -368,5 +382,88 @@ func TestRowBytes(t *testing.T) {
 	}
 	if _, err := TensorType(4).RowBytes(1); err == nil {
 		t.Error("removed type 4: got nil error")
+	}
+}
+
+// TestAddTensorBytes stores tensors from their encoded bytes (a quantized
+// block and an F32 vector) beside an ordinary one; the bytes come back as
+// they went in, aligned, and F32 bytes decode to the same floats.
+func TestAddTensorBytes(t *testing.T) {
+	w := NewWriter()
+	q := make([]byte, 2*34) // two Q8_0 blocks: one row of 64
+	for i := range q {
+		q[i] = byte(i * 7)
+	}
+	f32 := []byte{0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0} // 1, -2
+	if err := w.AddTensor("first", []uint64{3}, F16, []float32{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddTensorBytes("q", []uint64{64, 1}, Q8_0, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddTensorBytes("v", []uint64{2}, F32, f32); err != nil {
+		t.Fatal(err)
+	}
+	data := encode(t, w)
+	f, err := Read(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		want []byte
+	}{{"q", q}, {"v", f32}} {
+		got, err := f.TensorBytes(tt.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, tt.want) {
+			t.Errorf("%s: got bytes %x, want %x", tt.name, got, tt.want)
+		}
+		if ti, _ := f.Tensor(tt.name); ti.Offset%DefaultAlignment != 0 {
+			t.Errorf("%s: offset %d not aligned", tt.name, ti.Offset)
+		}
+	}
+	if got, err := f.TensorFloat32("v"); err != nil || !reflect.DeepEqual(got, []float32{1, -2}) {
+		t.Errorf("TensorFloat32(v): got %v, %v, want [1 -2]", got, err)
+	}
+	if _, err := f.TensorFloat32("q"); err == nil {
+		t.Error("TensorFloat32 of a Q8_0 tensor: got nil error, want one")
+	}
+}
+
+func TestBFloat16(t *testing.T) {
+	tests := []struct {
+		in   float32
+		want uint16
+	}{
+		{0, 0x0000}, {float32(math.Copysign(0, -1)), 0x8000}, {1, 0x3f80}, {-2, 0xc000},
+		{float32(math.Inf(1)), 0x7f80}, {float32(math.Inf(-1)), 0xff80},
+		{math.Float32frombits(0x3f808000), 0x3f80}, // halfway, even stays
+		{math.Float32frombits(0x3f818000), 0x3f82}, // halfway, odd rounds up
+		{math.Float32frombits(0x3f808001), 0x3f81}, // above halfway
+		{math.Float32frombits(0x7f7fffff), 0x7f80}, // max float32 rounds to Inf
+		{math.Float32frombits(0x00010000), 0x0001}, // subnormal kept
+	}
+	for _, tt := range tests {
+		if got := Float32ToBFloat16(tt.in); got != tt.want {
+			t.Errorf("Float32ToBFloat16(%g): got %#04x, want %#04x", tt.in, got, tt.want)
+		}
+	}
+	for _, nan := range []uint32{0x7fc00000, 0x7f800001, 0xffffffff} {
+		h := Float32ToBFloat16(math.Float32frombits(nan))
+		if got := BFloat16ToFloat32(h); got == got {
+			t.Errorf("NaN %#08x: got %#04x (%g), want a NaN", nan, h, got)
+		}
+	}
+	// Every bfloat16 that is not NaN converts to float32 and back exactly.
+	for h := range uint32(1 << 16) {
+		f := BFloat16ToFloat32(uint16(h))
+		if f != f {
+			continue
+		}
+		if got := Float32ToBFloat16(f); got != uint16(h) {
+			t.Fatalf("%#04x → %g → %#04x", h, f, got)
+		}
 	}
 }

@@ -67,3 +67,14 @@ func Float16ToFloat32(h uint16) float32 {
 
 // BFloat16ToFloat32 converts a bfloat16 value to float32 (exact).
 func BFloat16ToFloat32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// Float32ToBFloat16 converts f to bfloat16 (the top half of its bits),
+// rounding to nearest even; NaN stays a quiet NaN of the same sign.
+func Float32ToBFloat16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 { // NaN: rounding could turn it into Inf
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}

@@ -146,6 +146,9 @@ func (f *File) Get(key string) (any, bool) {
 	return f.Metadata[i].Value, true
 }
 
+// Has reports whether the file has metadata key.
+func (f *File) Has(key string) bool { _, ok := f.keys[key]; return ok }
+
 // String returns a string metadata value.
 func (f *File) String(key string) (string, error) {
 	v, ok := f.Get(key)

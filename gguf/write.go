@@ -13,7 +13,8 @@ import (
 
 // Writer collects metadata and tensors and writes them as one GGUF v3 file.
 // Metadata keys keep the order of their first Set; tensors keep the order
-// of AddTensor. The zero value is not usable; call NewWriter.
+// of AddTensor and AddTensorBytes. The zero value is not usable; call
+// NewWriter.
 type Writer struct {
 	kvs     []KV
 	index   map[string]int
@@ -23,7 +24,8 @@ type Writer struct {
 
 type pendingTensor struct {
 	info TensorInfo
-	data []float32
+	data []float32 // F32 and F16 tensors added with AddTensor
+	raw  []byte    // tensors added with AddTensorBytes, written as they are
 }
 
 // NewWriter returns an empty writer.
@@ -85,6 +87,36 @@ func (w *Writer) AddTensor(name string, shape []uint64, typ TensorType, data []f
 	return nil
 }
 
+// AddTensorBytes adds a tensor of any known type from its encoded data, for
+// example a quantized matrix from ggml's quantize. len(data) must be the
+// size of shape in typ (whole blocks per row). The writer keeps data until
+// WriteTo; do not modify it before then.
+func (w *Writer) AddTensorBytes(name string, shape []uint64, typ TensorType, data []byte) error {
+	if name == "" {
+		return fmt.Errorf("gguf: empty tensor name")
+	}
+	if w.names[name] {
+		return fmt.Errorf("gguf: tensor %q added twice", name)
+	}
+	if !typ.Known() {
+		return fmt.Errorf("gguf: tensor %q: unknown tensor type %d", name, uint32(typ))
+	}
+	if len(shape) == 0 || len(shape) > MaxDims {
+		return fmt.Errorf("gguf: tensor %q: %d dimensions, want 1..%d", name, len(shape), MaxDims)
+	}
+	info := TensorInfo{Name: name, Shape: slices.Clone(shape), Type: typ}
+	n, err := info.Bytes()
+	if err != nil {
+		return fmt.Errorf("gguf: %w", err)
+	}
+	if n != uint64(len(data)) {
+		return fmt.Errorf("gguf: tensor %q: shape %v of %v takes %d bytes, data has %d", name, shape, typ, n, len(data))
+	}
+	w.names[name] = true
+	w.tensors = append(w.tensors, pendingTensor{info: info, raw: data})
+	return nil
+}
+
 func (w *Writer) alignment() uint64 {
 	if i, ok := w.index[KeyAlignment]; ok {
 		return uint64(w.kvs[i].Value.(uint32))
@@ -139,7 +171,11 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 		if want := dataStart + int64(infos[i].Offset); e.err == nil && cw.n != want {
 			return cw.n, fmt.Errorf("gguf: internal error: tensor %q at %d, want %d", t.info.Name, cw.n, want)
 		}
-		e.tensorData(t.info.Type, t.data)
+		if t.raw != nil {
+			e.raw(t.raw)
+		} else {
+			e.tensorData(t.info.Type, t.data)
+		}
 	}
 	if e.err == nil {
 		e.err = cw.w.(*bufio.Writer).Flush()

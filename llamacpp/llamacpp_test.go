@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/model"
 )
@@ -575,7 +576,7 @@ func TestAdapterRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := model.WriteLoRA(lp, l); err != nil {
+	if err := gguf.WriteLoRA(lp, l); err != nil {
 		t.Fatal(err)
 	}
 	a, err := LoadAdapter(m, lp)

@@ -1,6 +1,7 @@
 // Package model creates the small random-weight language models omar uses
-// for tests and benchmarks, and the files that go with models: tokenizers
-// and LoRA adapters.
+// for tests and benchmarks, and the tokenizers that go with them. LoRA
+// adapter files are written and read by package gguf (gguf.WriteLoRA), the
+// same writer the trainer exports its adapters with.
 //
 // Generate/WriteFile produce a GGUF that llama.cpp loads like any real
 // model: architecture llama, qwen2 or qwen3 with the standard tensor names
@@ -11,8 +12,7 @@
 //
 //	err := model.WriteFile("tiny.gguf", model.Options{Arch: "llama", Preset: "tiny", Seed: 1})
 //
-// WriteLoRA writes a LoRA adapter in the layout llama_adapter_lora_init
-// expects. Tokenizer is a pure-Go tokenizer for the vocabularies written
+// Tokenizer is a pure-Go tokenizer for the vocabularies written
 // here (tests, scripted backends); at run time llama.cpp's own tokenizer is
 // used. Inspect summarises any GGUF model, including real ones.
 package model

@@ -106,13 +106,13 @@ func TestLlamaCppLoads(t *testing.T) {
 			}
 
 			// A LoRA on attn_q and ffn_down with B ≠ 0 changes the logits.
-			lora := model.LoRA{Arch: arch, Alpha: 8}
+			lora := gguf.LoRA{Arch: arch, Alpha: 8}
 			for _, tc := range []struct {
 				name    string
 				in, out int
 			}{{"blk.0.attn_q.weight", c.EmbeddingLength, c.HeadDim * c.HeadCount}, {"blk.1.ffn_down.weight", c.FeedForwardLength, c.EmbeddingLength}} {
 				r := 4
-				lt := model.LoRATensor{Base: tc.name, In: tc.in, Out: tc.out, Rank: r, A: make([]float32, r*tc.in), B: make([]float32, tc.out*r)}
+				lt := gguf.LoRATensor{Base: tc.name, In: tc.in, Out: tc.out, Rank: r, A: make([]float32, r*tc.in), B: make([]float32, tc.out*r)}
 				for i := range lt.A {
 					lt.A[i] = float32(math.Sin(float64(i))) * 0.1
 				}
@@ -122,7 +122,7 @@ func TestLlamaCppLoads(t *testing.T) {
 				lora.Tensors = append(lora.Tensors, lt)
 			}
 			apath := filepath.Join(dir, "adapter.gguf")
-			if err := model.WriteLoRA(apath, lora); err != nil {
+			if err := gguf.WriteLoRA(apath, lora); err != nil {
 				t.Fatal(err)
 			}
 			ad, err := llamacpp.LoadAdapter(m, apath)

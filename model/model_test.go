@@ -18,6 +18,17 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
+// openGGUF opens a written file and closes it when the test ends.
+func openGGUF(t testing.TB, path string) *gguf.File {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 func generateBytes(t testing.TB, opts Options) []byte {
 	t.Helper()
 	w, err := Generate(opts)

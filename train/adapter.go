@@ -2,39 +2,28 @@ package train
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/llamacpp"
 )
 
 // SaveAdapter writes the LoRA adapter as a GGUF that llama.cpp's
-// llama_adapter_lora_init loads: general.type=adapter, adapter.type=lora,
-// adapter.lora.alpha, and per adapted matrix blk.N.<module>.weight.lora_a
-// [n_in, r] and .lora_b [r, n_out]. llama.cpp scales B·A·x by alpha/r, as the
-// training graph does, so the adapted logits match. The file is written
-// atomically.
+// llama_adapter_lora_init loads, through the one LoRA writer
+// (gguf.WriteLoRA): general.name "omar-lora", adapter.lora.alpha, and per
+// adapted matrix blk.N.<module>.weight.lora_a [n_in, r] and .lora_b
+// [r, n_out]. llama.cpp scales B·A·x by alpha/r, as the training graph does,
+// so the adapted logits match. The file is written atomically, and the same
+// trainer state always gives the same bytes (resume relies on it).
 func (t *Trainer) SaveAdapter(path string) error {
-	w := gguf.NewWriter()
-	for _, kv := range []gguf.KV{
-		{Key: "general.architecture", Value: t.hp.arch},
-		{Key: "general.type", Value: "adapter"},
-		{Key: "general.name", Value: "omar-lora"},
-		{Key: "adapter.type", Value: "lora"},
-		{Key: "adapter.lora.alpha", Value: t.opts.LoRAAlpha},
-	} {
-		if err := w.Set(kv.Key, kv.Value); err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
+	l := gguf.LoRA{Arch: t.hp.arch, Name: "omar-lora", Alpha: t.opts.LoRAAlpha}
+	for _, lr := range t.loras {
+		name, _, a := t.paramData(lr.pa)
+		_, _, b := t.paramData(lr.pb)
+		base, _ := strings.CutSuffix(name, ".lora_a")
+		l.Tensors = append(l.Tensors, gguf.LoRATensor{Base: base, In: lr.nIn, Out: lr.nOut, Rank: t.opts.LoRARank, A: a, B: b})
 	}
-	for _, l := range t.loras {
-		for _, p := range []int{l.pa, l.pb} {
-			name, shape, data := t.paramData(p)
-			if err := w.AddTensor(name, shape, gguf.F32, data); err != nil {
-				return fmt.Errorf("train: %w", err)
-			}
-		}
-	}
-	if err := w.WriteFile(path); err != nil {
+	if err := gguf.WriteLoRA(path, l); err != nil {
 		return fmt.Errorf("train: save adapter: %w", err)
 	}
 	return nil
@@ -51,67 +40,52 @@ func (t *Trainer) paramData(p int) (string, []uint64, []float32) {
 
 // LoadAdapter initialises the adapter from a LoRA GGUF written by
 // SaveAdapter (or another llama.cpp LoRA of the same model), e.g. to start
-// PPO from an `omar sft` warm-up. Its matrices must have this trainer's rank
-// and shapes and adapt only modules this trainer adapts (modules it lacks
-// keep their fresh initialisation, which leaves them inactive); a different
-// alpha is absorbed by rescaling B. The value head and the optimizer state
-// are not touched. Nothing changes when the file does not fit.
+// PPO from an `omar sft` warm-up. The file is read by gguf.ReadLoRA. Its
+// matrices must have this trainer's rank and shapes and adapt only modules
+// this trainer adapts (modules it lacks keep their fresh initialisation,
+// which leaves them inactive); a different alpha is absorbed by rescaling B.
+// The value head and the optimizer state are not touched. Nothing changes
+// when the file does not fit.
 func (t *Trainer) LoadAdapter(path string) error {
-	f, err := gguf.Open(path)
+	l, err := gguf.ReadLoRA(path)
 	if err != nil {
 		return fmt.Errorf("train: load adapter: %w", err)
 	}
-	defer f.Close()
-	for _, kv := range [][2]string{{"general.type", "adapter"}, {"adapter.type", "lora"}, {"general.architecture", t.hp.arch}} {
-		if got, err := f.String(kv[0]); err != nil || got != kv[1] {
-			return fmt.Errorf("train: load adapter %s: %s is %q, want %q", path, kv[0], got, kv[1])
-		}
+	if l.Arch != t.hp.arch {
+		return fmt.Errorf("train: load adapter %s: general.architecture is %q, want %q", path, l.Arch, t.hp.arch)
 	}
-	alpha, err := f.Float("adapter.lora.alpha")
-	if err != nil || alpha <= 0 {
-		return fmt.Errorf("train: load adapter %s: no positive adapter.lora.alpha", path)
-	}
-	byName := map[string]int{}
-	for _, l := range t.loras {
-		byName[t.params[l.pa].name] = l.pa
-		byName[t.params[l.pb].name] = l.pb
-	}
-	values := map[int][]float32{}
-	for _, ti := range f.Tensors {
-		p, ok := byName[ti.Name]
-		if !ok {
-			return fmt.Errorf("train: load adapter %s: tensor %s is not adapted by this trainer (modules %v, rank %d)", path, ti.Name, t.moduleList(), t.opts.LoRARank)
-		}
-		want := []uint64{uint64(t.params[p].t.Ne[0]), uint64(t.params[p].t.Ne[1])}
-		if len(ti.Shape) != 2 || ti.Shape[0] != want[0] || ti.Shape[1] != want[1] {
-			return fmt.Errorf("train: load adapter %s: tensor %s has shape %v, want %v (rank %d)", path, ti.Name, ti.Shape, want, t.opts.LoRARank)
-		}
-		d, err := f.TensorFloat32(ti.Name)
-		if err != nil {
-			return fmt.Errorf("train: load adapter %s: %w", path, err)
-		}
-		values[p] = d
+	byBase := map[string]*lora{}
+	for _, lr := range t.loras {
+		name, _, _ := t.paramData(lr.pa)
+		base, _ := strings.CutSuffix(name, ".lora_a")
+		byBase[base] = lr
 	}
 	// The adapter adds (alpha/r)·B·A·x: keep the product when alphas differ.
-	scale := float32(alpha) / t.opts.LoRAAlpha
-	for _, l := range t.loras {
-		_, hasA := values[l.pa]
-		_, hasB := values[l.pb]
-		if hasA != hasB {
-			return fmt.Errorf("train: load adapter %s: %s has only one of lora_a, lora_b", path, t.params[l.pa].name)
-		}
-		if hasB && scale != 1 {
-			for i := range values[l.pb] {
-				values[l.pb][i] *= scale
-			}
-		}
+	scale := l.Alpha / t.opts.LoRAAlpha
+	type update struct {
+		lr   *lora
+		a, b []float32
 	}
-	for _, l := range t.loras {
-		for _, p := range []int{l.pa, l.pb} {
-			if d, ok := values[p]; ok {
-				llamacpp.SetF32(t.params[p].t, d)
+	var updates []update
+	for _, lt := range l.Tensors {
+		lr, ok := byBase[lt.Base]
+		if !ok {
+			return fmt.Errorf("train: load adapter %s: tensor %s.lora_a is not adapted by this trainer (modules %v, rank %d)", path, lt.Base, t.moduleList(), t.opts.LoRARank)
+		}
+		if lt.In != lr.nIn || lt.Out != lr.nOut || lt.Rank != t.opts.LoRARank {
+			return fmt.Errorf("train: load adapter %s: %s has in %d, out %d, rank %d; want %d, %d, rank %d",
+				path, lt.Base, lt.In, lt.Out, lt.Rank, lr.nIn, lr.nOut, t.opts.LoRARank)
+		}
+		if scale != 1 {
+			for i := range lt.B {
+				lt.B[i] *= scale
 			}
 		}
+		updates = append(updates, update{lr, lt.A, lt.B})
+	}
+	for _, u := range updates {
+		llamacpp.SetF32(t.params[u.lr.pa].t, u.a)
+		llamacpp.SetF32(t.params[u.lr.pb].t, u.b)
 	}
 	return nil
 }

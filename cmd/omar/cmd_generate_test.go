@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/model"
@@ -74,7 +75,7 @@ func TestGenerateCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	adapter := filepath.Join(t.TempDir(), "adapter.gguf")
-	if err := model.WriteLoRA(adapter, lora); err != nil {
+	if err := gguf.WriteLoRA(adapter, lora); err != nil {
 		t.Fatal(err)
 	}
 	withA := run("--prompt", "hello", "-n", "8", "--seed", "3", "--temp", "0", "--adapter", adapter)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
@@ -560,7 +561,7 @@ func TestAdapterSwap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := model.WriteLoRA(lora, l); err != nil {
+	if err := gguf.WriteLoRA(lora, l); err != nil {
 		t.Fatal(err)
 	}
 	p := prompt(t, b, "deal?")
@@ -674,7 +675,7 @@ func TestAdapterSwapWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := model.WriteLoRA(lora, l); err != nil {
+	if err := gguf.WriteLoRA(lora, l); err != nil {
 		t.Fatal(err)
 	}
 	p := prompt(t, b, "long")

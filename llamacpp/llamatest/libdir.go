@@ -1,7 +1,7 @@
 // Package llamatest holds test helpers for code that runs llama.cpp: where
 // the install script put the libraries (LibDir) and random LoRA adapters
 // that change the logits (RandomLoRA). Test models come from package model
-// (model.WriteFile, model.WriteLoRA).
+// (model.WriteFile) and adapters are written with gguf.WriteLoRA.
 //
 // It does not import llamacpp, so the bindings' own tests can use it.
 package llamatest

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/model"
 )
 
@@ -11,7 +12,7 @@ import (
 // model.PresetConfig) whose A and B are both random, so that, unlike a
 // freshly initialised adapter (B = 0), it changes the logits. Targets
 // default to attn_q, attn_v and ffn_up of every block.
-func RandomLoRA(c model.Config, rank int, alpha, scale float32, seed uint64, targets ...string) (model.LoRA, error) {
+func RandomLoRA(c model.Config, rank int, alpha, scale float32, seed uint64, targets ...string) (gguf.LoRA, error) {
 	if len(targets) == 0 {
 		targets = []string{"attn_q", "attn_v", "ffn_up"}
 	}
@@ -29,14 +30,14 @@ func RandomLoRA(c model.Config, rank int, alpha, scale float32, seed uint64, tar
 		}
 		return d
 	}
-	l := model.LoRA{Arch: c.Arch, Alpha: alpha}
+	l := gguf.LoRA{Arch: c.Arch, Alpha: alpha}
 	for b := range c.BlockCount {
 		for _, t := range targets {
 			d, ok := dims[t]
 			if !ok {
 				return l, fmt.Errorf("llamatest: unknown lora target %q", t)
 			}
-			l.Tensors = append(l.Tensors, model.LoRATensor{
+			l.Tensors = append(l.Tensors, gguf.LoRATensor{
 				Base: fmt.Sprintf("blk.%d.%s.weight", b, t), In: d[0], Out: d[1], Rank: rank,
 				A: randn(rank * d[0]), B: randn(d[1] * rank),
 			})
