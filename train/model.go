@@ -1,11 +1,10 @@
 package train
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 
+	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/llamacpp"
 )
 
@@ -31,11 +30,14 @@ var archs = map[string]struct {
 	"qwen3": {llamacpp.RopeTypeNeox, true, false},
 }
 
-func readHparams(f *llamacpp.GGUFFile) (hparams, error) {
+// readHparams reads the architecture's hyper-parameters from the model's
+// metadata (the pure-Go reader of package gguf: the same parse that
+// inference's model check does).
+func readHparams(f *gguf.File) (hparams, error) {
 	var h hparams
 	arch, err := f.String("general.architecture")
 	if err != nil {
-		return h, err
+		return h, fmt.Errorf("train: %w", err)
 	}
 	a, ok := archs[arch]
 	if !ok {
@@ -46,15 +48,24 @@ func readHparams(f *llamacpp.GGUFFile) (hparams, error) {
 		if !f.Has(arch+"."+key) && def >= 0 {
 			return def, nil
 		}
-		v, err := f.Int(arch + "." + key)
-		return int(v), err
+		v, err := f.Uint(arch + "." + key)
+		if err != nil {
+			return 0, fmt.Errorf("train: %w", err)
+		}
+		if v > math.MaxInt32 {
+			return 0, fmt.Errorf("train: %s.%s = %d is out of range", arch, key, v)
+		}
+		return int(v), nil
 	}
 	getf := func(key string, def float32) (float32, error) {
 		if !f.Has(arch + "." + key) {
 			return def, nil
 		}
 		v, err := f.Float(arch + "." + key)
-		return float32(v), err
+		if err != nil {
+			return 0, fmt.Errorf("train: %w", err)
+		}
+		return float32(v), nil
 	}
 	for _, p := range []struct {
 		dst *int
@@ -135,9 +146,10 @@ type layerWeights struct {
 	qNorm, kNorm      llamacpp.Tensor            // qwen3
 }
 
-// loadWeights creates the base tensors in ctx (no data yet) and returns them
-// with the list of (tensor, directory entry) pairs to fill after allocation.
-func declareWeights(ctx llamacpp.Context, h *hparams, dir map[string]llamacpp.GGUFTensorInfo) (weights, []fill, error) {
+// declareWeights creates the base tensors in ctx (no data yet) and returns
+// them with the list of (tensor, directory entry) pairs to fill after
+// allocation.
+func declareWeights(ctx llamacpp.Context, h *hparams, dir map[string]gguf.TensorInfo) (weights, []fill, error) {
 	var w weights
 	var fills []fill
 	get := func(name string, ne ...int64) (llamacpp.Tensor, error) {
@@ -145,10 +157,8 @@ func declareWeights(ctx llamacpp.Context, h *hparams, dir map[string]llamacpp.GG
 		if !ok {
 			return nil, fmt.Errorf("train: tensor %s missing from the model", name)
 		}
-		for i, n := range ne {
-			if info.Ne[i] != n {
-				return nil, fmt.Errorf("train: tensor %s has shape %v, want %v", name, info.Ne, ne)
-			}
+		if !shapeIs(info.Shape, ne) {
+			return nil, fmt.Errorf("train: tensor %s has shape %v, want %v", name, info.Shape, ne)
 		}
 		t := llamacpp.SetName(ctx.NewTensor(llamacpp.TypeF32, ne...), name)
 		fills = append(fills, fill{t, info})
@@ -159,7 +169,10 @@ func declareWeights(ctx llamacpp.Context, h *hparams, dir map[string]llamacpp.GG
 	if !ok {
 		return w, nil, fmt.Errorf("train: tensor token_embd.weight missing from the model")
 	}
-	h.nVocab = int(emb.Ne[1])
+	if len(emb.Shape) < 2 || emb.Shape[1] > math.MaxInt32 {
+		return w, nil, fmt.Errorf("train: tensor token_embd.weight has shape %v, want [%d n_vocab]", emb.Shape, h.nEmbd)
+	}
+	h.nVocab = int(emb.Shape[1])
 	E, V := int64(h.nEmbd), int64(h.nVocab)
 	if w.tokEmbd, err = get("token_embd.weight", E, V); err != nil {
 		return w, nil, err
@@ -224,77 +237,84 @@ func declareWeights(ctx llamacpp.Context, h *hparams, dir map[string]llamacpp.GG
 	return w, fills, nil
 }
 
-// fill is a base tensor and where its data is in the file.
+// shapeIs reports whether a tensor of shape got (ggml ne order) has shape
+// want; missing trailing dimensions count as 1 on either side, as in ggml.
+func shapeIs(got []uint64, want []int64) bool {
+	for i := range max(len(got), len(want)) {
+		g, w := uint64(1), int64(1)
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if w < 0 || g != uint64(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// fill is a base tensor and its entry in the model file's directory.
 type fill struct {
 	t    llamacpp.Tensor
-	info llamacpp.GGUFTensorInfo
+	info gguf.TensorInfo
 }
 
-// readF32 reads a tensor's data from the model file as F32. F16 and BF16
-// are converted in Go; quantized types are dequantized by ggml on the CPU
-// (get_rows over every row). The trainer keeps frozen weights in F32: the
-// backward pass multiplies by them (OUT_PROD), which CUDA only runs in F32,
-// and dequantizing once is cheaper than on every pass.
-func readF32(f *os.File, info llamacpp.GGUFTensorInfo, cpu llamacpp.Backend) ([]float32, error) {
-	n := int64(1)
-	for _, d := range info.Ne {
-		n *= max(d, 1)
-	}
-	raw := make([]byte, info.Size)
-	if _, err := f.ReadAt(raw, info.Offset); err != nil {
-		return nil, fmt.Errorf("train: read %s: %w", info.Name, err)
-	}
-	out := make([]float32, n)
+// readF32 reads a tensor's data from the model file as F32. F32, F16 and
+// BF16 are read and converted by package gguf (the project's one GGUF
+// reader and one half-precision conversion); quantized types are
+// dequantized by ggml on the CPU (get_rows over every row), because only
+// ggml has the kernels for its dozens of block formats. The trainer keeps
+// frozen weights in F32: the backward pass multiplies by them (OUT_PROD),
+// which CUDA only runs in F32, and dequantizing once is cheaper than on
+// every pass.
+func readF32(f *gguf.File, info gguf.TensorInfo, cpu llamacpp.Backend) ([]float32, error) {
 	switch info.Type {
-	case llamacpp.TypeF32, llamacpp.TypeF16, llamacpp.TypeBF16:
-		elem := int64(4)
-		if info.Type != llamacpp.TypeF32 {
-			elem = 2
+	case gguf.F32, gguf.F16, gguf.BF16:
+		data, err := f.TensorFloat32(info.Name)
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
 		}
-		if info.Size != n*elem {
-			return nil, fmt.Errorf("train: tensor %s: %d bytes for %d elements", info.Name, info.Size, n)
-		}
-	default:
-		return dequantize(cpu, info, raw)
+		return data, nil
 	}
-	switch info.Type {
-	case llamacpp.TypeF32:
-		for i := range out {
-			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
-	case llamacpp.TypeF16:
-		for i := range out {
-			out[i] = f16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-	case llamacpp.TypeBF16:
-		for i := range out {
-			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
-		}
+	raw, err := f.TensorBytes(info.Name)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
 	}
-	return out, nil
+	return dequantize(cpu, info, raw)
 }
 
-// dequantize converts a quantized matrix [ne0, rows] to F32 with ggml's own
+// dequantize converts a quantized matrix [ne0, rows…] to F32 with ggml's own
 // kernels: get_rows of every row on the CPU backend.
-func dequantize(cpu llamacpp.Backend, info llamacpp.GGUFTensorInfo, raw []byte) ([]float32, error) {
-	ne0 := info.Ne[0]
-	rows := int64(1)
-	for _, d := range info.Ne[1:] {
-		rows *= max(d, 1)
+func dequantize(cpu llamacpp.Backend, info gguf.TensorInfo, raw []byte) ([]float32, error) {
+	if len(info.Shape) == 0 {
+		return nil, fmt.Errorf("train: tensor %s has no shape", info.Name)
 	}
-	rs, err := llamacpp.RowSize(info.Type, ne0)
+	ne0 := int64(info.Shape[0])
+	rows := int64(1)
+	for _, d := range info.Shape[1:] {
+		rows *= int64(d)
+	}
+	typ := llamacpp.Type(info.Type) // gguf and ggml share enum ggml_type
+	rs, err := llamacpp.RowSize(typ, ne0)
 	if err != nil {
 		return nil, fmt.Errorf("train: tensor %s: %w", info.Name, err)
 	}
-	if int64(rs)*rows != info.Size {
-		return nil, fmt.Errorf("train: tensor %s: %d bytes for %d rows of %d %s values", info.Name, info.Size, rows, ne0, llamacpp.TypeName(info.Type))
+	// gguf sized the tensor from its own block table; ggml must agree, or
+	// the kernels would read past the data.
+	if int64(rs)*rows != int64(len(raw)) {
+		return nil, fmt.Errorf("train: tensor %s: %d bytes for %d rows of %d %v values (ggml rows are %d bytes)", info.Name, len(raw), rows, ne0, info.Type, rs)
+	}
+	if rows == 0 || ne0 == 0 {
+		return []float32{}, nil
 	}
 	ctx, err := llamacpp.NewContext(4, 1, 8, false)
 	if err != nil {
 		return nil, err
 	}
 	defer ctx.Free()
-	q := ctx.NewTensor(info.Type, ne0, rows)
+	q := ctx.NewTensor(typ, ne0, rows)
 	idx := ctx.NewTensor(llamacpp.TypeI32, rows)
 	out := ctx.GetRows(q, idx)
 	g := ctx.NewGraph(8, false)
@@ -316,25 +336,4 @@ func dequantize(cpu llamacpp.Backend, info llamacpp.GGUFTensorInfo, raw []byte) 
 	data := make([]float32, ne0*rows)
 	llamacpp.GetF32(out, data)
 	return data, nil
-}
-
-func f16ToF32(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h) & 0x3ff
-	switch {
-	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal
-		e := uint32(127 - 15 + 1)
-		for mant&0x400 == 0 {
-			mant <<= 1
-			e--
-		}
-		mant &= 0x3ff
-		return math.Float32frombits(sign | e<<23 | mant<<13)
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0xff<<23 | mant<<13)
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
 }

@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 
+	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/llamacpp"
 )
 
@@ -116,20 +116,16 @@ func New(modelPath string, opts Options) (*Trainer, error) {
 }
 
 func (t *Trainer) init() error {
-	f, err := llamacpp.OpenGGUF(t.model)
+	f, err := gguf.Open(t.model)
 	if err != nil {
-		return err
+		return fmt.Errorf("train: %w", err)
 	}
 	defer f.Close()
 	if t.hp, err = readHparams(f); err != nil {
 		return err
 	}
-	infos, err := f.Tensors()
-	if err != nil {
-		return err
-	}
-	dir := map[string]llamacpp.GGUFTensorInfo{}
-	for _, in := range infos {
+	dir := map[string]gguf.TensorInfo{}
+	for _, in := range f.Tensors {
 		dir[in.Name] = in
 	}
 
@@ -139,7 +135,7 @@ func (t *Trainer) init() error {
 	primary := t.backends[0]
 
 	// Base weights.
-	if t.wctx, err = llamacpp.NewContext(len(infos)+8, 0, 0, false); err != nil {
+	if t.wctx, err = llamacpp.NewContext(len(f.Tensors)+8, 0, 0, false); err != nil {
 		return err
 	}
 	w, fills, err := declareWeights(t.wctx, &t.hp, dir)
@@ -153,13 +149,8 @@ func (t *Trainer) init() error {
 	if t.wbuf, err = primary.AllocContextTensors(t.wctx); err != nil {
 		return fmt.Errorf("train: base weights: %w", err)
 	}
-	file, err := os.Open(t.model)
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	defer file.Close()
 	for _, fl := range fills {
-		data, err := readF32(file, fl.info, t.backends[len(t.backends)-1])
+		data, err := readF32(f, fl.info, t.backends[len(t.backends)-1])
 		if err != nil {
 			return err
 		}
