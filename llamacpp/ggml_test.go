@@ -22,9 +22,6 @@ func TestGGMLLayout(t *testing.T) {
 		}},
 	}
 	checkLayouts(t, want, tests)
-	if got := unsafe.Sizeof(ggufInitParams{}); got != 16 {
-		t.Errorf("gguf_init_params: got size %d, want 16", got)
-	}
 }
 
 // TestGGMLGradient builds loss = sum((w ⊙ x − y)²) on the CPU backend,
