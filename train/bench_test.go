@@ -75,7 +75,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	ctx := context.Background()
 	tokens := 0
 	for b.Loop() {
-		if _, _, _, err := tr.Evaluate(ctx, seqs); err != nil {
+		if _, _, _, err := columns(tr.Evaluate(ctx, seqs)); err != nil {
 			b.Fatal(err)
 		}
 		for _, s := range seqs {

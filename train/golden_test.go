@@ -25,9 +25,12 @@ const goldenFile = "testdata/golden.json"
 // logprobs per sequence.
 func goldenEvaluate(t *testing.T, tr *Trainer, seqs []Sequence) (values, lps, refs [][]float32) {
 	t.Helper()
-	values, lps, refs, err := tr.Evaluate(context.Background(), seqs)
+	scores, err := tr.Evaluate(context.Background(), seqs)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, s := range scores {
+		values, lps, refs = append(values, s.Values), append(lps, s.Logprobs), append(refs, s.RefLogprobs)
 	}
 	return values, lps, refs
 }
@@ -44,7 +47,7 @@ func goldenStep(t *testing.T, tr *Trainer, seqs []Sequence) []float64 {
 		early = 1
 	}
 	t.Logf("%+v", st)
-	return []float64{st.PolicyLoss, st.ValueLoss, st.KL, st.Entropy, st.ClipFrac, st.ApproxKL, st.GradNorm,
+	return []float64{st.Term(TermPolicy), st.Term(TermValue), st.Term(TermKL), st.Term(TermEntropy), st.Term(TermClipFrac), st.ApproxKL, st.GradNorm,
 		early, float64(st.Tokens), float64(st.TrainedTokens), float64(st.OptimizerSteps)}
 }
 
@@ -132,7 +135,7 @@ func TestGolden(t *testing.T) {
 			h.f32(refs...)
 			sums["evaluate"] = h.sum()
 			for i := range a {
-				a[i].OldLogprobs, a[i].OldValues = lps[i], values[i]
+				a[i].OldLogprobs, a[i].OldValues, a[i].RefLogprobs = lps[i], values[i], refs[i]
 			}
 			h.f64(goldenStep(t, tr, a)...)
 			sums["step1"] = h.sum()

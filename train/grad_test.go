@@ -54,7 +54,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			randomize(tr, 5, 0.05)
 			ctx := context.Background()
 			seqs := randomSeqs(17, 3, 20, 50, tr.Vocab())
-			values, lps, _, err := tr.Evaluate(ctx, seqs)
+			values, lps, _, err := columns(tr.Evaluate(ctx, seqs))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,25 +75,28 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			for i := range seqs {
+				seqs[i].RefLogprobs = ref[i]
+			}
 			idx := []int{0, 1, 2}
 			n := 0
 			for _, s := range seqs {
 				n += trainedTokens(s)
 			}
-			loss := func() (float64, map[string]float64) {
-				sums, _, err := tr.accumulatePPO(ctx, seqs, ref, idx, tr.tokenWeights(seqs, idx))
+			loss := func() (float64, Stats) {
+				acc, err := tr.accumulate(ctx, tr.ppo, seqs, idx, tr.tokenWeights(seqs, idx))
 				if err != nil {
 					t.Fatal(err)
 				}
-				return sums["loss"], sums
+				return acc.loss, Stats{Terms: acc.terms, ApproxKL: acc.approxKL}
 			}
 			tr.gbuf.Clear(0)
 			l0, sums := loss()
 			grads := readParams(tr, true)
 			tr.gbuf.Clear(0)
 			theta := readParams(tr, false)
-			if tt.name == "policy" && (sums["clip_frac"] < 0.05 || sums["clip_frac"] > 0.95) {
-				t.Fatalf("clip fraction %g: the test should mix clipped and unclipped tokens", sums["clip_frac"])
+			if tt.name == "policy" && (sums.Term(TermClipFrac) < 0.05 || sums.Term(TermClipFrac) > 0.95) {
+				t.Fatalf("clip fraction %g: the test should mix clipped and unclipped tokens", sums.Term(TermClipFrac))
 			}
 
 			groups := map[string]func(i int) bool{
@@ -179,7 +182,7 @@ func TestLossValues(t *testing.T) {
 	randomize(tr, 8, 0.05)
 	ctx := context.Background()
 	seqs := randomSeqs(23, 3, 20, 50, tr.Vocab())
-	values, lps, refs, err := tr.Evaluate(ctx, seqs)
+	values, lps, refs, err := columns(tr.Evaluate(ctx, seqs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,12 +195,16 @@ func TestLossValues(t *testing.T) {
 			}
 		}
 	}
+	for i := range seqs {
+		seqs[i].RefLogprobs = refs[i]
+	}
 	idx := []int{0, 1, 2}
-	sums, _, err := tr.accumulatePPO(ctx, seqs, refs, idx, tr.tokenWeights(seqs, idx))
+	acc, err := tr.accumulate(ctx, tr.ppo, seqs, idx, tr.tokenWeights(seqs, idx))
 	tr.gbuf.Clear(0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sums := Stats{Terms: acc.terms, ApproxKL: acc.approxKL}
 	eps, vc := float64(o.ClipEps), float64(o.ValueClip)
 	var pg, vl, kl, clip, akl float64
 	n := 0
@@ -226,17 +233,17 @@ func TestLossValues(t *testing.T) {
 		name      string
 		got, want float64
 	}{
-		{"policy_loss", sums["policy_loss"], pg / float64(n)},
-		{"value_loss", sums["value_loss"], vl / float64(n)},
-		{"kl", sums["kl"], kl / float64(n)},
-		{"clip_frac", sums["clip_frac"], clip / float64(n)},
-		{"approx_kl", sums["approx_kl"], akl / float64(n)},
+		{TermPolicy, sums.Term(TermPolicy), pg / float64(n)},
+		{TermValue, sums.Term(TermValue), vl / float64(n)},
+		{TermKL, sums.Term(TermKL), kl / float64(n)},
+		{TermClipFrac, sums.Term(TermClipFrac), clip / float64(n)},
+		{"approx_kl", sums.ApproxKL, akl / float64(n)},
 	} {
 		if math.Abs(c.got-c.want) > 1e-4*math.Max(1, math.Abs(c.want)) {
 			t.Errorf("%s: got %g, want %g", c.name, c.got, c.want)
 		}
 	}
-	if sums["clip_frac"] == 0 || sums["kl"] == 0 {
-		t.Errorf("clip fraction %g and KL %g should both be non-zero here", sums["clip_frac"], sums["kl"])
+	if sums.Term(TermClipFrac) == 0 || sums.Term(TermKL) == 0 {
+		t.Errorf("clip fraction %g and KL %g should both be non-zero here", sums.Term(TermClipFrac), sums.Term(TermKL))
 	}
 }

@@ -12,17 +12,18 @@ type graphKind int
 const (
 	kindPolicy graphKind = iota // no-grad: logprobs and values with the adapter on
 	kindBase                    // no-grad: logprobs with the adapter off (reference model)
-	kindPPO                     // forward + backward of the PPO loss
-	kindSFT                     // forward + backward of masked cross-entropy
+	kindTrain                   // forward + backward of an Objective
 )
 
-func (k graphKind) grads() bool { return k == kindPPO || k == kindSFT }
+func (k graphKind) grads() bool { return k == kindTrain }
 
-// graphKey identifies a graph shape: b sequences padded to t tokens, of
-// which k rows (the rows whose next token is trained, padded to a multiple
-// of 32) go through the output layer.
+// graphKey identifies a graph: what it computes (kind, and for kindTrain the
+// objective) and its shape, b sequences padded to t tokens, of which k rows
+// (the rows whose next token is trained, padded to a multiple of 32) go
+// through the output layer.
 type graphKey struct {
 	kind    graphKind
+	obj     *Objective
 	b, t, k int
 }
 
@@ -33,10 +34,18 @@ type built struct {
 	ctx   llamacpp.Context
 	g     llamacpp.Graph
 	b, t  int
-	in    map[string]llamacpp.Tensor // tokens/pos/kq_mask [N], sel/tgt and per-selected-row inputs [1, K]
-	out   map[string]llamacpp.Tensor // scalar or per-row outputs
-	nRows int                        // N = b·t
-	nSel  int                        // K
+	nRows int // N = b·t
+	nSel  int // K
+	// Inputs of every graph: tokens, positions [N], the causal mask [T, T],
+	// the selected rows and their target indices [K].
+	tokens, pos, kqMask, sel, tgt llamacpp.Tensor
+	// Outputs of the scoring graphs: logprob [1, K], value [1, N] (policy).
+	logprob, value llamacpp.Tensor
+	// A training graph: the forward quantities (and shared inputs) its
+	// losses use, their terms and the total loss.
+	fwd   *Forward
+	terms []builtTerm
+	loss  llamacpp.Tensor
 }
 
 func (b *built) free() { b.ctx.Free() }
@@ -79,7 +88,7 @@ func (t *Trainer) expandKV(ctx llamacpp.Context, x llamacpp.Tensor, T, B int) ll
 // forward builds the model on B sequences padded to T tokens (row b*T+p is
 // position p of sequence b) and returns the final normalised hidden state
 // [E, N] (the output layer is applied by tokenLogprob to selected rows).
-func (t *Trainer) forward(ctx llamacpp.Context, in map[string]llamacpp.Tensor, B, T int, adapterOn bool) llamacpp.Tensor {
+func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bool) llamacpp.Tensor {
 	h := t.hp
 	N := int64(B * T)
 	D, H, Hkv := int64(h.headDim), int64(h.nHead), int64(h.nHeadKV)
@@ -90,7 +99,7 @@ func (t *Trainer) forward(ctx llamacpp.Context, in map[string]llamacpp.Tensor, B
 	llamacpp.SetInput(llamacpp.SetName(pos, "pos"))
 	kqMask := ctx.NewTensor(llamacpp.TypeF32, int64(T), int64(T))
 	llamacpp.SetInput(llamacpp.SetName(kqMask, "kq_mask"))
-	in["tokens"], in["pos"], in["kq_mask"] = tokens, pos, kqMask
+	b.tokens, b.pos, b.kqMask = tokens, pos, kqMask
 
 	x := ctx.GetRows(t.w.tokEmbd, tokens) // [E, N]
 	kqScale := h.kqScale
@@ -137,25 +146,25 @@ func (t *Trainer) forward(ctx llamacpp.Context, in map[string]llamacpp.Tensor, B
 	return ctx.Mul(ctx.RMSNorm(x, h.eps), t.w.outNorm)
 }
 
-// tokenLogprob selects K rows of the final hidden state (input "sel"),
+// tokenLogprob selects K rows of the final hidden state (input b.sel),
 // applies the output layer to them only — the vocabulary-sized tensors are
 // the largest of the graph, and most rows of a trajectory are prompt — and
 // returns per selected row log softmax(logits)[target] [1, K], the
 // log-sum-exp [1, K], the logits [V, K] and the selected hidden states
-// [E, K]. The target input "tgt" holds k·V + target for selected row k.
+// [E, K]. The target input b.tgt holds k·V + target for selected row k.
 //
 // The log-sum-exp is computed around M = the row mean of the logits,
 // M + log Σ exp(x − M), which is exact for any M; the mean keeps exp in
 // range (logit spreads above the mean stay far below 88) and has a
 // well-defined backward, unlike a max. Its gradient contribution,
 // (1 − Σ softmax)/V per logit, is zero up to rounding.
-func (t *Trainer) tokenLogprob(ctx llamacpp.Context, in map[string]llamacpp.Tensor, hidden llamacpp.Tensor, K int) (lp, lse, logits, hsel llamacpp.Tensor) {
+func (t *Trainer) tokenLogprob(ctx llamacpp.Context, b *built, hidden llamacpp.Tensor, K int) (lp, lse, logits, hsel llamacpp.Tensor) {
 	V := int64(t.hp.nVocab)
 	sel := ctx.NewTensor(llamacpp.TypeI32, int64(K))
 	llamacpp.SetInput(llamacpp.SetName(sel, "sel"))
 	tgt := ctx.NewTensor(llamacpp.TypeI32, int64(K))
 	llamacpp.SetInput(llamacpp.SetName(tgt, "tgt"))
-	in["sel"], in["tgt"] = sel, tgt
+	b.sel, b.tgt = sel, tgt
 	hsel = ctx.GetRows(hidden, sel) // [E, K]
 	logits = ctx.MulMat(t.w.output, hsel)
 	m := ctx.Scale(ctx.SumRows(logits), 1/float32(V)) // [1, K]
@@ -170,14 +179,6 @@ func (t *Trainer) value(ctx llamacpp.Context, hidden llamacpp.Tensor) llamacpp.T
 	return ctx.Add(ctx.MulMat(t.vhW, hidden), t.vhB)
 }
 
-// rowInput declares a per-row F32 input [1, N].
-func rowInput(ctx llamacpp.Context, in map[string]llamacpp.Tensor, name string, N int) llamacpp.Tensor {
-	x := ctx.NewTensor(llamacpp.TypeF32, 1, int64(N))
-	llamacpp.SetInput(llamacpp.SetName(x, name))
-	in[name] = x
-	return x
-}
-
 // build constructs the graph for key.
 func (t *Trainer) build(key graphKey) (*built, error) {
 	size := t.graphSize()
@@ -185,35 +186,33 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &built{ctx: ctx, b: key.b, t: key.t, in: map[string]llamacpp.Tensor{}, out: map[string]llamacpp.Tensor{},
-		nRows: key.b * key.t, nSel: key.k}
+	b := &built{ctx: ctx, b: key.b, t: key.t, nRows: key.b * key.t, nSel: key.k}
 	K := b.nSel
 	g := ctx.NewGraph(size, key.kind.grads())
 	b.g = g
-	hidden := t.forward(ctx, b.in, key.b, key.t, key.kind != kindBase)
-	lp, lse, logits, hsel := t.tokenLogprob(ctx, b.in, hidden, K)
-	output := func(name string, x llamacpp.Tensor) {
+	hidden := t.forward(ctx, b, key.b, key.t, key.kind != kindBase)
+	lp, lse, logits, hsel := t.tokenLogprob(ctx, b, hidden, K)
+	output := func(name string, x llamacpp.Tensor) llamacpp.Tensor {
 		llamacpp.SetOutput(llamacpp.SetName(x, name))
-		b.out[name] = x
 		g.BuildForward(x)
+		return x
 	}
 	switch key.kind {
 	case kindBase:
-		output("logprob", lp)
+		b.logprob = output("logprob", lp)
 	case kindPolicy:
-		output("logprob", lp)
-		output("value", t.value(ctx, hidden))
-	case kindSFT:
-		w := rowInput(ctx, b.in, "w", K)
-		loss := ctx.Neg(ctx.Sum(ctx.Mul(w, lp)))
-		llamacpp.SetLoss(loss)
-		output("loss", loss)
-		t.backward(ctx, g, loss)
-	case kindPPO:
-		loss := t.ppoLoss(ctx, b, lp, lse, logits, hsel, output)
-		llamacpp.SetLoss(loss)
-		output("loss", loss)
-		t.backward(ctx, g, loss)
+		b.logprob = output("logprob", lp)
+		b.value = output("value", t.value(ctx, hidden))
+	case kindTrain:
+		b.fwd = &Forward{K: K, Logprob: lp, LogSumExp: lse, Logits: logits, Hidden: hsel, ctx: ctx, t: t}
+		b.terms, b.loss, err = t.buildObjective(ctx, g, key.obj, b.fwd)
+		if err != nil {
+			ctx.Free()
+			return nil, err
+		}
+		llamacpp.SetLoss(b.loss)
+		output("loss", b.loss)
+		t.backward(ctx, g, b.loss)
 	default:
 		ctx.Free()
 		return nil, fmt.Errorf("train: unknown graph kind %d", key.kind)
@@ -237,85 +236,4 @@ func (t *Trainer) backward(ctx llamacpp.Context, g llamacpp.Graph, loss llamacpp
 		}
 	}
 	g.BuildBackward(ctx, accs)
-}
-
-// ppoLoss builds the PPO objective. Per row (weights w = mask/n_trained):
-//
-//	r      = exp((lp − old)·m)                     m = 1 on trained rows
-//	clip   = step(r − (1+ε))·[A>0] + step((1−ε) − r)·[A<0]
-//	L_pg   = −Σ w·((1−clip)·r·A + clip·c·A)         c = 1 ± ε, a constant
-//	L_v    = ½Σ w·((1−vclip)·(v−R)² + vclip·(v_c−R)²)
-//	L_kl   = Σ w·(exp(δ) − δ − 1),  δ = (ref − lp)·m  (k3 estimator)
-//	H      = Σ w·(lse − Σ_v softmax·logits)
-//	loss   = L_pg + c_v·L_v + β·L_kl − c_H·H
-//
-// step() has zero gradient, so where PPO's min() picks the clipped branch the
-// gradient is exactly zero, and elsewhere it is the gradient of −r·A: the
-// exact gradient of the clipped objective. Values are clipped the same way,
-// v_c = old_v + ε_v·sgn(v − old_v) (sgn: zero gradient), used only where
-// |v − old_v| > ε_v and (v_c−R)² > (v−R)².
-func (t *Trainer) ppoLoss(ctx llamacpp.Context, b *built, lp, lse, logits, hidden llamacpp.Tensor, output func(string, llamacpp.Tensor)) llamacpp.Tensor {
-	N := b.nSel
-	o := t.opts
-	w := rowInput(ctx, b.in, "w", N)
-	m := rowInput(ctx, b.in, "m", N)
-	old := rowInput(ctx, b.in, "old_lp", N)
-	adv := rowInput(ctx, b.in, "adv", N)
-	posA := rowInput(ctx, b.in, "pos_a", N)
-	negA := rowInput(ctx, b.in, "neg_a", N)
-	cA := rowInput(ctx, b.in, "clip_adv", N)
-	ret := rowInput(ctx, b.in, "ret", N)
-	oldV := rowInput(ctx, b.in, "old_v", N)
-	ref := rowInput(ctx, b.in, "ref_lp", N)
-
-	logr := ctx.Mul(ctx.Sub(lp, old), m)
-	r := ctx.Exp(logr)
-	// Approximate KL(π_old‖π) of the minibatch, (r − 1) − log r per token:
-	// reported, and compared with TargetKL before the update.
-	output("approx_kl", ctx.Sum(ctx.Mul(w, ctx.Sub(ctx.ScaleBias(r, 1, -1), logr))))
-	hi := ctx.Mul(ctx.Step(ctx.ScaleBias(r, 1, -(1+o.ClipEps))), posA)
-	lo := ctx.Mul(ctx.Step(ctx.ScaleBias(r, -1, 1-o.ClipEps)), negA)
-	clipped := ctx.Add(hi, lo)
-	keep := ctx.ScaleBias(clipped, -1, 1)
-	pg := ctx.Neg(ctx.Sum(ctx.Mul(w, ctx.Add(ctx.Mul(keep, ctx.Mul(r, adv)), ctx.Mul(clipped, cA)))))
-	output("policy_loss", pg)
-	output("clip_frac", ctx.Sum(ctx.Mul(w, clipped)))
-
-	v := t.value(ctx, hidden)
-	sq := ctx.Sqr(ctx.Sub(v, ret))
-	var vterm llamacpp.Tensor
-	if o.ValueClip > 0 {
-		d := ctx.Sub(v, oldV)
-		vc := ctx.Add(oldV, ctx.Scale(ctx.Sgn(d), o.ValueClip))
-		sqc := ctx.Sqr(ctx.Sub(vc, ret))
-		over := ctx.Step(ctx.ScaleBias(ctx.Sqr(d), 1, -o.ValueClip*o.ValueClip))
-		worse := ctx.Step(ctx.Sub(sqc, sq))
-		vclip := ctx.Mul(over, worse)
-		vterm = ctx.Add(ctx.Mul(ctx.ScaleBias(vclip, -1, 1), sq), ctx.Mul(vclip, sqc))
-	} else {
-		vterm = sq
-	}
-	vl := ctx.Scale(ctx.Sum(ctx.Mul(w, vterm)), 0.5)
-	output("value_loss", vl)
-
-	delta := ctx.Mul(ctx.Sub(ref, lp), m)
-	k3 := ctx.ScaleBias(ctx.Sub(ctx.Exp(delta), delta), 1, -1)
-	kl := ctx.Sum(ctx.Mul(w, k3))
-	output("kl", kl)
-
-	ent := ctx.Sub(lse, ctx.SumRows(ctx.Mul(ctx.SoftMax(logits), logits)))
-	entropy := ctx.Sum(ctx.Mul(w, ent))
-	output("entropy", entropy)
-
-	loss := pg
-	if o.ValueCoef > 0 {
-		loss = ctx.Add(loss, ctx.Scale(vl, o.ValueCoef))
-	}
-	if o.KLCoef > 0 {
-		loss = ctx.Add(loss, ctx.Scale(kl, o.KLCoef))
-	}
-	if o.EntropyCoef > 0 {
-		loss = ctx.Sub(loss, ctx.Scale(entropy, o.EntropyCoef))
-	}
-	return loss
 }

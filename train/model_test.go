@@ -150,7 +150,7 @@ func TestF16Model(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, lps[i], _, err = tr.Evaluate(t.Context(), seqs)
+		_, lps[i], _, err = columns(tr.Evaluate(t.Context(), seqs))
 		tr.Close()
 		if err != nil {
 			t.Fatal(err)

@@ -156,7 +156,8 @@ func (o Options) Validate() error {
 }
 
 // Sequence is one trajectory (a seat's token stream) to score or train on.
-// All per-token slices have len(Tokens) entries.
+// All per-token slices have len(Tokens) entries; each loss reads only the
+// fields it needs (Loss.Check says which).
 type Sequence struct {
 	Tokens []int32
 	// Mask is true on tokens the model generated: only they are trained.
@@ -165,15 +166,26 @@ type Sequence struct {
 	OldLogprobs []float32
 	// Advantages, Returns and OldValues feed the PPO losses (used where Mask).
 	Advantages, Returns, OldValues []float32
+	// RefLogprobs are the base model's logprobs (adapter off; 0 where
+	// !Mask), for the KL penalty: Evaluate returns them. A Step computes
+	// them itself, with a no-grad pass, only for the sequences that lack
+	// them (nil); the base model is frozen, so they stay valid for as long
+	// as the tokens do.
+	RefLogprobs []float32
 }
 
 // Stats summarises one Step: token-weighted means over every minibatch of
 // every epoch, and the mean pre-clipping gradient norm per optimizer step.
-// KL is the k3 estimate to the base model, ApproxKL the one to the behaviour
-// policy (measured before each update).
 type Stats struct {
-	PolicyLoss, ValueLoss, KL, Entropy, ClipFrac, GradNorm float64
-	ApproxKL                                               float64
+	// Terms are the objective's terms (named after their losses) and their
+	// metrics, in the objective's order: TermPolicy, TermClipFrac,
+	// TermValue, TermKL (the k3 estimate to the base model), TermEntropy
+	// for Step.
+	Terms []TermStat
+	// ApproxKL is the approximate KL to the behaviour policy, measured
+	// before each update (by PPOClip).
+	ApproxKL float64
+	GradNorm float64
 	// EarlyStopped reports that TargetKL ended the Step early.
 	EarlyStopped bool
 	// Tokens is the number of sequence tokens run through forward+backward
@@ -185,7 +197,20 @@ type Stats struct {
 	OptimizerSteps int
 }
 
-func (s Sequence) validate(i, nVocab, nCtx int, needPPO bool) error {
+// Term returns the value of the term or metric called name (0 if the
+// objective has none).
+func (s Stats) Term(name string) float64 {
+	for _, t := range s.Terms {
+		if t.Name == name {
+			return t.Value
+		}
+	}
+	return 0
+}
+
+// validate checks what every pass reads: tokens in the vocabulary and the
+// context, a mask, and reference logprobs of the right length if any.
+func (s Sequence) validate(i, nVocab, nCtx int) error {
 	n := len(s.Tokens)
 	if n < 2 {
 		return fmt.Errorf("train: sequence %d has %d tokens, want at least 2", i, n)
@@ -201,16 +226,8 @@ func (s Sequence) validate(i, nVocab, nCtx int, needPPO bool) error {
 			return fmt.Errorf("train: sequence %d: token %d at %d outside the vocabulary (%d)", i, t, j, nVocab)
 		}
 	}
-	if !needPPO {
-		return nil
-	}
-	for _, f := range []struct {
-		name string
-		v    []float32
-	}{{"old logprobs", s.OldLogprobs}, {"advantages", s.Advantages}, {"returns", s.Returns}, {"old values", s.OldValues}} {
-		if len(f.v) != n {
-			return fmt.Errorf("train: sequence %d: %s has %d entries, want %d", i, f.name, len(f.v), n)
-		}
+	if s.RefLogprobs != nil {
+		return checkLen(i, "reference logprobs", s.RefLogprobs, n)
 	}
 	return nil
 }

@@ -78,7 +78,7 @@ func TestParityWithLlamaDecode(t *testing.T) {
 			ctx := context.Background()
 
 			check := func(name string, adapter *llamacpp.Adapter) []float32 {
-				_, lps, _, err := tr.Evaluate(ctx, seqs)
+				_, lps, _, err := columns(tr.Evaluate(ctx, seqs))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -169,7 +169,7 @@ func TestRopeFreqs(t *testing.T) {
 	}
 	randomize(tr, 2, 0.05)
 	seqs := randomSeqs(71, 2, 30, 60, tr.Vocab())
-	_, lps, refLps, err := tr.Evaluate(t.Context(), seqs)
+	_, lps, refLps, err := columns(tr.Evaluate(t.Context(), seqs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestRopeFreqs(t *testing.T) {
 	}
 	defer m.Close()
 	plain := newTrainer(t, "llama", testOptions())
-	_, _, plainLps, err := plain.Evaluate(t.Context(), seqs)
+	_, _, plainLps, err := columns(plain.Evaluate(t.Context(), seqs))
 	if err != nil {
 		t.Fatal(err)
 	}

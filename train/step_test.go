@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -56,7 +57,7 @@ func TestPPOStepImprovesObjective(t *testing.T) {
 	tr := newTrainer(t, "qwen2", o)
 	ctx := context.Background()
 	seqs := randomSeqs(31, 4, 20, 40, tr.Vocab())
-	values, lps, _, err := tr.Evaluate(ctx, seqs)
+	values, lps, _, err := columns(tr.Evaluate(ctx, seqs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestPPOStepImprovesObjective(t *testing.T) {
 	if st.Tokens == 0 || st.TrainedTokens == 0 || st.GradNorm <= 0 {
 		t.Errorf("stats: got %+v, want tokens, trained tokens and gradient norm > 0", st)
 	}
-	values2, lps2, _, err := tr.Evaluate(ctx, seqs)
+	values2, lps2, _, err := columns(tr.Evaluate(ctx, seqs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +126,10 @@ func TestValidateRejectsBadSequences(t *testing.T) {
 		{"mask", func(s *Sequence) { s.Mask = s.Mask[:3] }, "mask"},
 		{"token", func(s *Sequence) { s.Tokens[2] = int32(tr.Vocab()) }, "vocabulary"},
 		{"advantages", func(s *Sequence) { s.Advantages = nil }, "advantages"},
+		{"old logprobs", func(s *Sequence) { s.OldLogprobs = s.OldLogprobs[:4] }, "old logprobs"},
+		{"returns", func(s *Sequence) { s.Returns = nil }, "returns"},
+		{"old values", func(s *Sequence) { s.OldValues = nil }, "old values"}, // ValueClip > 0 reads them
+		{"reference logprobs", func(s *Sequence) { s.RefLogprobs = make([]float32, 3) }, "reference logprobs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,7 +189,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sa != sb {
+	if !reflect.DeepEqual(sa, sb) {
 		t.Errorf("step after resume: got %+v, want %+v", sb, sa)
 	}
 	if err := a.SaveAdapter(filepath.Join(dir, "a.gguf")); err != nil {
@@ -286,7 +291,7 @@ func TestStepHonoursCancellation(t *testing.T) {
 	if _, err := tr.Step(ctx, seqs); err == nil {
 		t.Error("Step with a cancelled context: got no error")
 	}
-	if _, _, _, err := tr.Evaluate(ctx, seqs); err == nil {
+	if _, _, _, err := columns(tr.Evaluate(ctx, seqs)); err == nil {
 		t.Error("Evaluate with a cancelled context: got no error")
 	}
 	if tr.Steps() != 0 {
@@ -370,11 +375,11 @@ func TestLoadAdapter(t *testing.T) {
 	if err := b.LoadAdapter(path); err != nil {
 		t.Fatal(err)
 	}
-	_, la, _, err := a.Evaluate(context.Background(), seqs)
+	_, la, _, err := columns(a.Evaluate(context.Background(), seqs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, lb, _, err := b.Evaluate(context.Background(), seqs)
+	_, lb, _, err := columns(b.Evaluate(context.Background(), seqs))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,6 +124,20 @@ func randomSeqs(seed uint64, n, minLen, maxLen, vocab int) []Sequence {
 	return seqs
 }
 
+// columns splits Evaluate's scores into per-field slices, indexed like
+// seqs.
+func columns(scores []Score, err error) (values, lps, refs [][]float32, _ error) {
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, s := range scores {
+		values = append(values, s.Values)
+		lps = append(lps, s.Logprobs)
+		refs = append(refs, s.RefLogprobs)
+	}
+	return values, lps, refs, nil
+}
+
 // maskedDiff is the largest |a−b| on masked entries; it fails the test when
 // an unmasked entry of got is not 0 (logprobs are only computed on masked
 // tokens).
@@ -168,7 +182,7 @@ func TestForwardMatchesReference(t *testing.T) {
 			randomize(tr, 3, 0.05)
 			ref := loadRef(t, tinyModel(t, arch), tr)
 			seqs := randomSeqs(11, 4, 5, 70, tr.Vocab())
-			values, lps, refLps, err := tr.Evaluate(context.Background(), seqs)
+			values, lps, refLps, err := columns(tr.Evaluate(context.Background(), seqs))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,8 +3,6 @@ package train
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -80,9 +78,8 @@ type Trainer struct {
 	cache    map[graphKey]*built
 	cacheLRU []graphKey
 
-	// refCache holds the base model's logprobs of the sequences of the last
-	// Evaluate or Step, keyed by a hash of their tokens.
-	refCache map[[32]byte][]float32
+	// ppo is Step's objective (Options.PPOLosses), sft SFTStep's.
+	ppo, sft *Objective
 
 	step int // optimizer steps taken
 	pcg  *rand.PCG
@@ -108,6 +105,13 @@ func New(modelPath string, opts Options) (*Trainer, error) {
 	t := &Trainer{opts: opts, model: modelPath, cache: map[graphKey]*built{}, loraIdx: map[loraKey]*lora{}, paramIndex: map[llamacpp.Tensor]int{}}
 	t.pcg = rand.NewPCG(opts.Seed, 0x747261696e) // "train"
 	t.rng = rand.New(t.pcg)
+	var err error
+	if t.ppo, err = NewObjective(opts.PPOLosses()...); err != nil {
+		return nil, err
+	}
+	if t.sft, err = NewObjective(CrossEntropy{}); err != nil {
+		return nil, err
+	}
 	if err := t.init(); err != nil {
 		t.Close()
 		return nil, err
@@ -354,7 +358,9 @@ type pass struct {
 	k   int
 }
 
-func (p pass) key(kind graphKind) graphKey { return graphKey{kind, len(p.seqs), p.t, p.k} }
+func (p pass) key(kind graphKind, obj *Objective) graphKey {
+	return graphKey{kind, obj, len(p.seqs), p.t, p.k}
+}
 
 // bucket rounds a length up to a multiple of 32, so that graphs (and the
 // scheduler's allocations) are shared by sequences of similar length.
@@ -450,19 +456,32 @@ func (t *Trainer) setCommon(b *built, seqs []Sequence, p pass) {
 			mask[q*T+k] = float32(math.Inf(-1))
 		}
 	}
-	llamacpp.SetI32(b.in["tokens"], tokens)
-	llamacpp.SetI32(b.in["pos"], pos)
-	llamacpp.SetI32(b.in["sel"], sel)
-	llamacpp.SetI32(b.in["tgt"], tgt)
-	llamacpp.SetF32(b.in["kq_mask"], mask)
+	llamacpp.SetI32(b.tokens, tokens)
+	llamacpp.SetI32(b.pos, pos)
+	llamacpp.SetI32(b.sel, sel)
+	if b.tgt.Buffer != 0 { // an objective need not read Forward.Logprob
+		llamacpp.SetI32(b.tgt, tgt)
+	}
+	llamacpp.SetF32(b.kqMask, mask)
 }
 
-func (t *Trainer) validate(seqs []Sequence, ppo bool) error {
+// rows lists the pass's selected rows for the losses' inputs.
+func (p pass) rows(seqs []Sequence, K int) Rows {
+	r := Rows{Seqs: seqs, Seq: make([]int, len(p.sel)), Pos: make([]int, len(p.sel)), K: K}
+	for k := range p.sel {
+		si, q := p.rowOf(k)
+		r.Seq[k], r.Pos[k] = si, q+1
+	}
+	return r
+}
+
+// validate checks what every pass reads (see Sequence.validate).
+func (t *Trainer) validate(seqs []Sequence) error {
 	if len(seqs) == 0 {
 		return errors.New("train: no sequences")
 	}
 	for i, s := range seqs {
-		if err := s.validate(i, t.hp.nVocab, t.hp.nCtx, ppo); err != nil {
+		if err := s.validate(i, t.hp.nVocab, t.hp.nCtx); err != nil {
 			return err
 		}
 		if bucket(trainedTokens(s))*t.hp.nVocab >= math.MaxInt32 {
@@ -479,6 +498,15 @@ func (t *Trainer) run(b *built, set func()) error {
 	b.ctx.ResetAllocation()
 	if err := t.sched.Alloc(b.g); err != nil {
 		return err
+	}
+	if b.fwd != nil {
+		// An input no output reads is not in the graph and gets no
+		// memory; writing it would abort in ggml.
+		for _, x := range b.fwd.inputs {
+			if x.Buffer == 0 {
+				return fmt.Errorf("train: input %q is declared but no term of the objective reads it", llamacpp.GetName(x))
+			}
+		}
 	}
 	set()
 	return t.sched.Compute(b.g)
@@ -499,7 +527,7 @@ func (t *Trainer) score(ctx context.Context, seqs []Sequence, kind graphKind) (l
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		b, err := t.graph(p.key(kind))
+		b, err := t.graph(p.key(kind, nil))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -507,7 +535,7 @@ func (t *Trainer) score(ctx context.Context, seqs []Sequence, kind graphKind) (l
 			return nil, nil, err
 		}
 		lp := make([]float32, b.nSel)
-		llamacpp.GetF32(b.out["logprob"], lp)
+		llamacpp.GetF32(b.logprob, lp)
 		for _, si := range p.seqs {
 			lps[si] = make([]float32, len(seqs[si].Tokens))
 		}
@@ -517,7 +545,7 @@ func (t *Trainer) score(ctx context.Context, seqs []Sequence, kind graphKind) (l
 		}
 		if kind == kindPolicy {
 			v := make([]float32, b.nRows)
-			llamacpp.GetF32(b.out["value"], v)
+			llamacpp.GetF32(b.value, v)
 			for bi, si := range p.seqs {
 				n := len(seqs[si].Tokens)
 				vals[si] = make([]float32, n)
@@ -528,42 +556,71 @@ func (t *Trainer) score(ctx context.Context, seqs []Sequence, kind graphKind) (l
 	return lps, vals, nil
 }
 
-// Evaluate scores the sequences without gradients: per token, the value
-// V(Tokens[:i]) and logprob log π(Tokens[i] | Tokens[:i]) under the current
-// adapter, and the base model's logprob (adapter off). Entry 0 is 0.
-// Logprobs are computed on the masked (generated) tokens only and are 0
-// elsewhere: the output layer runs on those rows alone. Values cover every
-// token.
-func (t *Trainer) Evaluate(ctx context.Context, seqs []Sequence) (values, logprobs, refLogprobs [][]float32, err error) {
-	if err := t.validate(seqs, false); err != nil {
-		return nil, nil, nil, err
-	}
-	if logprobs, values, err = t.score(ctx, seqs, kindPolicy); err != nil {
-		return nil, nil, nil, err
-	}
-	if refLogprobs, err = t.baseLogprobs(ctx, seqs); err != nil {
-		return nil, nil, nil, err
-	}
-	return values, logprobs, refLogprobs, nil
+// Score is the no-grad pass over one sequence, indexed like its Tokens
+// (entry 0 is 0).
+type Score struct {
+	// Values are the critic's V(Tokens[:i]) for every token.
+	Values []float32
+	// Logprobs are the current policy's log π(Tokens[i] | Tokens[:i]) of
+	// the masked tokens, 0 elsewhere: the output layer runs on those rows
+	// alone.
+	Logprobs []float32
+	// RefLogprobs are the base model's (adapter off), at the same
+	// positions; nil from EvaluatePolicy.
+	RefLogprobs []float32
 }
 
-// baseLogprobs returns the base model's (adapter off) logprobs of seqs. The
-// base model is frozen, so they depend on the tokens alone: the results of
-// the last call are kept, and Step after Evaluate on the same sequences
-// (the usual PPO iteration) needs no reference pass of its own.
-func (t *Trainer) baseLogprobs(ctx context.Context, seqs []Sequence) ([][]float32, error) {
+// Evaluate scores the sequences without gradients under the current
+// adapter and, with the adapter off, the base model. A sequence that
+// carries RefLogprobs keeps them (copied into its Score) and costs no
+// reference pass. Put the scores into the sequences
+// (OldLogprobs = Logprobs, OldValues = Values, RefLogprobs = RefLogprobs)
+// and Step runs no reference pass of its own.
+func (t *Trainer) Evaluate(ctx context.Context, seqs []Sequence) ([]Score, error) {
+	return t.evaluate(ctx, seqs, true)
+}
+
+// EvaluatePolicy is Evaluate without the reference pass (Score.RefLogprobs
+// is nil): about half the cost when only the current policy matters.
+func (t *Trainer) EvaluatePolicy(ctx context.Context, seqs []Sequence) ([]Score, error) {
+	return t.evaluate(ctx, seqs, false)
+}
+
+func (t *Trainer) evaluate(ctx context.Context, seqs []Sequence, withRef bool) ([]Score, error) {
+	if err := t.validate(seqs); err != nil {
+		return nil, err
+	}
+	lps, values, err := t.score(ctx, seqs, kindPolicy)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Score, len(seqs))
+	for i := range seqs {
+		out[i] = Score{Values: values[i], Logprobs: lps[i]}
+	}
+	if !withRef {
+		return out, nil
+	}
+	refs, err := t.references(ctx, seqs)
+	if err != nil {
+		return nil, err
+	}
+	for i := range seqs {
+		out[i].RefLogprobs = slices.Clone(refs[i])
+	}
+	return out, nil
+}
+
+// references returns every sequence's base-model logprobs: its own
+// RefLogprobs where it has them, the others from one no-grad pass with the
+// adapter off over just those sequences.
+func (t *Trainer) references(ctx context.Context, seqs []Sequence) ([][]float32, error) {
 	out := make([][]float32, len(seqs))
-	keys := make([][32]byte, len(seqs))
 	var miss []Sequence
 	var missIdx []int
 	for i, s := range seqs {
-		b := make([]byte, 4*len(s.Tokens))
-		for j, tok := range s.Tokens {
-			binary.LittleEndian.PutUint32(b[4*j:], uint32(tok))
-		}
-		keys[i] = sha256.Sum256(b)
-		if lp, ok := t.refCache[keys[i]]; ok {
-			out[i] = slices.Clone(lp)
+		if s.RefLogprobs != nil {
+			out[i] = s.RefLogprobs
 			continue
 		}
 		miss = append(miss, s)
@@ -578,11 +635,38 @@ func (t *Trainer) baseLogprobs(ctx context.Context, seqs []Sequence) ([][]float3
 			out[i] = lps[k]
 		}
 	}
-	t.refCache = make(map[[32]byte][]float32, len(seqs))
-	for i := range seqs {
-		t.refCache[keys[i]] = slices.Clone(out[i])
-	}
 	return out, nil
+}
+
+// prepare validates seqs for obj and, when a loss reads reference logprobs,
+// returns a copy of the slice (the caller's is left alone) in which every
+// sequence has them.
+func (t *Trainer) prepare(ctx context.Context, obj *Objective, seqs []Sequence) ([]Sequence, error) {
+	if obj == nil {
+		return nil, errors.New("train: nil objective")
+	}
+	if err := t.validate(seqs); err != nil {
+		return nil, err
+	}
+	for i, s := range seqs {
+		for _, l := range obj.losses {
+			if err := l.Check(i, s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !obj.needs.Reference {
+		return seqs, nil
+	}
+	refs, err := t.references(ctx, seqs)
+	if err != nil {
+		return nil, err
+	}
+	seqs = slices.Clone(seqs)
+	for i := range seqs {
+		seqs[i].RefLogprobs = refs[i]
+	}
+	return seqs, nil
 }
 
 // tokenWeights gives each sequence of idx the loss weight of its trained
@@ -624,17 +708,22 @@ func trainedTokens(s Sequence) int {
 	return n
 }
 
-// Step runs PPO on the sequences: Epochs passes over them in a seeded random
-// order, one optimizer step per MiniBatch sequences (stopping early when
-// TargetKL is set and a minibatch's approximate KL to the behaviour policy
-// exceeds 1.5·TargetKL). The reference logprobs
-// for the KL term come from a no-grad pass with the adapter off at the start.
+// Step runs PPO on the sequences (the objective of Options.PPOLosses):
+// Epochs passes over them in a seeded random order, one optimizer step per
+// MiniBatch sequences (stopping early when TargetKL is set and a
+// minibatch's approximate KL to the behaviour policy exceeds 1.5·TargetKL).
+// Sequences without RefLogprobs get them from a no-grad pass with the
+// adapter off at the start.
 func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
+	return t.StepWith(ctx, t.ppo, seqs)
+}
+
+// StepWith is Step with another objective: the same epochs, minibatches,
+// early stopping (when a term measures the approximate KL) and optimizer.
+// The value head is updated only when a term uses it.
+func (t *Trainer) StepWith(ctx context.Context, obj *Objective, seqs []Sequence) (Stats, error) {
 	var st Stats
-	if err := t.validate(seqs, true); err != nil {
-		return st, err
-	}
-	ref, err := t.baseLogprobs(ctx, seqs)
+	seqs, err := t.prepare(ctx, obj, seqs)
 	if err != nil {
 		return st, err
 	}
@@ -651,123 +740,141 @@ epochs:
 			if n == 0 {
 				continue
 			}
-			sums, tokens, err := t.accumulatePPO(ctx, seqs, ref, mb, t.tokenWeights(seqs, mb))
+			acc, err := t.accumulate(ctx, obj, seqs, mb, t.tokenWeights(seqs, mb))
 			if err != nil {
 				return st, err
 			}
-			st.Tokens += tokens
-			if tk := float64(t.opts.TargetKL); tk > 0 && sums["approx_kl"] > 1.5*tk {
+			st.Tokens += acc.tokens
+			if st.Terms == nil {
+				st.Terms = make([]TermStat, len(acc.terms))
+				for i, ts := range acc.terms {
+					st.Terms[i].Name = ts.Name
+				}
+			}
+			if tk := float64(t.opts.TargetKL); tk > 0 && acc.approxKL > 1.5*tk {
 				// The policy has moved too far from the one that sampled
 				// the data: skip this update and the rest of the call.
 				t.gbuf.Clear(0)
 				st.EarlyStopped = true
 				break epochs
 			}
-			gn, err := t.optimize(false)
+			gn, err := t.optimize(!acc.usesValue)
 			if err != nil {
 				return st, err
 			}
 			w := float64(n)
 			weight += w
-			st.PolicyLoss += w * sums["policy_loss"]
-			st.ValueLoss += w * sums["value_loss"]
-			st.KL += w * sums["kl"]
-			st.Entropy += w * sums["entropy"]
-			st.ClipFrac += w * sums["clip_frac"]
-			st.ApproxKL += w * sums["approx_kl"]
+			for i, ts := range acc.terms {
+				st.Terms[i].Value += w * ts.Value
+			}
+			st.ApproxKL += w * acc.approxKL
 			st.GradNorm += gn
 			st.TrainedTokens += n
 			st.OptimizerSteps++
 		}
 	}
 	if weight > 0 {
-		st.PolicyLoss /= weight
-		st.ValueLoss /= weight
-		st.KL /= weight
-		st.Entropy /= weight
-		st.ClipFrac /= weight
+		for i := range st.Terms {
+			st.Terms[i].Value /= weight
+		}
 		st.ApproxKL /= weight
 		st.GradNorm /= float64(st.OptimizerSteps)
 	}
 	return st, nil
 }
 
-// accumulatePPO runs forward and backward over the minibatch mb (token
-// weights wt, see tokenWeights), adding its gradients to the accumulators, and returns the sums of
-// the loss terms (minibatch means) and the number of tokens processed. On
+// accumulated is what the passes of one minibatch report.
+type accumulated struct {
+	loss      float64    // the objective
+	terms     []TermStat // every term and metric, summed over the passes
+	approxKL  float64
+	usesValue bool // a term read the value head
+	tokens    int  // sequence tokens processed
+}
+
+// accumulate runs forward and backward of obj over the minibatch mb (token
+// weights wt, see tokenWeights), adding its gradients to the accumulators,
+// and returns the sums of the terms over its passes (minibatch means). On
 // error the accumulators are cleared.
-func (t *Trainer) accumulatePPO(ctx context.Context, seqs []Sequence, ref [][]float32, mb []int, wt map[int]float32) (map[string]float64, int, error) {
-	sums := map[string]float64{}
-	tokens := 0
-	fail := func(err error) (map[string]float64, int, error) {
+func (t *Trainer) accumulate(ctx context.Context, obj *Objective, seqs []Sequence, mb []int, wt map[int]float32) (accumulated, error) {
+	var acc accumulated
+	fail := func(err error) (accumulated, error) {
 		t.gbuf.Clear(0)
-		return nil, 0, err
+		return accumulated{}, err
+	}
+	read := func(x llamacpp.Tensor) float64 {
+		v := make([]float32, 1)
+		llamacpp.GetF32(x, v)
+		return float64(v[0])
 	}
 	for _, p := range t.plan(seqs, mb) {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
-		b, err := t.graph(p.key(kindPPO))
+		b, err := t.graph(p.key(kindTrain, obj))
 		if err != nil {
 			return fail(err)
 		}
-		if err := t.run(b, func() { t.setCommon(b, seqs, p); t.setPPO(b, seqs, ref, p, wt) }); err != nil {
+		if err := t.run(b, func() { t.setCommon(b, seqs, p); t.setTrain(b, seqs, p, wt) }); err != nil {
 			return fail(err)
 		}
-		for _, name := range []string{"loss", "policy_loss", "value_loss", "kl", "entropy", "clip_frac", "approx_kl"} {
-			v := make([]float32, 1)
-			llamacpp.GetF32(b.out[name], v)
-			sums[name] += float64(v[0])
+		acc.loss += read(b.loss)
+		if acc.terms == nil {
+			for _, bt := range b.terms {
+				acc.terms = append(acc.terms, TermStat{Name: bt.name})
+				for _, m := range bt.term.Metrics {
+					acc.terms = append(acc.terms, TermStat{Name: m.Name})
+				}
+			}
 		}
+		j := 0
+		for _, bt := range b.terms {
+			acc.terms[j].Value += read(bt.term.Value)
+			j++
+			for _, m := range bt.term.Metrics {
+				acc.terms[j].Value += read(m.Value)
+				j++
+			}
+			if bt.term.ApproxKL != nil {
+				acc.approxKL += read(bt.term.ApproxKL)
+			}
+		}
+		acc.usesValue = acc.usesValue || b.fwd.value != nil
 		for _, i := range p.seqs {
-			tokens += len(seqs[i].Tokens)
+			acc.tokens += len(seqs[i].Tokens)
 		}
 	}
-	if l := sums["loss"]; math.IsNaN(l) || math.IsInf(l, 0) {
+	if l := acc.loss; math.IsNaN(l) || math.IsInf(l, 0) {
 		return fail(fmt.Errorf("train: non-finite loss %g at optimizer step %d", l, t.step+1))
 	}
-	return sums, tokens, nil
+	return acc, nil
 }
 
-// setPPO writes the per-row PPO inputs. Row q of sequence b predicts token
-// q+1; it is trained when Mask[q+1], with weight 1/n (n = trained tokens of
-// the minibatch) so that the passes of a minibatch add up to its mean.
-func (t *Trainer) setPPO(b *built, seqs []Sequence, ref [][]float32, p pass, wt map[int]float32) {
-	names := []string{"w", "m", "old_lp", "adv", "pos_a", "neg_a", "clip_adv", "ret", "old_v", "ref_lp"}
-	rows := map[string][]float32{}
-	for _, name := range names {
-		rows[name] = make([]float32, b.nSel)
+// setTrain writes a training pass's inputs: the shared weight and mask rows
+// the losses used, then each loss's own. Row k predicts token Pos[k]; its
+// weight is its sequence's (see tokenWeights), so that the passes of a
+// minibatch add up to its mean.
+func (t *Trainer) setTrain(b *built, seqs []Sequence, p pass, wt map[int]float32) {
+	r := p.rows(seqs, b.nSel)
+	if f := b.fwd; f.weight != nil {
+		llamacpp.SetF32(f.weight, r.Values(func(s, _ int) float32 { return wt[s] }))
 	}
-	eps := t.opts.ClipEps
-	for k := range p.sel {
-		si, q := p.rowOf(k)
-		s, i := seqs[si], q+1
-		a := s.Advantages[i]
-		rows["w"][k] = wt[si]
-		rows["m"][k] = 1
-		rows["old_lp"][k] = s.OldLogprobs[i]
-		rows["adv"][k] = a
-		switch {
-		case a > 0:
-			rows["pos_a"][k] = 1
-			rows["clip_adv"][k] = (1 + eps) * a
-		case a < 0:
-			rows["neg_a"][k] = 1
-			rows["clip_adv"][k] = (1 - eps) * a
+	if f := b.fwd; f.mask != nil {
+		llamacpp.SetF32(f.mask, r.Values(func(int, int) float32 { return 1 }))
+	}
+	for _, bt := range b.terms {
+		if bt.term.Set != nil {
+			bt.term.Set(r)
 		}
-		rows["ret"][k] = s.Returns[i]
-		rows["old_v"][k] = s.OldValues[i]
-		rows["ref_lp"][k] = ref[si][i]
-	}
-	for _, name := range names {
-		llamacpp.SetF32(b.in[name], rows[name])
 	}
 }
 
 // SFTStep takes one optimizer step on the mean cross-entropy of the masked
-// tokens of seqs and returns that loss (before the step).
+// tokens of seqs (all of them one minibatch) and returns that loss (before
+// the step). It updates the adapter only.
 func (t *Trainer) SFTStep(ctx context.Context, seqs []Sequence) (float64, error) {
-	if err := t.validate(seqs, false); err != nil {
+	seqs, err := t.prepare(ctx, t.sft, seqs)
+	if err != nil {
 		return 0, err
 	}
 	n := 0
@@ -779,42 +886,14 @@ func (t *Trainer) SFTStep(ctx context.Context, seqs []Sequence) (float64, error)
 	if n == 0 {
 		return 0, errors.New("train: no masked tokens to train on")
 	}
-	wt := t.tokenWeights(seqs, idx)
-	var loss float64
-	for _, p := range t.plan(seqs, idx) {
-		if err := ctx.Err(); err != nil {
-			t.gbuf.Clear(0)
-			return 0, err
-		}
-		b, err := t.graph(p.key(kindSFT))
-		if err != nil {
-			return 0, err
-		}
-		err = t.run(b, func() {
-			t.setCommon(b, seqs, p)
-			w := make([]float32, b.nSel)
-			for k := range p.sel {
-				si, _ := p.rowOf(k)
-				w[k] = wt[si]
-			}
-			llamacpp.SetF32(b.in["w"], w)
-		})
-		if err != nil {
-			t.gbuf.Clear(0)
-			return 0, err
-		}
-		v := make([]float32, 1)
-		llamacpp.GetF32(b.out["loss"], v)
-		loss += float64(v[0])
+	acc, err := t.accumulate(ctx, t.sft, seqs, idx, t.tokenWeights(seqs, idx))
+	if err != nil {
+		return 0, err
 	}
-	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		t.gbuf.Clear(0)
-		return loss, fmt.Errorf("train: non-finite loss %g", loss)
+	if _, err := t.optimize(!acc.usesValue); err != nil {
+		return acc.loss, err
 	}
-	if _, err := t.optimize(true); err != nil {
-		return loss, err
-	}
-	return loss, nil
+	return acc.loss, nil
 }
 
 // AdamW constants (PyTorch defaults).

@@ -131,7 +131,7 @@ func TestRolloutLlama(t *testing.T) {
 	for i, tj := range trajs {
 		seqs[i] = train.Sequence{Tokens: tj.Tokens, Mask: tj.Mask}
 	}
-	_, lps, _, err := trainer.Evaluate(context.Background(), seqs)
+	scores, err := trainer.EvaluatePolicy(context.Background(), seqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestRolloutLlama(t *testing.T) {
 	for i, tj := range trajs {
 		for k, on := range tj.Mask {
 			if on {
-				worst = max(worst, math.Abs(float64(tj.RawLogprobs[k]-lps[i][k])))
+				worst = max(worst, math.Abs(float64(tj.RawLogprobs[k]-scores[i].Logprobs[k])))
 			}
 		}
 	}
