@@ -4,7 +4,9 @@
 // frozen; only LoRA adapters (A, B per adapted matrix) and a value head on the
 // final hidden state are trained, with ggml's automatic differentiation and
 // AdamW. The adapter is exported as a llama.cpp LoRA GGUF so the inference
-// backend can hot-swap it.
+// backend can hot-swap it. Every loss term (PPO's clipped surrogate, value,
+// KL, entropy, cross-entropy, and any new one) is a Loss combined into an
+// Objective (loss.go, losses.go).
 //
 // Conventions (see docs/training.md): per-token arrays are indexed like
 // Sequence.Tokens. Entry i of a logprob is log π(Tokens[i] | Tokens[:i]); entry i
