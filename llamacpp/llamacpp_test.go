@@ -176,10 +176,10 @@ func TestModelFileErrors(t *testing.T) {
 		name, path, want string
 	}{
 		{"missing", filepath.Join(dir, "nope.gguf"), "no such file"},
-		{"empty", write("empty.gguf", nil), "too short"},
+		{"empty", write("empty.gguf", nil), "truncated"},
 		{"bad magic", write("magic.gguf", []byte("GGML and some more bytes here")), "bad magic"},
 		{"truncated header", write("hdr.gguf", good[:20]), "truncated"},
-		{"truncated metadata", write("meta.gguf", good[:4000]), "truncated"},
+		{"truncated metadata", write("meta.gguf", good[:4000]), "left in the file"},
 		{"truncated data", write("data.gguf", good[:len(good)-100]), "truncated"},
 		{"corrupt length", write("corrupt.gguf", corrupt), "corrupt"},
 		{"directory", dir, "directory"},

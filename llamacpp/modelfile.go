@@ -1,57 +1,39 @@
 package llamacpp
 
 import (
-	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
+	"strconv"
+
+	"github.com/omar-selfplay/omar/gguf"
 )
 
-// This file checks a GGUF file's structure in Go before llama.cpp sees it:
-// llama.cpp validates most things itself, but a clear Go error naming the
-// problem is better than a log line and a NULL, and the check guards the
-// library against files that would make it read past the end.
+// This file checks a GGUF file in Go before llama.cpp sees it. The file's
+// structure is checked by the one GGUF reader (package gguf: header,
+// metadata, tensor descriptions, every tensor's data inside the file);
+// then its hyperparameters are checked against what llama.cpp v0.5.0
+// needs. llama.cpp rejects most bad files itself with a log line and a
+// NULL, but some values reach a GGML_ASSERT (abort: the whole process
+// dies with a C stack dump) or a read past an array's end: a block count
+// beyond LLAMA_MAX_LAYERS, a NaN or non-positive norm epsilon (ggml's
+// rms_norm asserts eps ≥ 0, and NaN fails every comparison), head counts
+// that do not divide (mul_mat's broadcast asserts), an odd or too large
+// RoPE dimension (rope asserts), vocabulary arrays shorter than the token
+// list. A clear error naming the key is better than any of those.
 
-var (
-	// size_t ggml_type_size(enum ggml_type type); // bytes of one block
-	ggmlTypeSizeOf func(t int32) uintptr
-	// int64_t ggml_blck_size(enum ggml_type type); // elements per block (0: removed type)
-	ggmlBlockSizeOf func(t int32) int64
-)
-
-func init() {
-	register(func(libs libraries) error {
-		return bindAll(libs.ggmlBase, []binding{{&ggmlTypeSizeOf, "ggml_type_size"},
-			{&ggmlBlockSizeOf, "ggml_blck_size"},
-		})
-	})
-}
-
+// llama.cpp v0.5.0 limits (llama-hparams.h).
 const (
-	ggufMagic            = 0x46554747 // "GGUF" little-endian
-	ggufDefaultAlignment = 32
-	ggmlTypeCount        = 43 // GGML_TYPE_COUNT in v0.5.0
-	maxGGUFString        = 1 << 28
-)
-
-// GGUF metadata value types (gguf.h).
-const (
-	ggufUint8 = iota
-	ggufInt8
-	ggufUint16
-	ggufInt16
-	ggufUint32
-	ggufInt32
-	ggufFloat32
-	ggufBool
-	ggufString
-	ggufArray
-	ggufUint64
-	ggufInt64
-	ggufFloat64
+	llamaMaxLayers  = 512 // LLAMA_MAX_LAYERS
+	llamaMaxExperts = 512 // LLAMA_MAX_EXPERTS
+	// maxWidth bounds embedding, feed-forward and head sizes: far above
+	// any released model, far below sizes whose products overflow.
+	maxWidth = 1 << 20
+	// maxHeads bounds attention heads per layer.
+	maxHeads = 1 << 12
+	// maxTrainContext bounds context_length (int32 in llama.cpp).
+	maxTrainContext = 1 << 28
 )
 
 // ModelFileError says what is wrong with a model file and where.
@@ -59,6 +41,10 @@ type ModelFileError struct {
 	Path   string
 	Offset int64 // byte offset where the problem was found, -1 if none
 	Reason string
+	// Key is the metadata key at fault for a hyperparameter ("" for a
+	// structural problem).
+	Key string
+	err error // the reader's error, if any
 }
 
 func (e *ModelFileError) Error() string {
@@ -68,267 +54,322 @@ func (e *ModelFileError) Error() string {
 	return fmt.Sprintf("llamacpp: %s: %s: %v", e.Path, e.Reason, ErrBadModelFile)
 }
 
-func (e *ModelFileError) Unwrap() error { return ErrBadModelFile }
-
-// countingReader tracks the offset for error messages.
-type countingReader struct {
-	r   *bufio.Reader
-	off int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.off += int64(n)
-	return n, err
-}
-
-// CheckModelFile verifies that path is a complete GGUF file (v2 or v3):
-// magic, header, metadata, tensor descriptions, and that every tensor's
-// data lies inside the file. It works with or without the library loaded
-// (without it, tensors of quantised types are not size-checked).
-func CheckModelFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("llamacpp: model file: %w", err)
+// Unwrap returns ErrBadModelFile and the reader's error (a
+// *gguf.FormatError, gguf.ErrNotGGUF) when there is one.
+func (e *ModelFileError) Unwrap() []error {
+	if e.err != nil {
+		return []error{ErrBadModelFile, e.err}
 	}
-	defer f.Close()
-	st, err := f.Stat()
+	return []error{ErrBadModelFile}
+}
+
+// CheckModelFile verifies that path is a complete GGUF file (v2 or v3)
+// through package gguf, and that a model's hyperparameters are ones
+// llama.cpp can use (CheckHyperparams).
+func CheckModelFile(path string) error {
+	st, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("llamacpp: model file: %w", err)
 	}
 	if st.IsDir() {
 		return &ModelFileError{Path: path, Offset: -1, Reason: "is a directory"}
 	}
-	size := st.Size()
-	cr := &countingReader{r: bufio.NewReaderSize(f, 1<<16)}
-	bad := func(reason string, args ...any) error {
-		return &ModelFileError{Path: path, Offset: cr.off, Reason: fmt.Sprintf(reason, args...)}
-	}
-	readErr := func(what string, err error) error {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return bad("truncated while reading %s (file has %d bytes)", what, size)
+	f, err := gguf.Open(path)
+	if err != nil {
+		var fe *gguf.FormatError
+		switch {
+		case errors.As(err, &fe):
+			return &ModelFileError{Path: path, Offset: fe.Offset, Reason: fe.Msg, err: err}
+		case errors.Is(err, gguf.ErrNotGGUF):
+			return &ModelFileError{Path: path, Offset: 0, Reason: "bad magic, want \"GGUF\"", err: err}
 		}
 		return fmt.Errorf("llamacpp: read %s: %w", path, err)
 	}
-	var hdr struct {
-		Magic, Version uint32
-		NTensors, NKV  uint64
-	}
-	if size < 4 {
-		return bad("file too short (%d bytes) to be GGUF", size)
-	}
-	if err := binary.Read(cr, binary.LittleEndian, &hdr.Magic); err != nil {
-		return readErr("magic", err)
-	}
-	if hdr.Magic != ggufMagic {
-		return &ModelFileError{Path: path, Offset: 0, Reason: fmt.Sprintf("bad magic %q, want \"GGUF\"", binary.LittleEndian.AppendUint32(nil, hdr.Magic))}
-	}
-	for _, v := range []any{&hdr.Version, &hdr.NTensors, &hdr.NKV} {
-		if err := binary.Read(cr, binary.LittleEndian, v); err != nil {
-			return readErr("header", err)
+	defer f.Close()
+	if err := CheckHyperparams(f); err != nil {
+		var me *ModelFileError
+		if errors.As(err, &me) {
+			me.Path = path
 		}
-	}
-	if hdr.Version != 2 && hdr.Version != 3 {
-		return bad("unsupported GGUF version %d (want 2 or 3)", hdr.Version)
-	}
-	// Every KV and tensor description takes at least 8 bytes, which bounds
-	// the counts of a corrupt header before we loop on them.
-	if hdr.NKV > uint64(size)/8 || hdr.NTensors > uint64(size)/8 {
-		return bad("implausible counts (%d metadata keys, %d tensors) for a %d-byte file", hdr.NKV, hdr.NTensors, size)
-	}
-	readU32 := func(what string) (uint32, error) {
-		var v uint32
-		if err := binary.Read(cr, binary.LittleEndian, &v); err != nil {
-			return 0, readErr(what, err)
-		}
-		return v, nil
-	}
-	readU64 := func(what string) (uint64, error) {
-		var v uint64
-		if err := binary.Read(cr, binary.LittleEndian, &v); err != nil {
-			return 0, readErr(what, err)
-		}
-		return v, nil
-	}
-	readString := func(what string) (string, error) {
-		n, err := readU64(what)
-		if err != nil {
-			return "", err
-		}
-		if n > maxGGUFString || int64(n) > size-cr.off {
-			return "", bad("truncated or corrupt: %s has length %d but only %d bytes remain", what, n, size-cr.off)
-		}
-		b := make([]byte, n)
-		if _, err := io.ReadFull(cr, b); err != nil {
-			return "", readErr(what, err)
-		}
-		return string(b), nil
-	}
-	skip := func(what string, n int64) error {
-		if n > size-cr.off {
-			return bad("truncated or corrupt: %s needs %d bytes but only %d remain", what, n, size-cr.off)
-		}
-		if _, err := io.CopyN(io.Discard, cr, n); err != nil {
-			return readErr(what, err)
-		}
-		return nil
-	}
-	scalarSize := map[uint32]int64{
-		ggufUint8: 1, ggufInt8: 1, ggufBool: 1, ggufUint16: 2, ggufInt16: 2,
-		ggufUint32: 4, ggufInt32: 4, ggufFloat32: 4, ggufUint64: 8, ggufInt64: 8, ggufFloat64: 8,
-	}
-	alignment := uint64(ggufDefaultAlignment)
-	for i := uint64(0); i < hdr.NKV; i++ {
-		key, err := readString("metadata key")
-		if err != nil {
-			return err
-		}
-		typ, err := readU32("metadata type of " + key)
-		if err != nil {
-			return err
-		}
-		switch {
-		case typ == ggufString:
-			if _, err := readString("value of " + key); err != nil {
-				return err
-			}
-		case typ == ggufArray:
-			et, err := readU32("array type of " + key)
-			if err != nil {
-				return err
-			}
-			n, err := readU64("array length of " + key)
-			if err != nil {
-				return err
-			}
-			if et == ggufString {
-				if n > uint64(size) {
-					return bad("truncated or corrupt: array %s has length %d", key, n)
-				}
-				for j := uint64(0); j < n; j++ {
-					if _, err := readString(fmt.Sprintf("%s[%d]", key, j)); err != nil {
-						return err
-					}
-				}
-			} else if es, ok := scalarSize[et]; ok {
-				if n > uint64(size) {
-					return bad("truncated or corrupt: array %s has length %d", key, n)
-				}
-				if err := skip("array "+key, int64(n)*es); err != nil {
-					return err
-				}
-			} else {
-				return bad("array %s: unknown element type %d", key, et)
-			}
-		default:
-			sz, ok := scalarSize[typ]
-			if !ok {
-				return bad("metadata %s: unknown value type %d", key, typ)
-			}
-			if key == "general.alignment" && typ == ggufUint32 {
-				a, err := readU32(key)
-				if err != nil {
-					return err
-				}
-				if a == 0 || a&(a-1) != 0 {
-					return bad("general.alignment %d is not a power of two", a)
-				}
-				alignment = uint64(a)
-				continue
-			}
-			if err := skip("value of "+key, sz); err != nil {
-				return err
-			}
-		}
-	}
-	type tensorInfo struct {
-		name   string
-		typ    uint32
-		ne     []uint64
-		offset uint64
-	}
-	tensors := make([]tensorInfo, 0, min(hdr.NTensors, 1<<16))
-	for i := uint64(0); i < hdr.NTensors; i++ {
-		name, err := readString("tensor name")
-		if err != nil {
-			return err
-		}
-		nd, err := readU32("dimensions of " + name)
-		if err != nil {
-			return err
-		}
-		if nd == 0 || nd > 4 {
-			return bad("tensor %s: %d dimensions (want 1..4)", name, nd)
-		}
-		t := tensorInfo{name: name, ne: make([]uint64, nd)}
-		for d := range t.ne {
-			if t.ne[d], err = readU64("shape of " + name); err != nil {
-				return err
-			}
-		}
-		if t.typ, err = readU32("type of " + name); err != nil {
-			return err
-		}
-		if t.offset, err = readU64("offset of " + name); err != nil {
-			return err
-		}
-		tensors = append(tensors, t)
-	}
-	dataStart := (uint64(cr.off) + alignment - 1) / alignment * alignment
-	if hdr.NTensors > 0 && dataStart > uint64(size) {
-		return bad("truncated: tensor data would start at byte %d but the file has %d", dataStart, size)
-	}
-	for _, t := range tensors {
-		if t.typ >= ggmlTypeCount {
-			return &ModelFileError{Path: path, Offset: -1, Reason: fmt.Sprintf("tensor %s: unknown ggml type %d", t.name, t.typ)}
-		}
-		if t.offset%alignment != 0 {
-			return &ModelFileError{Path: path, Offset: -1, Reason: fmt.Sprintf("tensor %s: offset %d not aligned to %d", t.name, t.offset, alignment)}
-		}
-		nbytes, ok := tensorBytes(int32(t.typ), t.ne)
-		if !ok {
-			if Loaded() {
-				return &ModelFileError{Path: path, Offset: -1, Reason: fmt.Sprintf("tensor %s: type %d or shape %v is invalid", t.name, t.typ, t.ne)}
-			}
-			continue
-		}
-		end := dataStart + t.offset + nbytes
-		if end < dataStart || end > uint64(size) {
-			return &ModelFileError{Path: path, Offset: -1, Reason: fmt.Sprintf("truncated: tensor %s needs bytes up to %d but the file has %d", t.name, end, size)}
-		}
+		return err
 	}
 	return nil
 }
 
-// tensorBytes is the data size of a tensor; ok is false when the type is
-// unknown (removed type, or a quantised one without the library) or the
-// shape does not divide into blocks.
-func tensorBytes(typ int32, ne []uint64) (uint64, bool) {
-	var bs, ts uint64
-	switch typ {
-	case 0: // F32
-		bs, ts = 1, 4
-	case 1, 30: // F16, BF16
-		bs, ts = 1, 2
-	default:
-		if !Loaded() {
-			return 0, false
-		}
-		b := ggmlBlockSizeOf(typ)
-		if b <= 0 {
-			return 0, false
-		}
-		bs, ts = uint64(b), uint64(ggmlTypeSizeOf(typ))
+// CheckHyperparams checks the hyperparameters of a model file that
+// llama.cpp reads (block count, widths, head counts, epsilons, RoPE,
+// experts, vocabulary against tensor shapes). Keys that are absent are
+// left to llama.cpp, which refuses a missing required key cleanly. An
+// adapter file (general.type = adapter) has only its alpha checked.
+func CheckHyperparams(f *gguf.File) error {
+	h := hparams{f: f}
+	if typ, _ := f.String("general.type"); typ == "adapter" {
+		h.positiveFloat("adapter.lora.alpha", 0, false)
+		return h.err
 	}
-	if ne[0]%bs != 0 {
+	arch, err := f.String("general.architecture")
+	if err != nil {
+		return nil // llama.cpp: "unknown model architecture"
+	}
+	k := func(s string) string { return arch + "." + s }
+
+	nLayer, hasLayers := h.uintIn(k("block_count"), 1, llamaMaxLayers)
+	nEmbd, hasEmbd := h.uintIn(k("embedding_length"), 1, maxWidth)
+	h.uintIn(k("context_length"), 1, maxTrainContext)
+	h.perLayer(k("feed_forward_length"), nLayer, hasLayers, 0, maxWidth)
+	heads := h.perLayer(k("attention.head_count"), nLayer, hasLayers, 1, maxHeads)
+	kvHeads := h.perLayer(k("attention.head_count_kv"), nLayer, hasLayers, 1, maxHeads)
+	if heads != nil && kvHeads != nil {
+		for i := range min(len(heads), len(kvHeads)) {
+			if heads[i]%kvHeads[i] != 0 {
+				h.fail(k("attention.head_count_kv"), fmt.Sprintf("%d does not divide attention.head_count %d (layer %d): grouped-query attention needs whole groups", kvHeads[i], heads[i], i))
+				break
+			}
+		}
+	}
+	headK, hasHeadK := h.uintIn(k("attention.key_length"), 1, maxWidth)
+	h.uintIn(k("attention.value_length"), 1, maxWidth)
+	if !hasHeadK && hasEmbd && len(heads) > 0 && heads[0] > 0 {
+		if nEmbd%heads[0] != 0 {
+			h.fail(k("embedding_length"), fmt.Sprintf("%d is not a multiple of attention.head_count %d (and attention.key_length is absent)", nEmbd, heads[0]))
+		}
+		headK, hasHeadK = nEmbd/heads[0], true
+	}
+	if rope, ok := h.uintIn(k("rope.dimension_count"), 0, maxWidth); ok {
+		switch {
+		case rope%2 != 0:
+			h.fail(k("rope.dimension_count"), fmt.Sprintf("%d is odd: RoPE rotates pairs of dimensions", rope))
+		case hasHeadK && rope > headK:
+			h.fail(k("rope.dimension_count"), fmt.Sprintf("%d exceeds the head size %d", rope, headK))
+		}
+	}
+	h.positiveFloat(k("rope.freq_base"), 0, false)
+	h.positiveFloat(k("rope.freq_scale"), 0, false)
+	h.positiveFloat(k("rope.scaling.factor"), 0, true)
+	h.positiveFloat(k("attention.layer_norm_rms_epsilon"), 1, false)
+	h.positiveFloat(k("attention.layer_norm_epsilon"), 1, false)
+	nExpert, _ := h.uintIn(k("expert_count"), 0, llamaMaxExperts)
+	if used, ok := h.uintIn(k("expert_used_count"), 0, llamaMaxExperts); ok && used > nExpert {
+		h.fail(k("expert_used_count"), fmt.Sprintf("%d exceeds expert_count %d", used, nExpert))
+	}
+
+	// Vocabulary: llama.cpp indexes scores and token types by token id and
+	// sizes the embedding and output by the token count.
+	tokens, err := f.Strings("tokenizer.ggml.tokens")
+	if v, ok := f.Get("tokenizer.ggml.tokens"); ok && err != nil {
+		h.fail("tokenizer.ggml.tokens", fmt.Sprintf("is %T, want an array of strings", v))
+	}
+	if err == nil {
+		n := uint64(len(tokens))
+		if n == 0 {
+			h.fail("tokenizer.ggml.tokens", "is empty")
+		}
+		for _, key := range []string{"tokenizer.ggml.scores", "tokenizer.ggml.token_type"} {
+			if v, ok := f.Get(key); ok {
+				if got := arrayLen(v); got != int(n) {
+					h.fail(key, fmt.Sprintf("has %d entries for %d tokens", got, n))
+				}
+			}
+		}
+		if vs, ok := h.uintIn(k("vocab_size"), 1, math.MaxInt32); ok && vs != n {
+			h.fail(k("vocab_size"), fmt.Sprintf("%d but tokenizer.ggml.tokens has %d tokens", vs, n))
+		}
+		for _, name := range []string{"token_embd.weight", "output.weight"} {
+			t, ok := f.Tensor(name)
+			if !ok || len(t.Shape) < 2 {
+				continue
+			}
+			if hasEmbd && t.Shape[0] != nEmbd {
+				h.fail(k("embedding_length"), fmt.Sprintf("%d but tensor %s has rows of %d", nEmbd, name, t.Shape[0]))
+			}
+			if t.Shape[1] != n {
+				h.fail("tokenizer.ggml.tokens", fmt.Sprintf("has %d tokens but tensor %s has %d rows", n, name, t.Shape[1]))
+			}
+		}
+	}
+	return h.err
+}
+
+// hparams collects the first problem of a hyperparameter check.
+type hparams struct {
+	f   *gguf.File
+	err error
+}
+
+func (h *hparams) fail(key, reason string) {
+	if h.err == nil {
+		h.err = &ModelFileError{Offset: -1, Key: key, Reason: key + " " + reason}
+	}
+}
+
+// uintIn reads an integer key and checks lo ≤ v ≤ hi; ok is false when
+// the key is absent or bad.
+func (h *hparams) uintIn(key string, lo, hi uint64) (v uint64, ok bool) {
+	raw, present := h.f.Get(key)
+	if !present {
 		return 0, false
 	}
-	n := ne[0] / bs * ts
-	for _, d := range ne[1:] {
-		if d != 0 && n > math.MaxUint64/d {
-			return 0, false
-		}
-		n *= d
+	v, ok = intValue(raw)
+	switch {
+	case !ok:
+		h.fail(key, fmt.Sprintf("= %v (%T), want an integer in [%d, %d]", raw, raw, lo, hi))
+	case v < lo || v > hi:
+		h.fail(key, fmt.Sprintf("= %s, want an integer in [%d, %d]", intText(raw), lo, hi))
+		ok = false
 	}
-	return n, true
+	return v, ok
+}
+
+// perLayer reads a key that is one integer for every layer or an array
+// with one per layer, checks each against [lo, hi] and returns them (nil
+// when absent or bad).
+func (h *hparams) perLayer(key string, nLayer uint64, hasLayers bool, lo, hi uint64) []uint64 {
+	raw, present := h.f.Get(key)
+	if !present {
+		return nil
+	}
+	if _, scalar := intValue(raw); scalar {
+		v, ok := h.uintIn(key, lo, hi)
+		if !ok {
+			return nil
+		}
+		return []uint64{v}
+	}
+	n := arrayLen(raw)
+	if n < 0 {
+		h.fail(key, fmt.Sprintf("is %T, want an integer or one per layer", raw))
+		return nil
+	}
+	if hasLayers && uint64(n) != nLayer {
+		h.fail(key, fmt.Sprintf("has %d entries for block_count %d layers", n, nLayer))
+		return nil
+	}
+	out := make([]uint64, n)
+	for i := range n {
+		v, ok := intValue(arrayAt(raw, i))
+		if !ok || v < lo || v > hi {
+			h.fail(key, fmt.Sprintf("[%d] = %v, want an integer in [%d, %d]", i, arrayAt(raw, i), lo, hi))
+			return nil
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// positiveFloat checks that a float key, when present, is finite and
+// positive (zeroOK also accepts 0, which means "unset" for some keys) and
+// below hi when hi > 0.
+func (h *hparams) positiveFloat(key string, hi float64, zeroOK bool) {
+	raw, present := h.f.Get(key)
+	if !present {
+		return
+	}
+	var v float64
+	switch x := raw.(type) {
+	case float32:
+		v = float64(x)
+	case float64:
+		v = x
+	default:
+		h.fail(key, fmt.Sprintf("= %v (%T), want a float", raw, raw))
+		return
+	}
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		h.fail(key, fmt.Sprintf("= %v, want a finite number", v))
+	case v == 0 && zeroOK:
+	case v <= 0:
+		h.fail(key, fmt.Sprintf("= %v, want > 0", v))
+	case hi > 0 && v >= hi:
+		h.fail(key, fmt.Sprintf("= %v, want < %v", v, hi))
+	}
+}
+
+// intValue converts a metadata integer of any type; negative values and
+// non-integers give ok false.
+func intValue(v any) (uint64, bool) {
+	switch x := v.(type) {
+	case uint8:
+		return uint64(x), true
+	case uint16:
+		return uint64(x), true
+	case uint32:
+		return uint64(x), true
+	case uint64:
+		return x, true
+	case int8:
+		return uint64(x), x >= 0
+	case int16:
+		return uint64(x), x >= 0
+	case int32:
+		return uint64(x), x >= 0
+	case int64:
+		return uint64(x), x >= 0
+	}
+	return 0, false
+}
+
+// intText prints an integer metadata value as stored (a negative one
+// stays negative).
+func intText(v any) string {
+	switch x := v.(type) {
+	case int8, int16, int32, int64:
+		return fmt.Sprint(x)
+	}
+	u, _ := intValue(v)
+	return strconv.FormatUint(u, 10)
+}
+
+// arrayLen is the length of a metadata array, -1 for a scalar.
+func arrayLen(v any) int {
+	switch x := v.(type) {
+	case []uint8:
+		return len(x)
+	case []int8:
+		return len(x)
+	case []uint16:
+		return len(x)
+	case []int16:
+		return len(x)
+	case []uint32:
+		return len(x)
+	case []int32:
+		return len(x)
+	case []uint64:
+		return len(x)
+	case []int64:
+		return len(x)
+	case []float32:
+		return len(x)
+	case []float64:
+		return len(x)
+	case []bool:
+		return len(x)
+	case []string:
+		return len(x)
+	}
+	return -1
+}
+
+// arrayAt is element i of an integer metadata array (nil otherwise).
+func arrayAt(v any, i int) any {
+	switch x := v.(type) {
+	case []uint8:
+		return x[i]
+	case []int8:
+		return x[i]
+	case []uint16:
+		return x[i]
+	case []int16:
+		return x[i]
+	case []uint32:
+		return x[i]
+	case []int32:
+		return x[i]
+	case []uint64:
+		return x[i]
+	case []int64:
+		return x[i]
+	}
+	return nil
 }
