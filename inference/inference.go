@@ -14,6 +14,8 @@ package inference
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 )
 
 // Message is one chat message, used by backends that take messages rather
@@ -31,6 +33,46 @@ type Sampling struct {
 	TopP        float32 `json:"top_p,omitempty"` // 0 or 1 disables
 	MinP        float32 `json:"min_p,omitempty"` // 0 disables
 	Seed        uint64  `json:"seed"`
+}
+
+// Temperature bounds: beyond them 1/T overflows or flattens every logit
+// to the same value, and samplers misbehave (llama.cpp aborts on the
+// NaN logits an infinite temperature makes under a grammar).
+const (
+	MinTemperature = 1e-6
+	MaxTemperature = 1e6
+)
+
+// Validate reports settings no sampler can use, naming the field: a
+// temperature that is negative, NaN, infinite or outside
+// [MinTemperature, MaxTemperature] (0 is greedy), top_p or min_p outside
+// [0, 1], a negative top_k. Backends call it before any sampler sees the
+// values.
+func (s Sampling) Validate() error {
+	var errs []error
+	t := float64(s.Temperature)
+	switch {
+	case math.IsNaN(t) || math.IsInf(t, 0):
+		errs = append(errs, fmt.Errorf("temperature %v: want a finite number", s.Temperature))
+	case t < 0:
+		errs = append(errs, fmt.Errorf("temperature %v < 0 (0 is greedy)", s.Temperature))
+	case t != 0 && (t < MinTemperature || t > MaxTemperature):
+		errs = append(errs, fmt.Errorf("temperature %v outside [%g, %g] (0 is greedy)", s.Temperature, MinTemperature, MaxTemperature))
+	}
+	// The negated comparisons also catch NaN.
+	if !(s.TopP >= 0 && s.TopP <= 1) {
+		errs = append(errs, fmt.Errorf("top_p %v outside [0, 1]", s.TopP))
+	}
+	if !(s.MinP >= 0 && s.MinP <= 1) {
+		errs = append(errs, fmt.Errorf("min_p %v outside [0, 1]", s.MinP))
+	}
+	if s.TopK < 0 {
+		errs = append(errs, fmt.Errorf("top_k %d < 0 (0 disables)", s.TopK))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("inference: sampling: %w", err)
+	}
+	return nil
 }
 
 // Request asks for one continuation of one sequence.
