@@ -10,24 +10,10 @@ import (
 
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
-	"github.com/omar-selfplay/omar/llamacpp"
 )
 
 func init() {
 	register(command{name: "generate", summary: "generate text with a GGUF model through llama.cpp", run: runGenerate})
-}
-
-// parseKVType reads a KV cache type name as flags and configs spell it.
-func parseKVType(name string) (llamacpp.KVType, error) {
-	switch name {
-	case "f16":
-		return llamacpp.KVTypeF16, nil
-	case "f32":
-		return llamacpp.KVTypeF32, nil
-	case "q8_0":
-		return llamacpp.KVTypeQ8_0, nil
-	}
-	return 0, fmt.Errorf("%q: want f16, f32 or q8_0", name)
 }
 
 // llamaFlags are the flags every llama.cpp command shares.
@@ -45,7 +31,7 @@ func (f *llamaFlags) bind(fs interface {
 }) {
 	n := llama.DefaultThreads()
 	fs.StringVar(&f.model, "model", "", "GGUF model file (required)")
-	fs.StringVar(&f.lib, "llama-lib", os.Getenv("OMAR_LLAMA_LIB"), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
+	fs.StringVar(&f.lib, "llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
 	fs.IntVar(&f.threads, "threads", n, "threads for token generation (more than the free cores collapses throughput: llama.cpp's threads spin-wait)")
 	fs.IntVar(&f.threadsBatch, "threads-batch", n, "threads for prompt processing")
 	fs.IntVar(&f.gpuLayers, "gpu-layers", 0, "layers offloaded to a GPU backend (-1 all)")
@@ -60,24 +46,18 @@ func (f *llamaFlags) options() (llama.Options, error) {
 	}
 	o := llama.Options{}.Defaults()
 	o.Model = f.model
-	o.LibDir = llamacpp.DefaultLibDir(f.lib)
+	if f.lib != "" {
+		o.LibDir = f.lib
+	}
 	o.Threads, o.ThreadsBatch = f.threads, f.threadsBatch
 	o.GPULayers = f.gpuLayers
 	o.Context = f.ctx
-	kv, err := parseKVType(f.kv)
-	if err != nil {
+	var err error
+	if o.KVType, err = llama.ParseKVType(f.kv); err != nil {
 		return o, fmt.Errorf("--kv %w: %w", err, errUsage)
 	}
-	o.KVType = kv
-	switch f.flashAttn {
-	case "off":
-		o.FlashAttention = llamacpp.FlashAttentionDisabled
-	case "on":
-		o.FlashAttention = llamacpp.FlashAttentionEnabled
-	case "auto":
-		o.FlashAttention = llamacpp.FlashAttentionAuto
-	default:
-		return o, fmt.Errorf("--flash-attn %q: want off, on or auto: %w", f.flashAttn, errUsage)
+	if o.FlashAttention, err = llama.ParseFlashAttention(f.flashAttn); err != nil {
+		return o, fmt.Errorf("--flash-attn %w: %w", err, errUsage)
 	}
 	return o, nil
 }

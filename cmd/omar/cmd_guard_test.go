@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/games/sealedbid"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -42,14 +43,13 @@ func TestGuardConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			// As runRollout decodes a config.
-			var cfg rolloutConfig
-			g := selfplay.GuardOptions{}.Defaults()
-			cfg.Guard = &g
+			cfg := loop.RolloutOptions{}.Defaults()
 			err := decodeYAMLFile(path, &cfg)
 			var o selfplay.Options
 			if err == nil {
-				cfg.applyDefaults()
-				o, err = cfg.options()
+				if err = cfg.Validate(); err == nil {
+					o, err = cfg.RunnerOptions()
+				}
 			}
 			if tt.want == nil {
 				if err == nil {
@@ -68,7 +68,7 @@ func TestGuardConfig(t *testing.T) {
 			}
 		})
 	}
-	if g := defaultSelfplayConfig().Rollout.Guard; g == nil || !g.Enabled {
+	if g := (loop.Options{}.Defaults()).Rollout.Guard; g == nil || !g.Enabled {
 		t.Errorf("the default selfplay run has guard %+v, want the defaults (enabled)", g)
 	}
 }
@@ -105,15 +105,15 @@ func TestRolloutGuard(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want guardCounts
-		want.add(trajs)
+		var want loop.GuardCounts
+		want.Add(trajs)
 		b, err := os.ReadFile(filepath.Join(out, "stats.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var st struct {
-			DegenerateRate float64      `json:"degenerate_rate"`
-			Degenerate     *guardCounts `json:"degenerate"`
+			DegenerateRate float64           `json:"degenerate_rate"`
+			Degenerate     *loop.GuardCounts `json:"degenerate"`
 		}
 		if err := json.Unmarshal(b, &st); err != nil {
 			t.Fatal(err)
@@ -137,7 +137,7 @@ func TestRolloutGuard(t *testing.T) {
 		if want.Flagged == 0 || want.Reasons[selfplay.FlagTruncated] == 0 {
 			t.Errorf("no truncated turn flagged with 8-token replies (counts %+v)", want)
 		}
-		if st.Degenerate == nil || !reflect.DeepEqual(*st.Degenerate, want) || st.DegenerateRate != want.rate() {
+		if st.Degenerate == nil || !reflect.DeepEqual(*st.Degenerate, want) || st.DegenerateRate != want.Rate() {
 			t.Errorf("stats.json %s; the trajectories count %+v", b, want)
 		}
 		if !strings.Contains(stdout, "degenerate turns") {
@@ -172,8 +172,8 @@ func TestSelfplayGuardMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want guardCounts
-	want.add(trajs)
+	var want loop.GuardCounts
+	want.Add(trajs)
 	if want.Flagged == 0 {
 		t.Fatalf("no turn flagged (the test needs some): %+v", want)
 	}
@@ -181,11 +181,11 @@ func TestSelfplayGuardMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m iterationMetrics
+	var m loop.Metrics
 	if err := json.Unmarshal(mb, &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.DegenerateTurns != want.Flagged || m.DegenerateRate != want.rate() || !reflect.DeepEqual(m.Degenerate, want.Reasons) {
+	if m.DegenerateTurns != want.Flagged || m.DegenerateRate != want.Rate() || !reflect.DeepEqual(m.Degenerate, want.Reasons) {
 		t.Errorf("metrics: degenerate_turns %d, rate %v, %v; the trajectories count %+v", m.DegenerateTurns, m.DegenerateRate, m.Degenerate, want)
 	}
 }
@@ -242,7 +242,7 @@ func TestSelfplayResumeWithoutGuardSection(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("%d metrics lines, want 2", len(lines))
 	}
-	var m1, m2 iterationMetrics
+	var m1, m2 loop.Metrics
 	if err := json.Unmarshal([]byte(lines[0]), &m1); err != nil {
 		t.Fatal(err)
 	}

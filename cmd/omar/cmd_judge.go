@@ -9,13 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference/ollama"
-	sjudge "github.com/omar-selfplay/omar/loop/judge"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/sotopia"
 )
 
@@ -23,51 +22,10 @@ func init() {
 	register(command{name: "judge", summary: "(re)score recorded SOTOPIA episodes with an LLM judge", run: runJudge})
 }
 
-// judgeConfig says where a SOTOPIA judge runs: exactly one of a GGUF
-// file on a llama backend of its own, an Ollama model, or the policy
-// model. It is the "judge" section of a rollout config; omar judge fills
-// it from flags.
-type judgeConfig struct {
-	// Model is a GGUF file.
-	Model string `yaml:"model,omitempty"`
-	// Ollama is the server URL (default $OLLAMA_HOST, else
-	// http://127.0.0.1:11434); OllamaModel the model name, e.g. qwen3:4b.
-	Ollama      string `yaml:"ollama,omitempty"`
-	OllamaModel string `yaml:"ollama_model,omitempty"`
-	// Policy judges with the policy model (see attachJudge).
-	Policy bool `yaml:"policy,omitempty"`
-	// Context is the tokens per judge sequence of a GGUF judge (8192).
-	Context int `yaml:"context,omitempty"`
-	// Process also asks for per-turn process rewards; Extra for the five
-	// OMAR metrics.
-	Process bool `yaml:"process,omitempty"`
-	Extra   bool `yaml:"extra,omitempty"`
-}
-
-// validate checks that exactly one backend is named.
-func (c judgeConfig) validate() error {
-	n := 0
-	for _, set := range []bool{c.Model != "", c.OllamaModel != "", c.Policy} {
-		if set {
-			n++
-		}
-	}
-	switch {
-	case c.Ollama != "" && c.OllamaModel == "":
-		return errors.New("judge: ollama needs ollama_model (the model name, e.g. qwen3:4b)")
-	case n != 1:
-		return errors.New("judge: name exactly one backend: model (a GGUF file), ollama_model (with ollama, the server URL) or policy: true")
-	case c.Context < 0:
-		return fmt.Errorf("judge: context %d < 0", c.Context)
-	}
-	return nil
-}
-
-// ollamaHost returns the server URL of an Ollama judge: the configured
-// one, else OLLAMA_HOST, else Ollama's default. A bare host:port (as
-// OLLAMA_HOST often is) gets http://.
-func (c judgeConfig) ollamaHost() string {
-	h := c.Ollama
+// ollamaHost is an Ollama server URL: the given one, else OLLAMA_HOST,
+// else Ollama's default. A bare host:port (as OLLAMA_HOST often is) gets
+// http://.
+func ollamaHost(h string) string {
 	if h == "" {
 		h = os.Getenv("OLLAMA_HOST")
 	}
@@ -78,17 +36,6 @@ func (c judgeConfig) ollamaHost() string {
 		h = "http://" + h
 	}
 	return h
-}
-
-// openOllamaJudge returns a completer on the Ollama model of c and its
-// label.
-func openOllamaJudge(c judgeConfig, parallel int) (*sjudge.Completer, io.Closer, string, error) {
-	o := ollama.Options{Host: c.ollamaHost(), Model: c.OllamaModel, Parallel: max(1, parallel)}
-	comp, b, err := sjudge.NewOllama(o)
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("judge: %w", err)
-	}
-	return comp, b, "ollama:" + c.OllamaModel, nil
 }
 
 // judgeFlags are the flags of omar judge.
@@ -105,7 +52,7 @@ func (f *judgeFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.model, "model", "", "judge model GGUF file (this or --ollama-model)")
 	fs.StringVar(&f.ollamaModel, "ollama-model", "", "judge with this Ollama model, e.g. qwen3:4b (this or --model)")
 	fs.StringVar(&f.ollama, "ollama", "", "Ollama server URL (default: OLLAMA_HOST or "+ollama.DefaultHost+")")
-	fs.StringVar(&f.llamaLib, "llama-lib", os.Getenv("OMAR_LLAMA_LIB"), "llama.cpp library directory (default: OMAR_LLAMA_LIB or lib/llama/cpu)")
+	fs.StringVar(&f.llamaLib, "llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB or lib/llama/cpu)")
 	fs.StringVar(&f.out, "o", "", "write the rescored episodes here (default: stdout)")
 	fs.StringVar(&f.label, "label", "", `judge name recorded in terms.judge (default "llama:<model file>" or "ollama:<model>")`)
 	fs.IntVar(&f.context, "context", 8192, "tokens per judge sequence (prompt + reply) of a GGUF judge")
@@ -137,31 +84,24 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	jc := judgeConfig{Model: f.model, Ollama: f.ollama, OllamaModel: f.ollamaModel, Context: f.context}
+	jc := loop.JudgeOptions{Model: f.model, Ollama: f.ollama, OllamaModel: f.ollamaModel, Context: f.context}
 	if fs.NArg() == 0 || f.model == "" && f.ollamaModel == "" {
 		fs.Usage()
 		return fmt.Errorf("need --model or --ollama-model, and at least one episodes file: %w", errUsage)
 	}
-	if err := jc.validate(); err != nil {
+	if err := jc.Validate(); err != nil {
 		return fmt.Errorf("%w (--model, --ollama-model): %w", err, errUsage)
 	}
 	recs, err := readRecords(fs.Args())
 	if err != nil {
 		return err
 	}
-	var (
-		comp   *sjudge.Completer
-		closer io.Closer
-		label  string
-	)
-	if jc.Model != "" {
-		rc := rolloutConfig{LlamaLib: f.llamaLib, Threads: f.threads, GPULayers: f.gpuLayers, KVCache: "f16"}
-		b, err := openLlama(&rc, jc.Model, "", f.parallel, f.context)
-		if err != nil {
-			return err
-		}
-		comp, closer, label = sjudge.New(b), b, "llama:"+filepath.Base(jc.Model)
-	} else if comp, closer, label, err = openOllamaJudge(jc, f.parallel); err != nil {
+	if jc.OllamaModel != "" {
+		jc.Ollama = ollamaHost(jc.Ollama)
+	}
+	rc := loop.RolloutOptions{LlamaLib: f.llamaLib, Threads: f.threads, GPULayers: f.gpuLayers, KVCache: "f16"}
+	comp, label, closer, err := rc.OpenJudge(jc, f.parallel, nil, "")
+	if err != nil {
 		return err
 	}
 	defer closer.Close()

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +10,8 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/games/sealedbid"
-	"github.com/omar-selfplay/omar/llamacpp"
+	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -80,9 +79,9 @@ func stableMetrics(t *testing.T, path string) []string {
 	return out
 }
 
-// TestSelfplayResume runs 2 iterations straight, and again interrupted
-// (SIGINT = context cancelled) in the rollout of iteration 2 and resumed:
-// the metrics (time aside) and the adapter bytes must be identical.
+// TestSelfplayResume runs 2 iterations straight, and again one iteration
+// and a resume through the CLI: the metrics (time aside) and the adapter
+// bytes must be identical.
 func TestSelfplayResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the tiny model for 4 iterations")
@@ -98,31 +97,13 @@ func TestSelfplayResume(t *testing.T) {
 		t.Errorf("stdout does not say where the results are: %q", stdout)
 	}
 
-	// Interrupted: cancel as iteration 2's rollout starts.
+	// Stopped after iteration 1 and resumed by the CLI (the interrupted
+	// case is loop's TestResume).
 	broken := filepath.Join(dir, "broken")
-	var c selfplayConfig = defaultSelfplayConfig()
-	if err := decodeYAMLFile(cfg, &c); err != nil {
-		t.Fatal(err)
+	if _, stderr, code := runCLI(t, "selfplay", "--config", cfg, "--out", broken, "--iterations", "1"); code != 0 {
+		t.Fatalf("iteration 1: exit %d: %s", code, stderr)
 	}
-	run, err := openSelfplayRun(broken, c, false, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	run.hooks.Phase = func(it int, phase string) {
-		if it == 2 && phase == "rollout" {
-			cancel()
-		}
-	}
-	err = run.loop(ctx)
-	run.close()
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted run: got %v, want context.Canceled", err)
-	}
-	if run.state.Iteration != 1 {
-		t.Fatalf("interrupted after iteration %d, want 1", run.state.Iteration)
-	}
-	_, stderr, code = runCLI(t, "selfplay", "--resume", broken)
+	_, stderr, code = runCLI(t, "selfplay", "--resume", broken, "--iterations", "2")
 	if code != 0 {
 		t.Fatalf("resume: exit %d: %s", code, stderr)
 	}
@@ -167,7 +148,7 @@ func TestSelfplayCorruptCheckpoint(t *testing.T) {
 }
 
 func TestRewardSVG(t *testing.T) {
-	ms := []iterationMetrics{
+	ms := []loop.Metrics{
 		{Iteration: 1, Reward: map[string]float64{"buyer": .2, "seller": .5}},
 		{Iteration: 2, Reward: map[string]float64{"buyer": .4, "seller": .45}},
 	}
@@ -185,41 +166,9 @@ func TestRewardSVG(t *testing.T) {
 func TestSelfplayRefusesPreviousRun(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("iterations: 1\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte("{}\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
-	if err := clearRunDir(dir, false); err == nil || !strings.Contains(err.Error(), "--resume") {
-		t.Errorf("got %v, want a refusal naming --resume", err)
-	}
-	if err := clearRunDir(dir, true); err != nil {
-		t.Fatal(err)
-	}
-	for f, want := range map[string]bool{"config.yaml": false, "metrics.jsonl": false, "notes.txt": true} {
-		if _, err := os.Stat(filepath.Join(dir, f)); (err == nil) != want {
-			t.Errorf("%s exists: got %v, want %v", f, err == nil, want)
-		}
-	}
-}
-
-func TestEarlyStopDecision(t *testing.T) {
-	tests := []struct {
-		name  string
-		c     earlyStopConfig
-		first float64
-		m     iterationMetrics
-		stop  bool
-	}{
-		{"off", earlyStopConfig{}, 4, iterationMetrics{KLRef: 100, Entropy: 0}, false},
-		{"kl below", earlyStopConfig{MaxKLRef: 1}, 4, iterationMetrics{KLRef: 0.5, Entropy: 4}, false},
-		{"kl above", earlyStopConfig{MaxKLRef: 1}, 4, iterationMetrics{KLRef: 1.5, Entropy: 4}, true},
-		{"entropy kept", earlyStopConfig{MinEntropyRatio: 0.5}, 4, iterationMetrics{Entropy: 2.5}, false},
-		{"entropy collapsed", earlyStopConfig{MinEntropyRatio: 0.5}, 4, iterationMetrics{Entropy: 1.5}, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.c.earlyStop(tc.first, &tc.m) != ""; got != tc.stop {
-				t.Errorf("stop: got %v, want %v", got, tc.stop)
-			}
-		})
+	_, stderr, code := runCLI(t, "selfplay", "--out", dir)
+	if code != 2 || !strings.Contains(stderr, "--resume") || !strings.Contains(stderr, "--overwrite") {
+		t.Errorf("exit %d, stderr %q; want a usage error naming --resume and --overwrite", code, stderr)
 	}
 }
 
@@ -370,7 +319,7 @@ func TestSelfplayResumeFromAnotherDirectory(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	lib, err := filepath.Abs(llamacpp.DefaultLibDir(os.Getenv("OMAR_LLAMA_LIB")))
+	lib, err := filepath.Abs(llamatest.LibDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,45 +340,6 @@ func TestSelfplayResumeFromAnotherDirectory(t *testing.T) {
 	t.Chdir(other)
 	if _, stderr, code := runCLI(t, "selfplay", "--resume", filepath.Join(work, "runs", "x"), "--iterations", "2", "--llama-lib", lib); code != 0 {
 		t.Fatalf("resume from another directory: exit %d: %s", code, stderr)
-	}
-}
-
-// TestSelfplayInterruptCheckpointFails: when the checkpoint written on an
-// interrupt fails, the loop must not report a plain interrupt (the CLI
-// then says "checkpoint in …" and exits 0): the failure must surface.
-func TestSelfplayInterruptCheckpointFails(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains the tiny model")
-	}
-	dir := t.TempDir()
-	var c selfplayConfig = defaultSelfplayConfig()
-	if err := decodeYAMLFile(testSelfplayConfig(t, dir, 2), &c); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "run")
-	run, err := openSelfplayRun(out, c, false, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	run.hooks.Phase = func(it int, phase string) {
-		if it == 2 && phase == "rollout" {
-			// The checkpoint directory cannot be written any more.
-			ckpt := filepath.Join(out, "checkpoint")
-			if err := os.RemoveAll(ckpt); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(ckpt, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			cancel()
-		}
-	}
-	err = run.loop(ctx)
-	if err == nil || errors.Is(err, context.Canceled) {
-		t.Errorf("got %v, want the checkpoint's failure, not an interrupt", err)
 	}
 }
 
@@ -456,12 +366,12 @@ func TestSelfplayStartsFromRolloutAdapter(t *testing.T) {
 	if _, stderr, code := runCLI(t, "selfplay", "--config", cfg2, "--out", out); code != 0 {
 		t.Fatalf("run from the adapter: exit %d: %s", code, stderr)
 	}
-	metrics := func(run string) iterationMetrics {
+	metrics := func(run string) loop.Metrics {
 		b, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var m iterationMetrics
+		var m loop.Metrics
 		if err := json.Unmarshal(bytes.SplitN(b, []byte("\n"), 2)[0], &m); err != nil {
 			t.Fatal(err)
 		}

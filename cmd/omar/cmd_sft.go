@@ -2,63 +2,40 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"math"
-	"math/rand/v2"
-	"os"
-	"strings"
 	"time"
 
-	"github.com/omar-selfplay/omar/llamacpp"
-	"github.com/omar-selfplay/omar/selfplay"
-	"github.com/omar-selfplay/omar/train"
+	"github.com/omar-selfplay/omar/loop"
 )
 
 func init() {
 	register(command{name: "sft", summary: "supervised warm-up: train a LoRA adapter on the generated tokens of recorded trajectories", run: runSFT})
 }
 
-// sftFlags are the options of omar sft.
-type sftFlags struct {
-	model, data, out, checkpoint, resume, llamaLib string
-	epochs, batch                                  int
-	minReward                                      float64
-	train                                          train.Options
-	modules                                        string
-}
-
-func (f *sftFlags) bind(fs *flag.FlagSet) {
-	d := train.Options{}.Defaults()
-	f.train = d
-	fs.StringVar(&f.model, "model", "", "base model GGUF (F32/F16/BF16; llama, qwen2 or qwen3)")
-	fs.StringVar(&f.data, "data", "", "trajectories JSONL (omar rollout/selfplay output, traj.jsonl)")
-	fs.StringVar(&f.out, "out", "adapter.gguf", "where to write the LoRA adapter")
-	fs.StringVar(&f.checkpoint, "checkpoint", "", "directory for a trainer checkpoint at the end (optional)")
-	fs.StringVar(&f.resume, "resume", "", "checkpoint directory to start from (optional)")
-	fs.StringVar(&f.llamaLib, "llama-lib", os.Getenv("OMAR_LLAMA_LIB"), "llama.cpp library directory (default: OMAR_LLAMA_LIB or lib/llama/cpu)")
-	fs.IntVar(&f.epochs, "epochs", 1, "passes over the data")
-	fs.IntVar(&f.batch, "batch", 8, "trajectories per optimizer step")
-	fs.Float64Var(&f.minReward, "min-reward", math.Inf(-1), "train only on trajectories with at least this terminal reward")
-	fs.IntVar(&f.train.LoRARank, "lora-rank", d.LoRARank, "LoRA rank")
-	fs.Func("lora-alpha", fmt.Sprintf("LoRA alpha (default %g)", d.LoRAAlpha), func(s string) error {
-		var v float32
-		_, err := fmt.Sscan(s, &v)
-		f.train.LoRAAlpha = v
+// bindSFT binds omar sft's flags to its options.
+func bindSFT(f *optionFlags[loop.SFTOptions]) {
+	d := loop.SFTOptions{}.Defaults()
+	f.String("model", "base model GGUF (F32/F16/BF16; llama, qwen2 or qwen3)", func(o *loop.SFTOptions) *string { return &o.Model })
+	f.String("data", "trajectories JSONL (omar rollout/selfplay output, traj.jsonl)", func(o *loop.SFTOptions) *string { return &o.Data })
+	f.String("out", "where to write the LoRA adapter (default "+d.Out+")", func(o *loop.SFTOptions) *string { return &o.Out })
+	f.String("checkpoint", "directory for a trainer checkpoint at the end (optional)", func(o *loop.SFTOptions) *string { return &o.Checkpoint })
+	f.String("resume", "checkpoint directory to start from (optional)", func(o *loop.SFTOptions) *string { return &o.Resume })
+	f.String("llama-lib", "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)", func(o *loop.SFTOptions) *string { return &o.Train.LibDir })
+	f.Int("epochs", fmt.Sprintf("passes over the data (default %d)", d.Epochs), func(o *loop.SFTOptions) *int { return &o.Epochs })
+	f.Int("batch", fmt.Sprintf("trajectories per optimizer step (default %d)", d.Batch), func(o *loop.SFTOptions) *int { return &o.Batch })
+	f.Func("min-reward", "train only on trajectories with at least this terminal reward", func(o *loop.SFTOptions, v string) error {
+		_, err := fmt.Sscan(v, &o.MinReward)
 		return err
 	})
-	fs.StringVar(&f.modules, "lora-modules", strings.Join(d.LoRAModules, ","), "adapted matrices, comma-separated")
-	fs.Func("lr", fmt.Sprintf("learning rate (default %g)", d.LR), func(s string) error {
-		var v float32
-		_, err := fmt.Sscan(s, &v)
-		f.train.LR = v
-		return err
-	})
-	fs.IntVar(&f.train.BatchTokens, "batch-tokens", d.BatchTokens, "padded tokens per forward/backward pass")
-	fs.IntVar(&f.train.Threads, "threads", d.Threads, "CPU threads")
-	fs.StringVar(&f.train.Device, "device", d.Device, "cpu or cuda")
-	fs.Uint64Var(&f.train.Seed, "seed", d.Seed, "seed for the adapter initialisation and the data order")
+	t := d.Train
+	f.Int("lora-rank", fmt.Sprintf("LoRA rank (default %d)", t.LoRARank), func(o *loop.SFTOptions) *int { return &o.Train.LoRARank })
+	f.Float32("lora-alpha", fmt.Sprintf("LoRA alpha (default %g)", t.LoRAAlpha), func(o *loop.SFTOptions) *float32 { return &o.Train.LoRAAlpha })
+	f.Strings("lora-modules", "adapted matrices, comma-separated (default all)", func(o *loop.SFTOptions) *[]string { return &o.Train.LoRAModules })
+	f.Float32("lr", fmt.Sprintf("learning rate (default %g)", t.LR), func(o *loop.SFTOptions) *float32 { return &o.Train.LR })
+	f.Int("batch-tokens", fmt.Sprintf("padded tokens per forward/backward pass (default %d)", t.BatchTokens), func(o *loop.SFTOptions) *int { return &o.Train.BatchTokens })
+	f.Int("threads", fmt.Sprintf("CPU threads (default %d)", t.Threads), func(o *loop.SFTOptions) *int { return &o.Train.Threads })
+	f.String("device", "cpu or cuda", func(o *loop.SFTOptions) *string { return &o.Train.Device })
+	f.Uint64("seed", "seed for the adapter initialisation and the data order", func(o *loop.SFTOptions) *uint64 { return &o.Train.Seed })
 }
 
 // runSFT trains a LoRA adapter with masked cross-entropy on the tokens the
@@ -66,119 +43,47 @@ func (f *sftFlags) bind(fs *flag.FlagSet) {
 // turns are context only), the supervised warm-up before RL.
 func runSFT(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "sft")
-	var f sftFlags
-	f.bind(fs)
+	of := newOptionFlags[loop.SFTOptions](fs)
+	bindSFT(of)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("sft: unexpected arguments %v", fs.Args())
+		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), errUsage)
 	}
-	if f.model == "" || f.data == "" {
-		return errors.New("sft: --model and --data are required")
-	}
-	if f.epochs < 1 || f.batch < 1 {
-		return fmt.Errorf("sft: --epochs %d and --batch %d must be ≥ 1", f.epochs, f.batch)
-	}
-	f.train.LoRAModules = strings.Split(f.modules, ",")
-	if err := f.train.Validate(); err != nil {
-		return fmt.Errorf("sft: %w", err)
-	}
-	seqs, err := readSFTData(f.data, f.minReward)
-	if err != nil {
+	o := loop.SFTOptions{}.Defaults()
+	if err := of.Apply(&o); err != nil {
 		return err
 	}
-	if len(seqs) == 0 {
-		return fmt.Errorf("sft: no trajectory in %s has generated tokens and reward ≥ %g", f.data, f.minReward)
+	if o.Train.LibDir == "" {
+		o.Train.LibDir = llamaLibEnv()
 	}
-	if err := llamacpp.Load(llamacpp.DefaultLibDir(f.llamaLib)); err != nil {
-		return err
+	if o.Model == "" || o.Data == "" {
+		return fmt.Errorf("--model and --data are required: %w", errUsage)
 	}
-	tr, err := train.New(f.model, f.train)
-	if err != nil {
-		return err
-	}
-	defer tr.Close()
-	if f.resume != "" {
-		if _, err := tr.LoadCheckpoint(f.resume); err != nil {
-			return err
-		}
-	}
-
-	steps := f.epochs * ((len(seqs) + f.batch - 1) / f.batch)
-	bar := newProgress(env, steps, "sft")
-	defer bar.finish()
-	rng := rand.New(rand.NewPCG(f.train.Seed, 0x736674)) // "sft"
+	var bar *progress
 	start := time.Now()
-	tokens := 0
-	for epoch := range f.epochs {
-		order := rng.Perm(len(seqs))
-		var sum float64
-		n := 0
-		for s := 0; s < len(order); s += f.batch {
-			batch := make([]train.Sequence, 0, f.batch)
-			for _, i := range order[s:min(s+f.batch, len(order))] {
-				batch = append(batch, seqs[i])
-				tokens += len(seqs[i].Tokens)
-			}
-			loss, err := tr.SFTStep(ctx, batch)
-			if err != nil {
-				if ctx.Err() != nil {
-					// Interrupted: the unfinished step was not applied, so
-					// what was trained so far is consistent; keep it.
-					if serr := saveSFT(tr, f); serr != nil {
-						return errors.Join(err, serr)
-					}
-					fmt.Fprintf(env.stderr, "sft: interrupted; adapter after %d steps written to %s\n", tr.Steps(), f.out)
-				}
-				return err
-			}
-			sum += loss
-			n++
+	res, err := loop.SFT(ctx, o, loop.SFTHooks{
+		Start: func(steps int) { bar = newProgress(env, steps, "sft") },
+		Step: func(loss float64) {
 			bar.add(1)
 			bar.describe(fmt.Sprintf("sft loss %.3f", loss))
-		}
-		fmt.Fprintf(env.stdout, "epoch %d: mean loss %.4f over %d steps\n", epoch+1, sum/float64(n), n)
+		},
+		Epoch: func(epoch int, loss float64, steps int) {
+			fmt.Fprintf(env.stdout, "epoch %d: mean loss %.4f over %d steps\n", epoch, loss, steps)
+		},
+	})
+	if bar != nil {
+		bar.finish()
 	}
-	bar.finish()
-	if err := saveSFT(tr, f); err != nil {
+	if err != nil {
+		if res.Saved {
+			fmt.Fprintf(env.stderr, "sft: interrupted; adapter after %d steps written to %s\n", res.Steps, o.Out)
+		}
 		return err
 	}
 	el := time.Since(start)
 	fmt.Fprintf(env.stdout, "trained on %d trajectories (%d tokens) in %s (%.0f tokens/s); adapter written to %s\n",
-		len(seqs), tokens, el.Round(time.Millisecond), float64(tokens)/el.Seconds(), f.out)
+		res.Trajectories, res.Tokens, el.Round(time.Millisecond), float64(res.Tokens)/el.Seconds(), o.Out)
 	return nil
-}
-
-// saveSFT writes the adapter and, when asked for, a checkpoint.
-func saveSFT(tr *train.Trainer, f sftFlags) error {
-	if err := tr.SaveAdapter(f.out); err != nil {
-		return err
-	}
-	if f.checkpoint != "" {
-		return tr.SaveCheckpoint(f.checkpoint, nil)
-	}
-	return nil
-}
-
-// readSFTData reads trajectories and keeps those with generated tokens (and
-// a reward of at least minReward) as training sequences.
-func readSFTData(path string, minReward float64) ([]train.Sequence, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("sft: %w", err)
-	}
-	defer fh.Close()
-	trajs, err := selfplay.ReadTrajectories(fh)
-	if err != nil {
-		return nil, fmt.Errorf("sft: %s: %w", path, err)
-	}
-	var seqs []train.Sequence
-	for _, t := range trajs {
-		if t.Reward < minReward || len(t.Tokens) < 2 || t.Generated() == 0 {
-			continue
-		}
-		seqs = append(seqs, train.Sequence{Tokens: t.Tokens, Mask: t.Mask})
-	}
-	return seqs, nil
 }

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/omar-selfplay/omar/loop"
+)
+
+// optionFlags binds flags to the fields of an options value in one place:
+// each flag is declared once with the field it sets, and a flag given on
+// the command line records a setter that Apply runs after the config file
+// is read (flags override the file).
+type optionFlags[T any] struct {
+	fs    *flag.FlagSet
+	sets  []func(*T) error
+	given []string
+}
+
+func newOptionFlags[T any](fs *flag.FlagSet) *optionFlags[T] { return &optionFlags[T]{fs: fs} }
+
+// Func binds a flag whose value set parses into o.
+func (f *optionFlags[T]) Func(name, usage string, set func(o *T, v string) error) {
+	f.fs.Func(name, usage, func(v string) error {
+		f.given = append(f.given, name)
+		f.sets = append(f.sets, func(o *T) error {
+			if err := set(o, v); err != nil {
+				return fmt.Errorf("--%s %q: %w", name, v, err)
+			}
+			return nil
+		})
+		return nil
+	})
+}
+
+// String binds a string field.
+func (f *optionFlags[T]) String(name, usage string, field func(*T) *string) {
+	f.Func(name, usage, func(o *T, v string) error { *field(o) = v; return nil })
+}
+
+// Int binds an int field.
+func (f *optionFlags[T]) Int(name, usage string, field func(*T) *int) {
+	f.Func(name, usage, func(o *T, v string) error {
+		n, err := strconv.Atoi(v)
+		*field(o) = n
+		return numErr(err)
+	})
+}
+
+// Uint64 binds a uint64 field.
+func (f *optionFlags[T]) Uint64(name, usage string, field func(*T) *uint64) {
+	f.Func(name, usage, func(o *T, v string) error {
+		n, err := strconv.ParseUint(v, 10, 64)
+		*field(o) = n
+		return numErr(err)
+	})
+}
+
+// Float32 binds a float32 field.
+func (f *optionFlags[T]) Float32(name, usage string, field func(*T) *float32) {
+	f.Func(name, usage, func(o *T, v string) error {
+		n, err := strconv.ParseFloat(v, 32)
+		*field(o) = float32(n)
+		return numErr(err)
+	})
+}
+
+// Strings binds a comma-separated list.
+func (f *optionFlags[T]) Strings(name, usage string, field func(*T) *[]string) {
+	f.Func(name, usage, func(o *T, v string) error {
+		*field(o) = strings.Split(v, ",")
+		return nil
+	})
+}
+
+func numErr(err error) error {
+	if ne, ok := err.(*strconv.NumError); ok {
+		return ne.Err
+	}
+	return err
+}
+
+// Apply runs the setters of the given flags, in command-line order.
+func (f *optionFlags[T]) Apply(o *T) error {
+	for _, set := range f.sets {
+		if err := set(o); err != nil {
+			return fmt.Errorf("%w: %w", err, errUsage)
+		}
+	}
+	return nil
+}
+
+// Given are the names of the flags on the command line.
+func (f *optionFlags[T]) Given() []string { return f.given }
+
+// llamaLibEnv is the one place the library directory's environment
+// variable is read; --llama-lib overrides it.
+func llamaLibEnv() string { return os.Getenv("OMAR_LLAMA_LIB") }
+
+// bindRollout binds the flags that override a rollout's options; ro
+// selects them inside T.
+func bindRollout[T any](f *optionFlags[T], ro func(*T) *loop.RolloutOptions) {
+	f.String("env", "environment id (overrides the config; see omar envs)", func(o *T) *string { return &ro(o).Env })
+	f.String("model", "policy model GGUF file", func(o *T) *string { return &ro(o).Model })
+	f.Func("agents", "seat agents, e.g. '*=policy,seat0=scripted:random'", func(o *T, v string) error {
+		a, err := loop.ParseAgents(v)
+		ro(o).Agents = a
+		return err
+	})
+	f.String("llama-lib", "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)", func(o *T) *string { return &ro(o).LlamaLib })
+	f.Int("episodes", "number of episodes (per iteration in selfplay)", func(o *T) *int { return &ro(o).Episodes })
+	f.Int("parallel", "episodes in flight", func(o *T) *int { return &ro(o).Parallel })
+	f.Uint64("seed", "run seed", func(o *T) *uint64 { return &ro(o).Seed })
+	f.Float32("temperature", "sampling temperature", func(o *T) *float32 { return &ro(o).Temperature })
+	f.Int("threads", "CPU threads of the llama backend", func(o *T) *int { return &ro(o).Threads })
+}

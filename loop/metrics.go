@@ -1,0 +1,216 @@
+package loop
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/selfplay"
+)
+
+// Metrics are one iteration of a run: one line of metrics.jsonl.
+// Everything but Seconds, TokensPerSec and MeanBatch is reproducible from
+// the seed.
+type Metrics struct {
+	Iteration int `json:"iteration"`
+	Episodes  int `json:"episodes"`
+	Cursor    int `json:"cursor"`
+	// Reward is the mean terminal reward per role; RewardMean over seats.
+	Reward     map[string]float64 `json:"reward"`
+	RewardMean float64            `json:"reward_mean"`
+	// InvalidRate is the share of actions the engine rejected; DefaultRate
+	// the share of decisions that fell back to the inert default.
+	InvalidRate float64 `json:"invalid_rate"`
+	DefaultRate float64 `json:"default_rate"`
+	Turns       int64   `json:"turns"`
+	// DegenerateRate is the share of the policy's turns the turn guard
+	// flagged (their credit is zeroed); DegenerateTurns their number and
+	// Degenerate the flags per reason. All 0 when the guard is off.
+	DegenerateRate  float64        `json:"degenerate_rate"`
+	DegenerateTurns int            `json:"degenerate_turns"`
+	Degenerate      map[string]int `json:"degenerate,omitempty"`
+
+	PolicyLoss float64 `json:"policy_loss"`
+	ValueLoss  float64 `json:"value_loss"`
+	KL         float64 `json:"kl"`
+	Entropy    float64 `json:"entropy"`
+	ClipFrac   float64 `json:"clip_frac"`
+	GradNorm   float64 `json:"grad_norm"`
+	// KLRef is the mean log π − log π_base over generated tokens before the
+	// update (from the scoring pass).
+	KLRef float64 `json:"kl_ref"`
+	// LogprobGap is the mean |behaviour raw logprob − trainer logprob| over
+	// generated tokens: how well inference and training agree.
+	LogprobGap    float64 `json:"logprob_gap"`
+	AdvantageMean float64 `json:"advantage_mean"`
+	AdvantageStd  float64 `json:"advantage_std"`
+	ValueMean     float64 `json:"value_mean"`
+
+	GeneratedTokens int64 `json:"generated_tokens"`
+	SequenceTokens  int   `json:"sequence_tokens"`
+	TrainedTokens   int   `json:"trained_tokens"`
+	OptimizerSteps  int   `json:"optimizer_steps"`
+
+	// Seconds per phase and tokens/s per phase; they vary between runs.
+	Seconds      map[string]float64 `json:"seconds"`
+	TokensPerSec map[string]float64 `json:"tokens_per_s"`
+	// MeanBatch is the mean number of sequences the policy backend
+	// sampled per decode step during the rollout (its occupancy; it
+	// depends on timing).
+	MeanBatch float64 `json:"mean_batch"`
+}
+
+// ReadMetrics reads a run's metrics.jsonl.
+func ReadMetrics(path string) ([]Metrics, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ms []Metrics
+	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var m Metrics
+		if err := json.Unmarshal(line, &m); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// GuardCounts are the turn guard's counts over trajectories: turns seen,
+// turns flagged and flags per reason.
+type GuardCounts struct {
+	Turns   int            `json:"turns"`
+	Flagged int            `json:"flagged"`
+	Reasons map[string]int `json:"reasons,omitempty"`
+}
+
+// Add counts the turns of trajs.
+func (g *GuardCounts) Add(trajs []selfplay.Trajectory) {
+	for i := range trajs {
+		t := &trajs[i]
+		g.Turns += len(t.TurnEnds)
+		for k, fl := range t.TurnFlags {
+			if !t.Flagged(k) {
+				continue
+			}
+			g.Flagged++
+			if g.Reasons == nil {
+				g.Reasons = map[string]int{}
+			}
+			for _, r := range fl {
+				g.Reasons[r]++
+			}
+		}
+	}
+}
+
+// Rate is the share of flagged turns.
+func (g GuardCounts) Rate() float64 {
+	if g.Turns == 0 {
+		return 0
+	}
+	return float64(g.Flagged) / float64(g.Turns)
+}
+
+// String lists the reasons in sorted order ("copy 1, empty 3").
+func (g GuardCounts) String() string {
+	names := make([]string, 0, len(g.Reasons))
+	for r := range g.Reasons {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, r := range names {
+		parts[i] = fmt.Sprintf("%s %d", r, g.Reasons[r])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Tally accumulates what metrics report of a rollout's episodes: rewards
+// per role, rejected and defaulted decisions, guard flags.
+type Tally struct {
+	sums      map[string]float64
+	counts    map[string]int
+	roles     []string // in order of first appearance
+	rewards   []float64
+	actions   int
+	invalid   int
+	decisions int
+	defaults  int
+	Guard     GuardCounts
+}
+
+// Add counts one finished episode.
+func (t *Tally) Add(res *selfplay.EpisodeResult) {
+	if t.sums == nil {
+		t.sums, t.counts = map[string]float64{}, map[string]int{}
+	}
+	t.Guard.Add(res.Trajectories)
+	for _, s := range res.Record.Seats {
+		rw := res.Record.Outcome.Rewards[s.Index]
+		if _, ok := t.counts[s.Role]; !ok {
+			t.roles = append(t.roles, s.Role)
+		}
+		t.sums[s.Role] += rw
+		t.counts[s.Role]++
+		t.rewards = append(t.rewards, rw)
+	}
+	for _, e := range res.Record.Events {
+		switch e.Kind {
+		case engine.KindAction:
+			t.actions++
+		case engine.KindValidationError:
+			t.invalid++
+		case engine.KindAck:
+			t.decisions++
+		case engine.KindDefault:
+			t.decisions++
+			t.defaults++
+		}
+	}
+}
+
+// Roles are the roles seen, in order of first appearance.
+func (t *Tally) Roles() []string { return t.roles }
+
+// RoleReward is the mean reward of role.
+func (t *Tally) RoleReward(role string) float64 {
+	if t.counts[role] == 0 {
+		return 0
+	}
+	return t.sums[role] / float64(t.counts[role])
+}
+
+// fill writes the tally into m.
+func (t *Tally) fill(m *Metrics) {
+	for role := range t.sums {
+		m.Reward[role] = t.RoleReward(role)
+	}
+	m.RewardMean = mean(t.rewards)
+	if t.actions > 0 {
+		m.InvalidRate = float64(t.invalid) / float64(t.actions)
+	}
+	if t.decisions > 0 {
+		m.DefaultRate = float64(t.defaults) / float64(t.decisions)
+	}
+	m.DegenerateRate, m.DegenerateTurns, m.Degenerate = t.Guard.Rate(), t.Guard.Flagged, t.Guard.Reasons
+}
+
+func mean(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}

@@ -1,0 +1,436 @@
+package loop
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/selfplay"
+	"github.com/omar-selfplay/omar/train"
+)
+
+// Options configure a training run. They are the YAML of
+// `omar selfplay --config` and of a run directory's config.yaml; a config
+// file is decoded onto Defaults(), so a key left out keeps its default.
+type Options struct {
+	// Iterations of rollout → score → estimate → update → swap.
+	Iterations int `yaml:"iterations"`
+	// Rollout configures the episodes of one iteration (episodes is per
+	// iteration; first_episode is ignored: the run keeps a cursor).
+	Rollout RolloutOptions `yaml:"rollout"`
+	// ModelPreset and ModelArch name the model generated into the run
+	// directory when rollout.model is empty (see package model).
+	ModelPreset string `yaml:"model_preset"`
+	ModelArch   string `yaml:"model_arch"`
+	// Estimator names a selfplay estimator; EstimatorParams tune it.
+	Estimator       string                   `yaml:"estimator"`
+	EstimatorParams selfplay.EstimatorParams `yaml:"estimator_params"`
+	Train           train.Options            `yaml:"train"`
+	// CheckpointEvery writes a checkpoint every n iterations (and always
+	// at the end and on interrupt).
+	CheckpointEvery int `yaml:"checkpoint_every"`
+	// SaveTrajectories appends every iteration's trajectories to
+	// trajectories.jsonl in the run directory.
+	SaveTrajectories bool `yaml:"save_trajectories"`
+	// EarlyStop ends the run when the policy drifts (a reward-hacking
+	// guard); zero thresholds are off.
+	EarlyStop EarlyStop `yaml:"early_stop"`
+}
+
+// EarlyStop are the drift thresholds of a run.
+type EarlyStop struct {
+	// MaxKLRef stops when kl_ref (log π − log π_base on the generated
+	// tokens) exceeds it.
+	MaxKLRef float64 `yaml:"max_kl_ref"`
+	// MinEntropyRatio stops when the update's entropy falls below this
+	// fraction of the first iteration's.
+	MinEntropyRatio float64 `yaml:"min_entropy_ratio"`
+}
+
+// reason returns why the run should stop after metrics m, or "".
+func (c EarlyStop) reason(firstEntropy float64, m *Metrics) string {
+	if c.MaxKLRef > 0 && m.KLRef > c.MaxKLRef {
+		return fmt.Sprintf("kl_ref %.3f > max_kl_ref %.3f", m.KLRef, c.MaxKLRef)
+	}
+	if c.MinEntropyRatio > 0 && firstEntropy > 0 && m.Entropy < c.MinEntropyRatio*firstEntropy {
+		return fmt.Sprintf("entropy %.3f < %.2f × the first iteration's %.3f", m.Entropy, c.MinEntropyRatio, firstEntropy)
+	}
+	return ""
+}
+
+// DefaultEnv is the environment of the built-in run.
+const DefaultEnv = "craigslist"
+
+// Defaults returns the built-in run: the tiny llama model (generated into
+// the run directory), Craigslist bargaining in structured-move mode with
+// grammar-constrained replies, self-play on both seats, the hierarchical
+// estimator. It finishes in about a minute on 2 CPU cores. Craigslist
+// rather than Deal-or-No-Deal: the untrained tiny model reaches deals there
+// (a price line is short), while in Deal-or-No-Deal it never accepted in 16
+// episodes, so every reward was 0 and nothing could be learnt.
+func (Options) Defaults() Options {
+	r := RolloutOptions{}.Defaults()
+	r.Env = DefaultEnv
+	r.Episodes, r.Parallel = 8, 8
+	// The tiny model's 512-token vocabulary spends about one token per
+	// character of a move line.
+	r.MaxTokens, r.Context = 40, 4096
+	retries := 1
+	r.MaxRetries = &retries
+	r.KVCache = "f32"
+	t := train.Options{}.Defaults()
+	t.LR, t.ValueLR = 1e-3, 1e-3
+	return Options{
+		Iterations:      10,
+		Rollout:         r,
+		ModelPreset:     "tiny",
+		ModelArch:       "llama",
+		Estimator:       selfplay.DefaultEstimator,
+		EstimatorParams: selfplay.EstimatorParams{}.Defaults(),
+		Train:           t,
+		CheckpointEvery: 1,
+	}
+}
+
+// defaultEnvParams are the default environment's parameters when a config
+// names it without any (a YAML map would merge into a default map, so
+// they are applied after decoding).
+func (o *Options) defaultEnvParams() {
+	if o.Rollout.Params == nil && o.Rollout.Env == DefaultEnv {
+		o.Rollout.Params = map[string]any{"structured_only": true, "rounds": 3}
+	}
+}
+
+// maxIterations bounds a run's iterations and episodes so that cursors and
+// counters never overflow (a config's 9e18 is a typo, not a plan).
+const maxCount = 1 << 31
+
+// Validate reports the first invalid field, by its YAML name.
+func (o *Options) Validate() error {
+	switch {
+	case o.Iterations < 1 || o.Iterations > maxCount:
+		return fmt.Errorf("iterations %d: want 1..%d", o.Iterations, maxCount)
+	case o.CheckpointEvery < 1:
+		return fmt.Errorf("checkpoint_every %d < 1", o.CheckpointEvery)
+	case o.Rollout.Env == "":
+		return errors.New("no environment (rollout.env)")
+	}
+	if err := o.Rollout.Validate(); err != nil {
+		return fmt.Errorf("rollout: %w", err)
+	}
+	if err := o.EstimatorParams.Validate(); err != nil {
+		return fmt.Errorf("estimator_params: %w", err)
+	}
+	if _, err := selfplay.NewEstimator(o.Estimator, o.EstimatorParams); err != nil {
+		return fmt.Errorf("estimator: %w", err)
+	}
+	if g := o.Rollout.GroupSize; g > 1 && o.Rollout.Episodes%g != 0 {
+		// A group split across iterations would be scored in parts (a
+		// part of one gets no GRPO advantage at all).
+		return fmt.Errorf("rollout.episodes %d is not a multiple of rollout.group_size %d", o.Rollout.Episodes, g)
+	}
+	if o.Iterations*o.Rollout.Episodes > maxCount || o.Iterations*o.Rollout.Episodes < 0 {
+		return fmt.Errorf("iterations × rollout.episodes = %d × %d: more than %d episodes", o.Iterations, o.Rollout.Episodes, maxCount)
+	}
+	if !finite(o.EarlyStop.MaxKLRef) || !finite(o.EarlyStop.MinEntropyRatio) || o.EarlyStop.MaxKLRef < 0 || o.EarlyStop.MinEntropyRatio < 0 || o.EarlyStop.MinEntropyRatio >= 1 {
+		return fmt.Errorf("early_stop: max_kl_ref %v must be ≥ 0 and min_entropy_ratio %v in [0, 1)", o.EarlyStop.MaxKLRef, o.EarlyStop.MinEntropyRatio)
+	}
+	if err := validateTrain(o.Train); err != nil {
+		return err
+	}
+	return nil
+}
+
+// validateTrain adds the checks train.Options.Validate leaves to its
+// callers' configs (non-finite numbers) and prefixes the section name.
+func validateTrain(t train.Options) error {
+	for _, f := range []struct {
+		name string
+		v    float32
+	}{
+		{"lora_alpha", t.LoRAAlpha}, {"lr", t.LR}, {"value_lr", t.ValueLR}, {"weight_decay", t.WeightDecay},
+		{"clip_eps", t.ClipEps}, {"value_clip", t.ValueClip}, {"value_coef", t.ValueCoef}, {"kl_coef", t.KLCoef},
+		{"entropy_coef", t.EntropyCoef}, {"target_kl", t.TargetKL}, {"max_grad_norm", t.MaxGradNorm},
+	} {
+		if !finite(float64(f.v)) {
+			return fmt.Errorf("train.%s %v: want a finite number", f.name, f.v)
+		}
+	}
+	if err := t.Validate(); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// RolloutOptions are the YAML form of a rollout: `omar rollout --config`
+// and the rollout section of a run.
+type RolloutOptions struct {
+	Env          string         `yaml:"env"`
+	Params       map[string]any `yaml:"params"`
+	Episodes     int            `yaml:"episodes"`
+	FirstEpisode int            `yaml:"first_episode"`
+	Parallel     int            `yaml:"parallel"`
+	GroupSize    int            `yaml:"group_size"`
+	Seed         uint64         `yaml:"seed"`
+
+	// Model is the policy's GGUF file; empty when every seat is scripted
+	// (a run generates one).
+	Model       string `yaml:"model"`
+	Adapter     string `yaml:"adapter"`
+	FrozenModel string `yaml:"frozen_model"`
+	// Agents maps a seat name, "seat<N>", a role or "*" to policy, frozen,
+	// scripted or scripted:NAME.
+	Agents map[string]string `yaml:"agents"`
+
+	MaxTokens      int     `yaml:"max_tokens"`
+	Context        int     `yaml:"context"`
+	MinReplyTokens int     `yaml:"min_reply_tokens"`
+	Temperature    float32 `yaml:"temperature"`
+	TopK           int     `yaml:"top_k"`
+	TopP           float32 `yaml:"top_p"`
+	MinP           float32 `yaml:"min_p"`
+	Grammar        *bool   `yaml:"grammar"`
+	BatchWindowMS  float64 `yaml:"batch_window_ms"`
+	MaxRetries     *int    `yaml:"max_retries"`
+
+	// Guard flags degenerate turns (a reward-hacking guard: the
+	// estimators zero their credit); guard: {enabled: false} turns it off.
+	// Keys left out of a guard section keep their defaults.
+	Guard *selfplay.GuardOptions `yaml:"guard"`
+
+	// Judge gives environments that take one (SOTOPIA) an LLM judge.
+	Judge *JudgeOptions `yaml:"judge,omitempty"`
+	// JudgeModel, JudgeProcess and JudgeContext are the older spelling of
+	// judge: {model, process, context}, still read.
+	JudgeModel   string `yaml:"judge_model,omitempty"`
+	JudgeProcess bool   `yaml:"judge_process,omitempty"`
+	JudgeContext int    `yaml:"judge_context,omitempty"`
+
+	Threads   int    `yaml:"threads"`
+	GPULayers int    `yaml:"gpu_layers"`
+	KVCache   string `yaml:"kv_cache"` // "f16" (default), "f32" or "q8_0"
+	// LlamaLib is where the llama.cpp libraries are (machine-specific;
+	// the CLI fills it from --llama-lib or OMAR_LLAMA_LIB).
+	LlamaLib string `yaml:"llama_lib"`
+}
+
+// Defaults returns the rollout defaults: 16 episodes, selfplay.Options'
+// runner defaults, one thread (on a busy 2-core machine llama.cpp's second
+// thread spin-waits for a core, and a rollout of the tiny model ran 25×
+// slower with 2 threads than with 1: 17.8 s against 0.7 s), an F16 KV
+// cache and the rule-based turn guard.
+func (RolloutOptions) Defaults() RolloutOptions {
+	d := selfplay.Options{}.Defaults()
+	grammar, retries := d.Grammar, d.Engine.MaxRetries
+	guard := selfplay.GuardOptions{}.Defaults()
+	return RolloutOptions{
+		Episodes: 16, Parallel: d.Parallel, GroupSize: d.GroupSize, Seed: d.Seed,
+		MaxTokens: d.MaxTokens, Context: d.Context, MinReplyTokens: d.MinReplyTokens,
+		Temperature: d.Sampling.Temperature, Grammar: &grammar, MaxRetries: &retries,
+		Guard: &guard, Threads: 1, KVCache: "f16",
+	}
+}
+
+// Validate reports the first invalid field, by its YAML name.
+func (c *RolloutOptions) Validate() error {
+	switch {
+	case c.Episodes < 1 || c.Episodes > maxCount:
+		return fmt.Errorf("episodes %d: want 1..%d", c.Episodes, maxCount)
+	case c.FirstEpisode < 0 || c.FirstEpisode > maxCount:
+		return fmt.Errorf("first_episode %d: want 0..%d", c.FirstEpisode, maxCount)
+	case c.Parallel < 1 || c.Parallel > 4096:
+		return fmt.Errorf("parallel %d: want 1..4096", c.Parallel)
+	case c.GroupSize < 1 || c.GroupSize > maxCount:
+		return fmt.Errorf("group_size %d: want ≥ 1", c.GroupSize)
+	case c.MaxTokens < 1 || c.MaxTokens > 1<<20:
+		return fmt.Errorf("max_tokens %d: want 1..%d", c.MaxTokens, 1<<20)
+	case c.Context < 1 || c.Context > 1<<24:
+		return fmt.Errorf("context %d: want 1..%d", c.Context, 1<<24)
+	case c.MinReplyTokens < 1:
+		return fmt.Errorf("min_reply_tokens %d < 1", c.MinReplyTokens)
+	case c.Threads < 1 || c.Threads > 1024:
+		return fmt.Errorf("threads %d: want 1..1024", c.Threads)
+	case c.GPULayers < -1:
+		return fmt.Errorf("gpu_layers %d: want -1 (all), 0 (none) or a layer count", c.GPULayers)
+	case !finite(c.BatchWindowMS) || c.BatchWindowMS < 0 || c.BatchWindowMS > 60_000:
+		return fmt.Errorf("batch_window_ms %v: want 0..60000", c.BatchWindowMS)
+	case c.MaxRetries != nil && (*c.MaxRetries < 0 || *c.MaxRetries > 1000):
+		return fmt.Errorf("max_retries %d: want 0..1000", *c.MaxRetries)
+	case c.JudgeContext < 0:
+		return fmt.Errorf("judge_context %d < 0", c.JudgeContext)
+	}
+	if err := validateSampling(c.sampling()); err != nil {
+		return err
+	}
+	if _, err := llama.ParseKVType(c.KVCache); err != nil {
+		return fmt.Errorf("kv_cache %w", err)
+	}
+	if c.Guard != nil {
+		if err := c.Guard.Validate(); err != nil {
+			return fmt.Errorf("guard: %w", err)
+		}
+	}
+	if _, err := c.JudgeOptions(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// validateSampling checks sampler settings by their YAML names before any
+// backend sees them (llama.cpp aborts on some, e.g. an infinite
+// temperature with a grammar).
+func validateSampling(s inference.Sampling) error {
+	switch {
+	case !finite(float64(s.Temperature)) || s.Temperature < 0:
+		return fmt.Errorf("temperature %v: want a finite number ≥ 0", s.Temperature)
+	case s.TopK < 0:
+		return fmt.Errorf("top_k %d < 0", s.TopK)
+	case !finite(float64(s.TopP)) || s.TopP < 0 || s.TopP > 1:
+		return fmt.Errorf("top_p %v: want 0..1", s.TopP)
+	case !finite(float64(s.MinP)) || s.MinP < 0 || s.MinP > 1:
+		return fmt.Errorf("min_p %v: want 0..1", s.MinP)
+	}
+	return nil
+}
+
+func (c *RolloutOptions) sampling() inference.Sampling {
+	return inference.Sampling{Temperature: c.Temperature, TopK: c.TopK, TopP: c.TopP, MinP: c.MinP}
+}
+
+// AbsPaths makes the options' file paths absolute (relative to the
+// working directory), so that a saved config means the same files from
+// anywhere.
+func (c *RolloutOptions) AbsPaths() error {
+	paths := []*string{&c.Model, &c.Adapter, &c.FrozenModel, &c.LlamaLib, &c.JudgeModel}
+	if c.Judge != nil {
+		paths = append(paths, &c.Judge.Model)
+	}
+	for _, p := range paths {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	return nil
+}
+
+// RunnerOptions converts the rollout options into the runner's.
+func (c *RolloutOptions) RunnerOptions() (selfplay.Options, error) {
+	o := selfplay.Options{}.Defaults()
+	o.Seed, o.Parallel, o.GroupSize = c.Seed, c.Parallel, c.GroupSize
+	o.Params = engine.Params(c.Params)
+	if c.MaxRetries != nil {
+		o.Engine.MaxRetries = *c.MaxRetries
+	}
+	o.MaxTokens, o.Context = c.MaxTokens, c.Context
+	// A reply budget above max_tokens would never fit: clamp it.
+	o.MinReplyTokens = min(c.MinReplyTokens, c.MaxTokens)
+	o.Sampling = c.sampling()
+	if c.Grammar != nil {
+		o.Grammar = *c.Grammar
+	}
+	o.BatchWindow = time.Duration(c.BatchWindowMS * float64(time.Millisecond))
+	o.Agents = c.Agents
+	if c.Guard != nil && c.Guard.Enabled {
+		g, err := selfplay.NewRuleGuard(*c.Guard)
+		if err != nil {
+			return o, fmt.Errorf("guard: %w", err)
+		}
+		o.Guard = g
+	}
+	return o, o.Validate()
+}
+
+// JudgeOptions say where a SOTOPIA judge runs: exactly one of a GGUF file
+// on a llama backend of its own, an Ollama model, or the policy model.
+type JudgeOptions struct {
+	// Model is a GGUF file.
+	Model string `yaml:"model,omitempty"`
+	// Ollama is the server URL (the CLI defaults it to $OLLAMA_HOST, else
+	// http://127.0.0.1:11434); OllamaModel the model name, e.g. qwen3:4b.
+	Ollama      string `yaml:"ollama,omitempty"`
+	OllamaModel string `yaml:"ollama_model,omitempty"`
+	// Policy judges with the policy model: in a rollout the policy's own
+	// backend, in a training run the policy's model file loaded again
+	// without the adapter (a judge that is the policy being trained would
+	// grade its own updates).
+	Policy bool `yaml:"policy,omitempty"`
+	// Context is the tokens per judge sequence of a GGUF judge (8192).
+	Context int `yaml:"context,omitempty"`
+	// Process also asks for per-turn process rewards; Extra for the five
+	// OMAR metrics.
+	Process bool `yaml:"process,omitempty"`
+	Extra   bool `yaml:"extra,omitempty"`
+}
+
+// DefaultJudgeContext is a GGUF judge's context when none is given.
+const DefaultJudgeContext = 8192
+
+// Validate checks that exactly one backend is named.
+func (c JudgeOptions) Validate() error {
+	n := 0
+	for _, set := range []bool{c.Model != "", c.OllamaModel != "", c.Policy} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case c.Ollama != "" && c.OllamaModel == "":
+		return errors.New("judge: ollama needs ollama_model (the model name, e.g. qwen3:4b)")
+	case n != 1:
+		return errors.New("judge: name exactly one backend: model (a GGUF file), ollama_model (with ollama, the server URL) or policy: true")
+	case c.Context < 0 || c.Context > 1<<24:
+		return fmt.Errorf("judge: context %d: want 0..%d", c.Context, 1<<24)
+	}
+	return nil
+}
+
+// JudgeOptions returns the judge the options ask for (nil for none),
+// reading the older judge_model keys as judge: {model, process, context}.
+func (c *RolloutOptions) JudgeOptions() (*JudgeOptions, error) {
+	legacy := c.JudgeModel != "" || c.JudgeProcess || c.JudgeContext != 0
+	if c.Judge != nil && legacy {
+		return nil, errors.New("judge_model, judge_process and judge_context are the older spelling of judge: {model, process, context}; use only the judge section")
+	}
+	jc := c.Judge
+	if jc == nil && c.JudgeModel != "" {
+		jc = &JudgeOptions{Model: c.JudgeModel, Process: c.JudgeProcess, Context: c.JudgeContext}
+	}
+	if jc == nil {
+		return nil, nil
+	}
+	if err := jc.Validate(); err != nil {
+		return nil, err
+	}
+	out := *jc
+	if out.Context == 0 {
+		out.Context = DefaultJudgeContext
+	}
+	return &out, nil
+}
+
+// ParseAgents reads "key=agent" pairs separated by commas (the --agents
+// flag), e.g. "*=policy,seat0=scripted:random".
+func ParseAgents(s string) (map[string]string, error) {
+	agents := map[string]string{}
+	for kv := range strings.SplitSeq(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("agents %q: want key=agent pairs, e.g. '*=policy,seat0=scripted:random'", s)
+		}
+		agents[k] = v
+	}
+	return agents, nil
+}

@@ -1,0 +1,171 @@
+package loop
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/inference/ollama"
+	"github.com/omar-selfplay/omar/loop/judge"
+	"github.com/omar-selfplay/omar/selfplay"
+	"github.com/omar-selfplay/omar/sotopia"
+)
+
+// Players are the backends of a rollout: the policy (and a frozen
+// opponent) and whatever else was opened for it (a judge).
+type Players struct {
+	Policy, Frozen *selfplay.Player
+	// Llama is the policy's backend (adapter swaps, stats); nil when every
+	// seat is scripted.
+	Llama   *llama.Backend
+	closers []io.Closer
+}
+
+// Close releases every backend.
+func (p *Players) Close() error {
+	var errs []error
+	for _, c := range p.closers {
+		errs = append(errs, c.Close())
+	}
+	p.closers = nil
+	return errors.Join(errs...)
+}
+
+// LlamaOptions are the llama backend options for one model file with the
+// rollout's thread, device and cache settings.
+func (c *RolloutOptions) LlamaOptions(path, adapter string, parallel, context int) (llama.Options, error) {
+	o := llama.Options{}.Defaults()
+	if c.LlamaLib != "" {
+		o.LibDir = c.LlamaLib
+	}
+	o.Model = path
+	o.Adapter = adapter
+	o.Parallel = max(1, parallel)
+	o.Context = context
+	o.Batch = max(o.Batch, o.Parallel)
+	o.Threads, o.ThreadsBatch = c.Threads, c.Threads
+	o.GPULayers = c.GPULayers
+	kv, err := llama.ParseKVType(c.KVCache)
+	if err != nil {
+		return o, fmt.Errorf("kv_cache %w", err)
+	}
+	o.KVType = kv
+	return o, nil
+}
+
+func (c *RolloutOptions) openLlama(path, adapter string, parallel, context int) (*llama.Backend, error) {
+	o, err := c.LlamaOptions(path, adapter, parallel, context)
+	if err != nil {
+		return nil, err
+	}
+	return llama.New(o)
+}
+
+// OpenPlayers loads the policy (and frozen) models the options name;
+// seatsPerEpisode sizes the llama context's sequence slots.
+func OpenPlayers(c *RolloutOptions, seatsPerEpisode int) (*Players, error) {
+	p := &Players{}
+	open := func(path, adapter string) (*llama.Backend, error) {
+		b, err := c.openLlama(path, adapter, c.Parallel*seatsPerEpisode, c.Context)
+		if err != nil {
+			return nil, err
+		}
+		p.closers = append(p.closers, b)
+		return b, nil
+	}
+	if c.Model != "" {
+		b, err := open(c.Model, c.Adapter)
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.Llama = b
+		p.Policy = &selfplay.Player{Label: "llama:" + filepath.Base(c.Model), Backend: b, Tokenizer: b}
+	}
+	if c.FrozenModel != "" {
+		b, err := open(c.FrozenModel, "")
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.Frozen = &selfplay.Player{Label: "frozen:" + filepath.Base(c.FrozenModel), Backend: b, Tokenizer: b}
+	}
+	return p, nil
+}
+
+// OpenJudge returns a completer for the judge jc names, its label and
+// what to close when done (nil when it opened nothing). parallel sizes its batch. policyBackend, when
+// not nil, serves judge: {policy: true} (a rollout, where nothing is
+// trained); otherwise such a judge loads policyModel again without an
+// adapter.
+func (c *RolloutOptions) OpenJudge(jc JudgeOptions, parallel int, policyBackend *llama.Backend, policyModel string) (*judge.Completer, string, io.Closer, error) {
+	switch {
+	case jc.OllamaModel != "":
+		host := jc.Ollama
+		if host == "" {
+			host = ollama.DefaultHost
+		}
+		comp, b, err := judge.NewOllama(ollama.Options{Host: host, Model: jc.OllamaModel, Parallel: max(1, parallel)})
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("judge: %w", err)
+		}
+		return comp, "ollama:" + jc.OllamaModel, b, nil
+	case jc.Policy && policyBackend != nil:
+		return judge.New(policyBackend), "policy:" + filepath.Base(policyModel), nil, nil
+	}
+	path, label := jc.Model, "llama:"+filepath.Base(jc.Model)
+	if jc.Policy {
+		if policyModel == "" {
+			return nil, "", nil, errors.New("judge: policy: true needs a policy model (model)")
+		}
+		path, label = policyModel, "policy-base:"+filepath.Base(policyModel)
+	}
+	ctx := jc.Context
+	if ctx == 0 {
+		ctx = DefaultJudgeContext
+	}
+	b, err := c.openLlama(path, "", parallel, ctx)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("judge: %w", err)
+	}
+	return judge.New(b), label, b, nil
+}
+
+// AttachJudge gives g the LLM judge the options name (SOTOPIA; other
+// environments take none). trainPolicy says the policy is being trained:
+// then judge: {policy: true} loads the policy's model file again without
+// the adapter instead of sharing its backend.
+func AttachJudge(g engine.Game, c *RolloutOptions, p *Players, trainPolicy bool) (engine.Game, error) {
+	jc, err := c.JudgeOptions()
+	if jc == nil || err != nil {
+		return g, err
+	}
+	sg, ok := g.(*sotopia.Game)
+	if !ok {
+		return nil, fmt.Errorf("judge: %s takes no judge", g.ID())
+	}
+	var shared *llama.Backend
+	if !trainPolicy {
+		shared = p.Llama
+		if jc.Policy && shared == nil {
+			return nil, errors.New("judge: policy: true needs a policy model (model)")
+		}
+	}
+	comp, label, closer, err := c.OpenJudge(*jc, c.Parallel, shared, c.Model)
+	if err != nil {
+		return nil, err
+	}
+	if closer != nil {
+		p.closers = append(p.closers, closer)
+	}
+	o := sotopia.JudgeOptions{}.Defaults()
+	o.Label, o.Process, o.Extra = label, jc.Process, jc.Extra
+	j, err := sotopia.NewJudge(comp, o)
+	if err != nil {
+		return nil, err
+	}
+	return sg.WithJudge(j), nil
+}

@@ -1,0 +1,147 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/selfplay"
+)
+
+// RolloutReport is what a rollout did: stats.json, plus the tally of its
+// episodes for a summary.
+type RolloutReport struct {
+	selfplay.Stats
+	// Backend counters of the policy's llama backend: decode steps
+	// and sequences sampled per step (occupancy).
+	BackendSteps int64   `json:"backend_steps,omitempty"`
+	Occupancy    float64 `json:"occupancy,omitempty"`
+	// DegenerateRate is the share of the policy's turns the guard
+	// flagged; Degenerate counts turns and flags per reason.
+	DegenerateRate float64      `json:"degenerate_rate"`
+	Degenerate     *GuardCounts `json:"degenerate,omitempty"`
+
+	// Env is the game's id; Trajectories the number written; Tally the
+	// episodes' rewards per role and guard counts.
+	Env          string `json:"-"`
+	Trajectories int    `json:"-"`
+	Tally        Tally  `json:"-"`
+}
+
+// Rollout plays o's episodes with the policy (and whatever else o's agents
+// name) without training, writing trajectories.jsonl, episodes.jsonl and
+// stats.json into dir. episode, when not nil, is called after each
+// finished episode.
+func Rollout(ctx context.Context, o RolloutOptions, dir string, episode func(done, total int)) (*RolloutReport, error) {
+	if o.Env == "" {
+		return nil, errors.New("no environment: set env in the config or --env")
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	g, err := envs.Find(o.Env)
+	if err != nil {
+		return nil, err
+	}
+	ro, err := o.RunnerOptions()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := g.Seats(ro.Params)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := OpenPlayers(&o, len(specs))
+	if err != nil {
+		return nil, err
+	}
+	defer ps.Close()
+	if g, err = AttachJudge(g, &o, ps, false); err != nil {
+		return nil, err
+	}
+	runner, err := selfplay.NewRunner(g, ps.Policy, ps.Frozen, ro)
+	if err != nil {
+		return nil, err
+	}
+	w, err := newRolloutWriter(dir)
+	if err != nil {
+		return nil, err
+	}
+	rep := &RolloutReport{Env: g.ID()}
+	done := 0
+	st, runErr := runner.Run(ctx, o.FirstEpisode, o.Episodes, func(res *selfplay.EpisodeResult) error {
+		done++
+		if episode != nil {
+			episode(done, o.Episodes)
+		}
+		rep.Trajectories += len(res.Trajectories)
+		rep.Tally.Add(res)
+		return w.write(res)
+	})
+	if err := errors.Join(runErr, w.close()); err != nil {
+		return nil, err
+	}
+	rep.Stats = st
+	if o.Guard != nil && o.Guard.Enabled {
+		g := rep.Tally.Guard
+		rep.DegenerateRate, rep.Degenerate = g.Rate(), &g
+	}
+	if ps.Llama != nil {
+		bs := ps.Llama.Stats()
+		rep.BackendSteps = bs.Steps
+		if bs.Steps > 0 {
+			rep.Occupancy = float64(bs.GeneratedTokens) / float64(bs.Steps)
+		}
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stats.json"), append(b, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// rolloutWriter writes trajectories and episode records as JSONL.
+type rolloutWriter struct {
+	trajFile, epFile *os.File
+	traj             *selfplay.TrajectoryWriter
+	eps              *json.Encoder
+}
+
+func newRolloutWriter(dir string) (*rolloutWriter, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	tf, err := os.Create(filepath.Join(dir, TrajectoriesFile))
+	if err != nil {
+		return nil, err
+	}
+	ef, err := os.Create(filepath.Join(dir, EpisodesFile))
+	if err != nil {
+		tf.Close()
+		return nil, err
+	}
+	return &rolloutWriter{trajFile: tf, epFile: ef, traj: selfplay.NewTrajectoryWriter(tf), eps: json.NewEncoder(ef)}, nil
+}
+
+func (w *rolloutWriter) write(res *selfplay.EpisodeResult) error {
+	for i := range res.Trajectories {
+		if err := w.traj.Write(&res.Trajectories[i]); err != nil {
+			return err
+		}
+	}
+	if err := w.eps.Encode(res.Record); err != nil {
+		return fmt.Errorf("write episode: %w", err)
+	}
+	return nil
+}
+
+func (w *rolloutWriter) close() error {
+	return errors.Join(w.traj.Flush(), w.trajFile.Close(), w.epFile.Close())
+}

@@ -1,0 +1,605 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/selfplay"
+	"github.com/omar-selfplay/omar/train"
+)
+
+// Trainer is the update side of a run. *train.Trainer implements it;
+// tests and callers with their own trainer pass another through Parts.
+type Trainer interface {
+	Evaluate(ctx context.Context, seqs []train.Sequence) ([]train.Score, error)
+	Step(ctx context.Context, seqs []train.Sequence) (train.Stats, error)
+	SaveAdapter(path string) error
+	LoadAdapter(path string) error
+	SaveCheckpoint(dir string, extra []byte) error
+	LoadCheckpoint(dir string) ([]byte, error)
+	Close() error
+}
+
+// Swapper is the inference side of a run: the backend that samples with
+// the adapter the trainer writes. *llama.Backend implements it.
+type Swapper interface {
+	SetAdapter(ctx context.Context, path string, scale float32) (int, error)
+	PolicyVersion() int
+}
+
+// Parts replace what Open builds from Options: the game, the policy
+// player (its backend must also be the Swapper), an optional frozen
+// player and the trainer. Open closes none of them.
+type Parts struct {
+	Game    engine.Game
+	Policy  *selfplay.Player
+	Frozen  *selfplay.Player
+	Swapper Swapper
+	Trainer Trainer
+}
+
+// Hooks let a caller follow a run (progress bars, logs, plots) without
+// the run knowing about terminals. Every field may be nil; hooks run on
+// the goroutine that called Step.
+type Hooks struct {
+	// Phase is called as iteration it enters a phase: rollout, score,
+	// update, swap.
+	Phase func(it int, phase string)
+	// Episode is called after each finished episode of a rollout.
+	Episode func(it, done, total int)
+	// Iteration is called with each completed iteration's metrics, after
+	// they are written to metrics.jsonl and before the checkpoint.
+	Iteration func(m *Metrics)
+}
+
+// ErrStopped is returned by Step and Train once early stopping has ended a
+// run (State().Stopped says why).
+var ErrStopped = errors.New("loop: stopped early")
+
+// The files a run writes into its directory.
+const (
+	ConfigFile       = "config.yaml"
+	ModelFile        = "model.gguf"
+	MetricsFile      = "metrics.jsonl"
+	EpisodesFile     = "episodes.jsonl"
+	TrajectoriesFile = "trajectories.jsonl"
+	AdapterFile      = "adapter.gguf"
+	CheckpointDir    = "checkpoint"
+)
+
+// runFiles are removed when a run starts afresh over a previous one
+// (reward.svg is the CLI's plot).
+var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir}
+
+// State is a run's own part of a checkpoint (the trainer writes its own
+// files next to it).
+type State struct {
+	// Iteration is the number of completed iterations.
+	Iteration int `json:"iteration"`
+	// Cursor is the index of the next episode (the scenario cursor; every
+	// seed derives from the run seed and the episode index).
+	Cursor int `json:"cursor"`
+	// Estimator state (RAE baselines), when the estimator has any.
+	Estimator json.RawMessage `json:"estimator,omitempty"`
+	// Lengths of the append-only output files at the checkpoint, so a
+	// resumed run drops what an interrupted iteration wrote after it.
+	MetricsBytes      int64 `json:"metrics_bytes"`
+	EpisodesBytes     int64 `json:"episodes_bytes"`
+	TrajectoriesBytes int64 `json:"trajectories_bytes"`
+	// Adapter is true once an adapter has been swapped in (the
+	// checkpoint's adapter is then loaded into the backend on resume).
+	Adapter bool `json:"adapter"`
+	// FirstEntropy is the first iteration's entropy (early stopping).
+	FirstEntropy float64 `json:"first_entropy,omitempty"`
+	// Stopped says why the run stopped early, if it did.
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// Run is one training run in one directory and everything open for it.
+// It is not safe for concurrent use.
+type Run struct {
+	// Hooks may be set any time between calls.
+	Hooks Hooks
+
+	dir     string
+	opts    Options
+	game    engine.Game
+	runner  *selfplay.Runner
+	trainer Trainer
+	swapper Swapper
+	est     selfplay.Estimator
+	state   State
+	// versionOffset turns the backend's policy versions into the run's:
+	// a resumed backend counts its swaps from the resume, the run from
+	// its start (one swap per completed iteration).
+	versionOffset int
+	closers       []io.Closer
+}
+
+// Mode says how Open treats the run directory.
+type Mode int
+
+const (
+	// Fresh starts a run; a directory holding a previous run is refused.
+	Fresh Mode = iota
+	// Overwrite starts a run, removing a previous run's files (only those).
+	Overwrite
+	// Resume continues the run in the directory from its last checkpoint.
+	// The options should be the run's own (ReadConfig).
+	Resume
+)
+
+// ReadConfig reads a run directory's config.yaml onto Defaults(), the
+// options a resumed run continues with.
+func ReadConfig(dir string) (Options, error) {
+	o := Options{}.Defaults()
+	// A run from before the guard existed has no guard section and
+	// continues without one.
+	o.Rollout.Guard = &selfplay.GuardOptions{}
+	if err := DecodeYAMLFile(filepath.Join(dir, ConfigFile), &o); err != nil {
+		return o, fmt.Errorf("resume: %w", err)
+	}
+	return o, nil
+}
+
+// Open prepares a run in dir: the effective config (written to
+// config.yaml on a fresh start), the model (generated when
+// rollout.model is empty), the backends, the trainer and, when resuming,
+// the checkpoint. parts, when not nil, replaces the backends, the trainer
+// and the game.
+func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
+	o.defaultEnvParams()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if mode != Resume {
+		if err := clearRunDir(dir, mode == Overwrite); err != nil {
+			return nil, err
+		}
+	}
+	r := &Run{dir: dir}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	if err := os.MkdirAll(filepath.Join(dir, CheckpointDir), 0o755); err != nil {
+		return nil, err
+	}
+	if o.Rollout.Model == "" && parts == nil {
+		// Absolute: config.yaml records it, and a resume may run from
+		// another working directory than the one dir was relative to.
+		path, err := filepath.Abs(filepath.Join(dir, ModelFile))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(path); err != nil {
+			mo := model.Options{Arch: o.ModelArch, Preset: o.ModelPreset, Seed: o.Rollout.Seed}.Defaults()
+			if err := model.WriteFile(path, mo); err != nil {
+				return nil, fmt.Errorf("generate the %s model: %w", o.ModelPreset, err)
+			}
+		}
+		o.Rollout.Model = path
+	}
+	if mode != Resume {
+		// config.yaml is what a resume reads, possibly from another
+		// working directory: record every file path absolute.
+		if err := o.Rollout.AbsPaths(); err != nil {
+			return nil, err
+		}
+		b, err := yaml.Marshal(&o)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	r.opts = o
+	if parts == nil {
+		if parts, err = r.openParts(); err != nil {
+			return nil, err
+		}
+	}
+	r.game, r.trainer, r.swapper = parts.Game, parts.Trainer, parts.Swapper
+	if r.game == nil || r.trainer == nil || r.swapper == nil || parts.Policy == nil {
+		return nil, errors.New("loop: parts need a game, a policy player, a swapper and a trainer")
+	}
+	ro, err := o.Rollout.RunnerOptions()
+	if err != nil {
+		return nil, fmt.Errorf("rollout: %w", err)
+	}
+	// A seat stream must fit the trainer's context (the model's training
+	// context) as well as the backend's.
+	if lb, ok := r.swapper.(*llama.Backend); ok {
+		ro.Context = min(ro.Context, lb.ContextPerSequence(), lb.Model().NCtxTrain())
+	}
+	if r.runner, err = selfplay.NewRunner(r.game, parts.Policy, parts.Frozen, ro); err != nil {
+		return nil, err
+	}
+	if r.est, err = selfplay.NewEstimator(o.Estimator, o.EstimatorParams); err != nil {
+		return nil, err
+	}
+	if mode == Resume {
+		if err := r.restore(); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// openParts opens the game, the policy's backends and the trainer the
+// options name.
+func (r *Run) openParts() (*Parts, error) {
+	o := &r.opts
+	g, err := envs.Find(o.Rollout.Env)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := g.Seats(engine.Params(o.Rollout.Params))
+	if err != nil {
+		return nil, err
+	}
+	ps, err := OpenPlayers(&o.Rollout, len(specs))
+	if err != nil {
+		return nil, err
+	}
+	r.closers = append(r.closers, ps)
+	if ps.Llama == nil {
+		return nil, errors.New("a training run needs a policy model")
+	}
+	if g, err = AttachJudge(g, &o.Rollout, ps, true); err != nil {
+		return nil, err
+	}
+	to := o.Train
+	to.LibDir = o.Rollout.LlamaLib
+	tr, err := train.New(o.Rollout.Model, to)
+	if err != nil {
+		return nil, err
+	}
+	r.closers = append(r.closers, tr)
+	// The policy backend samples with rollout.adapter (a warm-up): the
+	// trainer starts from the same weights (a resume's checkpoint then
+	// replaces them).
+	if o.Rollout.Adapter != "" {
+		if err := tr.LoadAdapter(o.Rollout.Adapter); err != nil {
+			return nil, err
+		}
+	}
+	return &Parts{Game: g, Policy: ps.Policy, Frozen: ps.Frozen, Swapper: ps.Llama, Trainer: tr}, nil
+}
+
+// Close releases what Open opened (not the caller's Parts).
+func (r *Run) Close() error {
+	var errs []error
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		errs = append(errs, r.closers[i].Close())
+	}
+	r.closers = nil
+	return errors.Join(errs...)
+}
+
+// Dir is the run directory.
+func (r *Run) Dir() string { return r.dir }
+
+// Options are the run's effective options.
+func (r *Run) Options() Options { return r.opts }
+
+// Game is the environment being played.
+func (r *Run) Game() engine.Game { return r.game }
+
+// State is the run's progress.
+func (r *Run) State() State { return r.state }
+
+// Done reports whether the run has nothing left to do: every iteration
+// completed, or early stopping ended it.
+func (r *Run) Done() bool { return r.state.Stopped != "" || r.state.Iteration >= r.opts.Iterations }
+
+// Path is the path of a file in the run directory.
+func (r *Run) Path(name string) string { return filepath.Join(r.dir, name) }
+
+// clearRunDir refuses to start a fresh run over a previous one unless
+// overwrite, in which case it removes the previous run's files (only
+// those).
+func clearRunDir(dir string, overwrite bool) error {
+	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err != nil {
+		return nil
+	}
+	if !overwrite {
+		return &PreviousRunError{Dir: dir}
+	}
+	for _, f := range runFiles {
+		if err := os.RemoveAll(filepath.Join(dir, f)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PreviousRunError is returned when a fresh run would start over another.
+type PreviousRunError struct{ Dir string }
+
+func (e *PreviousRunError) Error() string {
+	return fmt.Sprintf("%s holds a previous run: continue it with --resume %s, or start afresh with --overwrite", e.Dir, e.Dir)
+}
+
+// Train runs the remaining iterations. It returns ErrStopped when early
+// stopping ended the run and context.Canceled (after writing a
+// checkpoint) when ctx was cancelled.
+func (r *Run) Train(ctx context.Context) error {
+	for !r.Done() {
+		if _, err := r.Step(ctx); err != nil {
+			return err
+		}
+	}
+	if r.state.Stopped != "" {
+		return ErrStopped
+	}
+	return nil
+}
+
+// Step runs the next iteration and writes a checkpoint when one is due
+// (every checkpoint_every iterations, at the end, on early stop and on
+// interrupt). The rollout is interruptible (its partial episodes are
+// dropped); once it is complete the rest of the iteration runs to the end,
+// so an interrupt always leaves a checkpoint at an iteration boundary and
+// a resumed run continues exactly. An interrupted Step returns
+// context.Canceled once the checkpoint is written.
+func (r *Run) Step(ctx context.Context) (*Metrics, error) {
+	if r.state.Stopped != "" {
+		return nil, ErrStopped
+	}
+	if r.Done() {
+		return nil, errors.New("loop: the run has completed its iterations")
+	}
+	it := r.state.Iteration + 1
+	m, err := r.iteration(ctx, it)
+	if err != nil {
+		if ctx.Err() != nil {
+			// A failed checkpoint must not read as a plain interrupt:
+			// the caller would then point at a checkpoint that is not
+			// there.
+			if cerr := r.checkpoint(); cerr != nil {
+				return nil, fmt.Errorf("interrupted in iteration %d, and the checkpoint failed: %w", it, cerr)
+			}
+			return nil, context.Canceled
+		}
+		return nil, fmt.Errorf("iteration %d: %w", it, err)
+	}
+	if r.Hooks.Iteration != nil {
+		r.Hooks.Iteration(m)
+	}
+	if it == 1 {
+		r.state.FirstEntropy = m.Entropy
+	}
+	r.state.Stopped = r.opts.EarlyStop.reason(r.state.FirstEntropy, m)
+	if r.state.Stopped != "" {
+		if err := r.checkpoint(); err != nil {
+			return m, err
+		}
+		return m, nil
+	}
+	if err := ctx.Err(); err != nil || it%r.opts.CheckpointEvery == 0 || it == r.opts.Iterations {
+		if cerr := r.checkpoint(); cerr != nil {
+			return m, cerr
+		}
+		if err != nil {
+			return m, context.Canceled
+		}
+	}
+	return m, nil
+}
+
+func (r *Run) phase(it int, name string) {
+	if r.Hooks.Phase != nil {
+		r.Hooks.Phase(it, name)
+	}
+}
+
+// iteration runs rollout → score → estimate → update → swap and appends
+// the metrics.
+func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
+	wall := time.Now()
+	m := &Metrics{Iteration: it, Reward: map[string]float64{}, Seconds: map[string]float64{}, TokensPerSec: map[string]float64{}}
+	n := r.opts.Rollout.Episodes
+
+	// Rollout.
+	r.phase(it, "rollout")
+	start := time.Now()
+	var before llama.Stats
+	lb, _ := r.swapper.(*llama.Backend)
+	if lb != nil {
+		before = lb.Stats()
+	}
+	var trajs []selfplay.Trajectory
+	var eps, trajBuf bytes.Buffer
+	tw := selfplay.NewTrajectoryWriter(&trajBuf)
+	enc := json.NewEncoder(&eps)
+	var tally Tally
+	done := 0
+	st, err := r.runner.Run(ctx, r.state.Cursor, n, func(res *selfplay.EpisodeResult) error {
+		for i := range res.Trajectories {
+			for k := range res.Trajectories[i].PolicyVersions {
+				res.Trajectories[i].PolicyVersions[k] += r.versionOffset
+			}
+		}
+		trajs = append(trajs, res.Trajectories...)
+		tally.Add(res)
+		if r.opts.SaveTrajectories {
+			for i := range res.Trajectories {
+				if err := tw.Write(&res.Trajectories[i]); err != nil {
+					return err
+				}
+			}
+		}
+		done++
+		if r.Hooks.Episode != nil {
+			r.Hooks.Episode(it, done, n)
+		}
+		return enc.Encode(res.Record)
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.Seconds["rollout"] = time.Since(start).Seconds()
+	m.Episodes, m.Turns, m.GeneratedTokens = st.Episodes, st.Turns, st.GeneratedTokens
+	m.TokensPerSec["rollout"] = st.TokensPerSecond()
+	m.MeanBatch = st.MeanBatch()
+	if lb != nil {
+		after := lb.Stats()
+		if steps := after.Steps - before.Steps; steps > 0 {
+			m.MeanBatch = float64(after.GeneratedTokens-before.GeneratedTokens) / float64(steps)
+		}
+	}
+	tally.fill(m)
+	// From here on the iteration completes even when interrupted.
+	ctx = context.WithoutCancel(ctx)
+	if err := tw.Flush(); err != nil {
+		return nil, err
+	}
+	if err := appendFile(r.Path(EpisodesFile), eps.Bytes()); err != nil {
+		return nil, err
+	}
+	if r.opts.SaveTrajectories {
+		if err := appendFile(r.Path(TrajectoriesFile), trajBuf.Bytes()); err != nil {
+			return nil, err
+		}
+	}
+	r.state.Cursor += n
+	m.Cursor = r.state.Cursor
+
+	// Score: values, current and reference logprobs.
+	r.phase(it, "score")
+	start = time.Now()
+	seqs, keep := Sequences(trajs)
+	if len(seqs) == 0 {
+		return nil, errors.New("no trajectories to train on (is any seat played by the policy?)")
+	}
+	scores, err := r.trainer.Evaluate(ctx, seqs)
+	if err != nil {
+		return nil, err
+	}
+	if len(scores) != len(seqs) {
+		return nil, fmt.Errorf("trainer scored %d of %d sequences", len(scores), len(seqs))
+	}
+	m.Seconds["score"] = time.Since(start).Seconds()
+	seqTokens := 0
+	for _, s := range seqs {
+		seqTokens += len(s.Tokens)
+	}
+	m.TokensPerSec["score"] = float64(seqTokens) / m.Seconds["score"]
+	var gap, kl, vsum float64
+	var nGen int
+	for j, i := range keep {
+		t, sc := &trajs[i], &scores[j]
+		for k, on := range t.Mask {
+			if on {
+				gap += math.Abs(float64(t.RawLogprobs[k] - sc.Logprobs[k]))
+				kl += float64(sc.Logprobs[k] - sc.RefLogprobs[k])
+				vsum += float64(sc.Values[k])
+				nGen++
+			}
+		}
+	}
+	if nGen > 0 {
+		m.LogprobGap, m.KLRef, m.ValueMean = gap/float64(nGen), kl/float64(nGen), vsum/float64(nGen)
+	}
+
+	// Advantages.
+	start = time.Now()
+	in := selfplay.AdvantageInput{Samples: make([]selfplay.Sample, len(keep))}
+	for j, i := range keep {
+		in.Samples[j] = selfplay.SampleOf(&trajs[i], scores[j].Values)
+	}
+	adv, err := r.est.Estimate(in)
+	if err != nil {
+		return nil, err
+	}
+	var asum, asq float64
+	for j := range seqs {
+		s := &seqs[j]
+		s.OldLogprobs, s.OldValues, s.RefLogprobs = scores[j].Logprobs, scores[j].Values, scores[j].RefLogprobs
+		s.Advantages, s.Returns = adv.Advantages[j], adv.Returns[j]
+		for k, on := range s.Mask {
+			if on {
+				a := float64(adv.Advantages[j][k])
+				asum, asq = asum+a, asq+a*a
+			}
+		}
+	}
+	if nGen > 0 {
+		m.AdvantageMean = asum / float64(nGen)
+		m.AdvantageStd = math.Sqrt(math.Max(0, asq/float64(nGen)-m.AdvantageMean*m.AdvantageMean))
+	}
+	m.Seconds["estimate"] = time.Since(start).Seconds()
+
+	// Update.
+	r.phase(it, "update")
+	start = time.Now()
+	ts, err := r.trainer.Step(ctx, seqs)
+	if err != nil {
+		return nil, err
+	}
+	m.Seconds["update"] = time.Since(start).Seconds()
+	m.PolicyLoss, m.ValueLoss, m.KL = ts.Term(train.TermPolicy), ts.Term(train.TermValue), ts.Term(train.TermKL)
+	m.Entropy, m.ClipFrac, m.GradNorm = ts.Term(train.TermEntropy), ts.Term(train.TermClipFrac), ts.GradNorm
+	m.SequenceTokens, m.TrainedTokens, m.OptimizerSteps = ts.Tokens, ts.TrainedTokens, ts.OptimizerSteps
+	m.TokensPerSec["update"] = float64(ts.Tokens) / m.Seconds["update"]
+
+	// Swap the new adapter into the inference backend.
+	r.phase(it, "swap")
+	start = time.Now()
+	if err := r.trainer.SaveAdapter(r.Path(AdapterFile)); err != nil {
+		return nil, err
+	}
+	if _, err := r.swapper.SetAdapter(ctx, r.Path(AdapterFile), 1); err != nil {
+		return nil, err
+	}
+	r.state.Adapter = true
+	m.Seconds["swap"] = time.Since(start).Seconds()
+	m.Seconds["iteration"] = time.Since(wall).Seconds()
+	r.state.Iteration = it
+
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := appendFile(r.Path(MetricsFile), append(b, '\n')); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Sequences turns trajectories into training sequences: those with at
+// least two tokens whose first token is context (a sequence's first token
+// has no prediction, so it cannot be one the model generated). kept[j] is
+// the index in trajs of seqs[j]. It is the one bridge from what a rollout
+// sampled to what the trainer trains on: the token ids and the mask are
+// the trajectory's own (token-in/token-out).
+func Sequences(trajs []selfplay.Trajectory) (seqs []train.Sequence, kept []int) {
+	seqs = make([]train.Sequence, 0, len(trajs))
+	kept = make([]int, 0, len(trajs))
+	for i := range trajs {
+		t := &trajs[i]
+		if len(t.Tokens) < 2 || t.Mask[0] {
+			continue
+		}
+		kept = append(kept, i)
+		seqs = append(seqs, train.Sequence{Tokens: t.Tokens, Mask: t.Mask})
+	}
+	return seqs, kept
+}

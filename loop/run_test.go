@@ -1,0 +1,131 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/model"
+)
+
+// tinyOptions is a small sealed-bid run on the tiny llama model
+// (generated once per test directory), 2 episodes per iteration.
+func tinyOptions(t *testing.T, dir string, iterations int) Options {
+	t.Helper()
+	lib := llamatest.LibDir()
+	if lib == "" {
+		t.Skip("the llama.cpp libraries are not installed (make deps)")
+	}
+	path := filepath.Join(dir, "tiny.gguf")
+	if _, err := os.Stat(path); err != nil {
+		if err := model.WriteFile(path, model.Options{Seed: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := Options{}.Defaults()
+	o.Iterations = iterations
+	o.Rollout.Env = "sealedbid"
+	o.Rollout.Params = map[string]any{"rounds": 1, "bidders": 2}
+	o.Rollout.Model = path
+	o.Rollout.LlamaLib = lib
+	o.Rollout.Episodes, o.Rollout.Parallel = 2, 2
+	o.Rollout.MaxTokens, o.Rollout.Context = 8, 1024
+	o.Estimator = "rae"
+	o.Train.Epochs, o.Train.MiniBatch = 1, 2
+	o.Train.LR, o.Train.ValueLR = 0.01, 0.01
+	return o
+}
+
+// TestResume runs 2 iterations straight, and again interrupted (a
+// cancelled context, as on SIGINT) in the rollout of iteration 2 and
+// resumed in a new Run: metrics (timings aside) and adapter bytes must be
+// identical.
+func TestResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the tiny model for 4 iterations")
+	}
+	dir := t.TempDir()
+	straight := filepath.Join(dir, "straight")
+	r, err := Open(straight, tinyOptions(t, dir, 2), Fresh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Train(context.Background())
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	broken := filepath.Join(dir, "broken")
+	r, err = Open(broken, tinyOptions(t, dir, 2), Fresh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.Hooks.Phase = func(it int, phase string) {
+		if it == 2 && phase == "rollout" {
+			cancel()
+		}
+	}
+	err = r.Train(ctx)
+	r.Close()
+	if !errors.Is(err, context.Canceled) || r.State().Iteration != 1 {
+		t.Fatalf("interrupted run: got %v after iteration %d, want context.Canceled after 1", err, r.State().Iteration)
+	}
+	o, err := ReadConfig(broken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = Open(broken, o, Resume, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Train(context.Background())
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := stable(t, filepath.Join(straight, MetricsFile)), stable(t, filepath.Join(broken, MetricsFile)); a != b {
+		t.Errorf("metrics after resume:\n%s\nwant\n%s", b, a)
+	}
+	a, _ := os.ReadFile(filepath.Join(straight, AdapterFile))
+	b, _ := os.ReadFile(filepath.Join(broken, AdapterFile))
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Errorf("adapter bytes differ after resume (%d and %d bytes)", len(a), len(b))
+	}
+}
+
+// TestInterruptCheckpointFails: when the checkpoint written on an
+// interrupt fails, the run must not report a plain interrupt (a caller
+// would then point at a checkpoint that is not there).
+func TestInterruptCheckpointFails(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "run")
+	r, err := Open(out, fakeOptions(2), Fresh, fakeParts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.Hooks.Phase = func(it int, phase string) {
+		if it == 2 && phase == "rollout" {
+			// The checkpoint directory cannot be written any more.
+			ckpt := filepath.Join(out, CheckpointDir)
+			if err := os.RemoveAll(ckpt); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(ckpt, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+		}
+	}
+	if err := r.Train(ctx); err == nil || errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want the checkpoint's failure, not an interrupt", err)
+	}
+}

@@ -1,0 +1,174 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+
+	"github.com/omar-selfplay/omar/selfplay"
+	"github.com/omar-selfplay/omar/train"
+)
+
+// SFTOptions configure a supervised warm-up: masked cross-entropy on the
+// tokens a policy generated in recorded trajectories (prompts and other
+// seats' turns are context only).
+type SFTOptions struct {
+	// Model is the base GGUF; Data a trajectories JSONL file.
+	Model, Data string
+	// Out is where the adapter is written; Checkpoint, when set, a
+	// directory for a trainer checkpoint at the end; Resume one to start
+	// from.
+	Out, Checkpoint, Resume string
+	// Epochs over the data; Batch trajectories per optimizer step.
+	Epochs, Batch int
+	// MinReward keeps only trajectories with at least this terminal
+	// reward (−Inf keeps all).
+	MinReward float64
+	Train     train.Options
+}
+
+// Defaults returns one epoch, batches of 8, every trajectory, train's
+// defaults, adapter.gguf.
+func (SFTOptions) Defaults() SFTOptions {
+	return SFTOptions{Out: "adapter.gguf", Epochs: 1, Batch: 8, MinReward: math.Inf(-1), Train: train.Options{}.Defaults()}
+}
+
+// Validate reports the first invalid option.
+func (o SFTOptions) Validate() error {
+	switch {
+	case o.Model == "" || o.Data == "":
+		return errors.New("sft: a model and data (trajectories) are required")
+	case o.Epochs < 1 || o.Batch < 1:
+		return fmt.Errorf("sft: epochs %d and batch %d must be ≥ 1", o.Epochs, o.Batch)
+	case math.IsNaN(o.MinReward):
+		return errors.New("sft: min reward is NaN")
+	}
+	if err := validateTrain(o.Train); err != nil {
+		return fmt.Errorf("sft: %w", err)
+	}
+	return nil
+}
+
+// SFTHooks follow an SFT run.
+type SFTHooks struct {
+	// Start is called with the number of optimizer steps to come.
+	Start func(steps int)
+	// Step is called after each optimizer step with its loss.
+	Step func(loss float64)
+	// Epoch is called after each epoch with its mean loss and steps.
+	Epoch func(epoch int, meanLoss float64, steps int)
+}
+
+// SFTResult summarises an SFT run.
+type SFTResult struct {
+	Trajectories, Tokens, Steps int
+	// Saved reports that the adapter was written (after an interrupt too).
+	Saved bool
+}
+
+// SFTSequences reads trajectories and keeps those with generated tokens
+// and a reward of at least minReward, as training sequences (Sequences'
+// bridge: exactly the sampled ids).
+func SFTSequences(path string, minReward float64) ([]train.Sequence, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("sft: %w", err)
+	}
+	defer fh.Close()
+	trajs, err := selfplay.ReadTrajectories(fh)
+	if err != nil {
+		return nil, fmt.Errorf("sft: %s: %w", path, err)
+	}
+	keep := trajs[:0]
+	for _, t := range trajs {
+		if t.Reward >= minReward && t.Generated() > 0 {
+			keep = append(keep, t)
+		}
+	}
+	seqs, _ := Sequences(keep)
+	return seqs, nil
+}
+
+// SFT trains a LoRA adapter on o.Data and writes it to o.Out. When ctx is
+// cancelled between steps the adapter trained so far is written (the
+// unfinished step was not applied, so it is consistent) and ctx's error is
+// returned.
+func SFT(ctx context.Context, o SFTOptions, hooks SFTHooks) (SFTResult, error) {
+	var res SFTResult
+	if err := o.Validate(); err != nil {
+		return res, err
+	}
+	seqs, err := SFTSequences(o.Data, o.MinReward)
+	if err != nil {
+		return res, err
+	}
+	if len(seqs) == 0 {
+		return res, fmt.Errorf("sft: no trajectory in %s has generated tokens and reward ≥ %g", o.Data, o.MinReward)
+	}
+	tr, err := train.New(o.Model, o.Train)
+	if err != nil {
+		return res, err
+	}
+	defer tr.Close()
+	if o.Resume != "" {
+		if _, err := tr.LoadCheckpoint(o.Resume); err != nil {
+			return res, err
+		}
+	}
+	res.Trajectories = len(seqs)
+	if hooks.Start != nil {
+		hooks.Start(o.Epochs * ((len(seqs) + o.Batch - 1) / o.Batch))
+	}
+	rng := rand.New(rand.NewPCG(o.Train.Seed, 0x736674)) // "sft"
+	for epoch := range o.Epochs {
+		order := rng.Perm(len(seqs))
+		var sum float64
+		n := 0
+		for s := 0; s < len(order); s += o.Batch {
+			batch := make([]train.Sequence, 0, o.Batch)
+			for _, i := range order[s:min(s+o.Batch, len(order))] {
+				batch = append(batch, seqs[i])
+				res.Tokens += len(seqs[i].Tokens)
+			}
+			loss, err := tr.SFTStep(ctx, batch)
+			if err != nil {
+				if ctx.Err() != nil {
+					res.Steps = tr.Steps()
+					if serr := saveSFT(tr, o); serr != nil {
+						return res, errors.Join(err, serr)
+					}
+					res.Saved = true
+				}
+				return res, err
+			}
+			sum += loss
+			n++
+			if hooks.Step != nil {
+				hooks.Step(loss)
+			}
+		}
+		if hooks.Epoch != nil {
+			hooks.Epoch(epoch+1, sum/float64(n), n)
+		}
+	}
+	res.Steps = tr.Steps()
+	if err := saveSFT(tr, o); err != nil {
+		return res, err
+	}
+	res.Saved = true
+	return res, nil
+}
+
+// saveSFT writes the adapter and, when asked for, a checkpoint.
+func saveSFT(tr *train.Trainer, o SFTOptions) error {
+	if err := tr.SaveAdapter(o.Out); err != nil {
+		return err
+	}
+	if o.Checkpoint != "" {
+		return tr.SaveCheckpoint(o.Checkpoint, nil)
+	}
+	return nil
+}
