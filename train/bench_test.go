@@ -27,8 +27,9 @@ func smallModel(b *testing.B) string {
 	return p
 }
 
-// BenchmarkPPOStep measures Step (1 epoch, one minibatch: the reference
-// pass, forward+backward of the PPO loss, gradient clipping and AdamW) and
+// BenchmarkPPOStep measures Step (1 epoch, one minibatch: forward+backward
+// of the PPO loss, gradient clipping and AdamW; the sequences carry their
+// reference logprobs, as in a self-play iteration after Evaluate) and
 // reports sequence tokens per second. tiny: 8 sequences of 64–128 tokens;
 // small: 2 sequences of 64–128 tokens.
 func BenchmarkPPOStep(b *testing.B) {
@@ -51,6 +52,13 @@ func BenchmarkPPOStep(b *testing.B) {
 				defer tr.Close()
 				seqs := randomSeqs(5, n, 64, 128, tr.Vocab())
 				ctx := context.Background()
+				scores, err := tr.Evaluate(ctx, seqs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range seqs {
+					seqs[i].RefLogprobs = scores[i].RefLogprobs
+				}
 				tokens := 0
 				for b.Loop() {
 					st, err := tr.Step(ctx, seqs)
