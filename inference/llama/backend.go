@@ -64,6 +64,18 @@ func New(o Options) (*Backend, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	// Checked before llama.cpp allocates anything: the file and its
+	// hyperparameters, then the context and memory o asks of the model.
+	if err := llamacpp.CheckModelFile(o.Model); err != nil {
+		return nil, err
+	}
+	shape, err := readShape(o.Model)
+	if err != nil {
+		return nil, fmt.Errorf("llama: %w", err)
+	}
+	if err := checkShape(o, shape, availableMemory); err != nil {
+		return nil, err
+	}
 	if err := llamacpp.Load(o.LibDir); err != nil {
 		return nil, err
 	}
@@ -176,6 +188,8 @@ func (b *Backend) free() {
 // and returns one response per request, in order. A request that cannot run
 // (prompt longer than the context, invalid grammar, empty prompt) makes
 // Generate return an error naming it; the other requests still complete.
+// Invalid sampling settings (inference.Sampling.Validate) fail the whole
+// call before anything runs.
 // When ctx ends, unfinished requests are dropped between steps and ctx's
 // error is returned.
 func (b *Backend) Generate(ctx context.Context, reqs []inference.Request) ([]inference.Response, error) {
@@ -184,6 +198,11 @@ func (b *Backend) Generate(ctx context.Context, reqs []inference.Request) ([]inf
 	}
 	jobs := make([]*job, len(reqs))
 	for i, r := range reqs {
+		// Out-of-range sampling reaches C asserts: refuse the call
+		// before any request runs.
+		if err := r.Sampling.Validate(); err != nil {
+			return nil, fmt.Errorf("llama: request %d (key %q): %w", i, r.Key, err)
+		}
 		jobs[i] = &job{req: r, ctx: ctx, done: make(chan struct{})}
 	}
 	select {

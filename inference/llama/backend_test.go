@@ -524,6 +524,9 @@ func TestCancel(t *testing.T) {
 	o := testOptions(t)
 	o.ignoreEOG = true
 	o.Context = 8192 // long enough that the cancel lands mid-generation
+	// Beyond the tiny model's 4096 training positions: the reply's text
+	// does not matter here.
+	o.ContextBeyondTraining = true
 	b := newBackend(t, o)
 	p := prompt(t, b, "talk forever")
 	ctx, cancel := context.WithCancel(context.Background())

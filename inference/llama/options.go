@@ -14,6 +14,7 @@ package llama
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 
 	"github.com/omar-selfplay/omar/llamacpp"
@@ -49,6 +50,18 @@ type Options struct {
 	// AdapterScale.
 	Adapter      string
 	AdapterScale float32
+	// ContextBeyondTraining allows a Context longer than the model's
+	// training context (n_ctx_train). Positions beyond it were never
+	// trained, and a mistyped context (2000000000) would allocate a KV
+	// cache that the kernel kills the process for, so it is refused
+	// unless set.
+	ContextBeyondTraining bool
+	// MemoryLimit is the most bytes the KV cache and compute buffers may
+	// take (0: the memory available now, from /proc/meminfo and the
+	// cgroup limit). New refuses options whose estimate exceeds it before
+	// llama.cpp allocates anything. Not checked when layers are offloaded
+	// to a GPU (GPULayers ≠ 0): that memory is the device's.
+	MemoryLimit int64
 
 	// ignoreEOG keeps generating past end-of-generation tokens (benchmarks
 	// need equal lengths).
@@ -106,8 +119,15 @@ func (o Options) Validate() error {
 	if o.GPULayers < -1 {
 		errs = append(errs, fmt.Errorf("gpu layers %d < -1", o.GPULayers))
 	}
-	if o.Adapter != "" && o.AdapterScale == 0 {
-		errs = append(errs, errors.New("adapter with scale 0"))
+	if o.Adapter != "" && (o.AdapterScale == 0 || math.IsNaN(float64(o.AdapterScale)) || math.IsInf(float64(o.AdapterScale), 0)) {
+		errs = append(errs, fmt.Errorf("adapter scale %v: want a finite, non-zero number", o.AdapterScale))
+	}
+	if o.MemoryLimit < 0 {
+		errs = append(errs, fmt.Errorf("memory limit %d < 0", o.MemoryLimit))
+	}
+	// n_ctx is a uint32 in llama.cpp: a product beyond it wraps.
+	if o.Parallel > 0 && o.Context > 0 && int64(o.Parallel)*int64(o.Context) > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("parallel %d × context %d = %d KV cells: more than llama.cpp's 2³¹−1", o.Parallel, o.Context, int64(o.Parallel)*int64(o.Context)))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("llama: options: %w", err)
