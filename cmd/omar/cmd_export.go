@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/omar-selfplay/omar/export"
+)
+
+func init() {
+	register(command{name: "export", summary: "turn episode records or trajectories into Parquet or Hugging Face chat JSONL", run: runExport})
+}
+
+// exportFlags are omar export's flags.
+type exportFlags struct {
+	in, out, format, kind string
+	rowGroupRows          int
+}
+
+func runExport(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "export")
+	var f exportFlags
+	fs.StringVar(&f.in, "in", "", "input JSONL: episodes.jsonl (episode records) or trajectories.jsonl; '-' for stdin")
+	fs.StringVar(&f.out, "out", "", "output file; '-' for stdout")
+	fs.StringVar(&f.format, "format", "", "parquet (episodes or trajectories) or chat (Hugging Face chat JSONL, one line per seat of each episode)")
+	fs.StringVar(&f.kind, "kind", "", "input kind: episodes or trajectories (default: detected from the first line)")
+	fs.IntVar(&f.rowGroupRows, "row-group-rows", export.Options{}.Defaults().RowGroupRows, "Parquet rows per row group at most")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected arguments %q", fs.Args())
+	}
+	opts, err := f.options()
+	if err != nil {
+		return err
+	}
+	in := env.stdin
+	if f.in != "-" {
+		file, err := os.Open(f.in)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		in = file
+	}
+	bar := newProgress(env, -1, "export")
+	shown := 0
+	opts.Progress = func(st export.Stats) {
+		bar.describe(fmt.Sprintf("export: %s", st.Kind))
+		bar.add(st.Records - shown)
+		shown = st.Records
+	}
+	var st export.Stats
+	err = writeOutput(env, f.out, func(w io.Writer) error {
+		st, err = export.Export(ctx, in, w, opts)
+		return err
+	})
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	what := "rows"
+	if opts.Format == export.Chat {
+		what = "conversations"
+	}
+	fmt.Fprintf(env.stderr, "omar export: %d %s → %d %s in %s\n", st.Records, st.Kind, st.Rows, what, f.out)
+	return nil
+}
+
+// options checks the flags and turns them into export options.
+func (f exportFlags) options() (export.Options, error) {
+	var opts export.Options
+	switch {
+	case f.in == "":
+		return opts, usagef("no input: pass --in episodes.jsonl or --in trajectories.jsonl")
+	case f.out == "":
+		return opts, usagef("no output: pass --out FILE")
+	case f.format == "":
+		return opts, usagef("no format: pass --format parquet or --format chat")
+	case f.rowGroupRows < 1:
+		return opts, usagef("--row-group-rows %d < 1", f.rowGroupRows)
+	}
+	var err error
+	if opts.Format, err = export.ParseFormat(f.format); err != nil {
+		return opts, usagef("--format: %v", err)
+	}
+	if opts.Kind, err = export.ParseKind(f.kind); err != nil {
+		return opts, usagef("--kind: %v", err)
+	}
+	opts.RowGroupRows = f.rowGroupRows
+	opts = opts.Defaults()
+	if err := opts.Validate(); err != nil {
+		return opts, usagef("%v", err)
+	}
+	return opts, nil
+}
+
+// writeOutput runs write on the output: stdout for "-", else a temporary
+// file beside path that replaces path only when write succeeded, so a
+// failed export never leaves a truncated file under the name.
+func writeOutput(env *cliEnv, path string, write func(io.Writer) error) error {
+	if path == "-" {
+		return write(env.stdout)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
