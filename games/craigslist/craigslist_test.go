@@ -115,3 +115,30 @@ func FuzzMove(f *testing.F) {
 func TestStrategicBeatsNaive(t *testing.T) { negotiationtest.CheckStrategicBeatsNaive(t, New()) }
 
 func TestRecordRescore(t *testing.T) { negotiationtest.CheckRecordRescore(t, New(), Rescore) }
+
+// TestOpeningBounded: an absurd opening offer (the issue saw a buyer open
+// at $999,999,999 against a $537 target: opening_buyer 1,862,249) is
+// capped at negotiation.MaxOpening, and ordinary ones are kept as ratios.
+func TestOpeningBounded(t *testing.T) {
+	s := Scenario{Title: "thing", Listing: 600, Target: 537}
+	for _, tc := range []struct {
+		name            string
+		buyer, seller   float64
+		wantBuyer, want float64
+	}{
+		{"ordinary", 429.6, 660, 0.8, 1.1},
+		{"absurd", 999999999, 999999999, negotiation.MaxOpening, negotiation.MaxOpening},
+		{"cent", 0.01, 0.01, 0.01 / 537, 0.01 / 600},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := negotiation.Result[float64]{Status: negotiation.StatusNoDeal, Walker: -1, Openings: [2]*float64{&tc.buyer, &tc.seller}}
+			m := newEpisode(s, negotiation.DefaultParams()).Score(res).Metrics
+			if got := m["opening_buyer"]; !negotiationtest.Near(got, tc.wantBuyer) {
+				t.Errorf("opening_buyer = %v, want %v", got, tc.wantBuyer)
+			}
+			if got := m["opening_seller"]; !negotiationtest.Near(got, tc.want) {
+				t.Errorf("opening_seller = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -4,8 +4,9 @@
 // private points per option (at most 100 in all, 0 for the worst option of
 // every issue). A deal scores z = points / 100 with the calibrated sigmoid
 // reward; each role's reference m is its z in the contract that maximises
-// min(z_worker, z_recruiter), ties broken by the larger total. No deal,
-// walk-away and timeout give 0.
+// min(z_worker, z_recruiter), ties broken by the larger total; when several
+// contracts still tie, each role takes its largest z over them (MaxMin). No
+// deal, walk-away and timeout give 0.
 package jobinterview
 
 import (
@@ -99,7 +100,7 @@ type Scenario struct {
 	Reference Reference `yaml:"-" json:"reference"`
 }
 
-// Reference is the max-min contract and each role's m.
+// Reference is a max-min contract and each role's m (see MaxMin).
 type Reference struct {
 	Contract Contract   `json:"contract"`
 	M        [2]float64 `json:"m"`
@@ -153,17 +154,32 @@ func Contracts() []Contract {
 	return out
 }
 
-// MaxMin finds the contract maximising min(worker, recruiter) points, ties
-// broken by the larger total, then by enumeration order.
+// MaxMin finds the contracts maximising min(worker, recruiter) points and,
+// among those, the larger total. Several contracts can tie on both, often
+// mirror images ((65, 70) and (70, 65)); each role's m is then its largest
+// value over the tied set, a rule symmetric in the roles: swapping the
+// point tables swaps m, and no role's m depends on the order in which
+// contracts are enumerated. Contract is the first tied contract in
+// enumeration order, a representative; M need not be its values.
 func MaxMin(pw, pr Points) Reference {
-	best, bestMin, bestSum := Contract{}, -1, -1
+	bestMin, bestSum := -1, -1
+	var tied []Contract
 	for _, c := range Contracts() {
 		a, b := pw.Of(c), pr.Of(c)
-		if mn, sum := min(a, b), a+b; mn > bestMin || (mn == bestMin && sum > bestSum) {
-			best, bestMin, bestSum = c, mn, sum
+		mn, sum := min(a, b), a+b
+		switch {
+		case mn > bestMin || (mn == bestMin && sum > bestSum):
+			bestMin, bestSum, tied = mn, sum, append(tied[:0], c)
+		case mn == bestMin && sum == bestSum:
+			tied = append(tied, c)
 		}
 	}
-	return Reference{Contract: best, M: [2]float64{float64(pw.Of(best)) / MaxPoints, float64(pr.Of(best)) / MaxPoints}}
+	ref := Reference{Contract: tied[0]}
+	for _, c := range tied {
+		ref.M[0] = max(ref.M[0], float64(pw.Of(c))/MaxPoints)
+		ref.M[1] = max(ref.M[1], float64(pr.Of(c))/MaxPoints)
+	}
+	return ref
 }
 
 // direction of the monotone issues per role: +1 more is better, -1 less

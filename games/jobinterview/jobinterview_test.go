@@ -2,6 +2,7 @@ package jobinterview
 
 import (
 	"flag"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -33,6 +34,15 @@ var tie = Scenario{Points: [2]Points{
 	{Salary: []int{40, 30, 20, 10, 0}, DaysOff: []int{0, 0, 0, 0, 0}, Position: []int{0, 0, 0, 0}, Workplace: []int{60, 30, 0}, Hours: []int{0, 0, 0, 0}},
 }}
 
+// mirror ties two contracts on min 70 and total 150 with mirror-image
+// points: salary 20 000 + junior + remote gives (70, 80), salary 20 000 +
+// senior + remote (80, 70). The first enumerated used to decide, so m was
+// (0.7, 0.8); each role's best over the tied set gives (0.8, 0.8).
+var mirror = Scenario{Points: [2]Points{
+	{Salary: []int{0, 10, 20, 30, 40}, DaysOff: []int{0, 0, 0, 0, 0}, Position: []int{0, 0, 0, 10}, Workplace: []int{0, 50, 0}, Hours: []int{0, 0, 0, 0}},
+	{Salary: []int{40, 30, 20, 10, 0}, DaysOff: []int{0, 0, 0, 0, 0}, Position: []int{15, 0, 0, 0}, Workplace: []int{0, 45, 0}, Hours: []int{0, 0, 0, 0}},
+}}
+
 func TestMaxMin(t *testing.T) {
 	tests := []struct {
 		name string
@@ -41,6 +51,7 @@ func TestMaxMin(t *testing.T) {
 	}{
 		{"opposed", opposed, Reference{Contract: Contract{2, 0, 0, 1, 0}, M: [2]float64{.5, .5}}},
 		{"tie broken by the larger total", tie, Reference{Contract: Contract{4, 4, 0, 0, 0}, M: [2]float64{.5, .6}}},
+		{"mirror-image tie", mirror, Reference{Contract: Contract{2, 0, 0, 1, 0}, M: [2]float64{.8, .8}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,6 +64,50 @@ func TestMaxMin(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMaxMinSymmetric: over sampled scenarios, swapping the roles' tables
+// swaps m, and each m is the role's best over every contract tied on (min,
+// total), recomputed here by brute force.
+func TestMaxMinSymmetric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 0))
+	ties := 0
+	for k := range 300 {
+		s := Sample(rng)
+		pw, pr := s.Points[0], s.Points[1]
+		got, swapped := MaxMin(pw, pr), MaxMin(pr, pw)
+		if got.M[0] != swapped.M[1] || got.M[1] != swapped.M[0] {
+			t.Errorf("scenario %d: m %v, roles swapped %v: want mirror images", k, got.M, swapped.M)
+		}
+		bestMin, bestSum := -1, -1
+		for _, c := range Contracts() {
+			a, b := pw.Of(c), pr.Of(c)
+			if min(a, b) > bestMin || min(a, b) == bestMin && a+b > bestSum {
+				bestMin, bestSum = min(a, b), a+b
+			}
+		}
+		var want [2]int
+		values := map[[2]int]bool{}
+		for _, c := range Contracts() {
+			a, b := pw.Of(c), pr.Of(c)
+			if min(a, b) == bestMin && a+b == bestSum {
+				want = [2]int{max(want[0], a), max(want[1], b)}
+				values[[2]int{a, b}] = true
+			}
+		}
+		if len(values) > 1 {
+			ties++
+		}
+		for i := range 2 {
+			if w := float64(want[i]) / MaxPoints; !negotiationtest.Near(got.M[i], w) {
+				t.Errorf("scenario %d: m[%d] = %v, want %v (best over the tied set)", k, i, got.M[i], w)
+			}
+		}
+	}
+	if ties == 0 {
+		t.Error("no sampled scenario has a tie with different values: the test checks nothing")
+	}
+	t.Logf("%d of 300 scenarios tie contracts with different values", ties)
 }
 
 func TestRewards(t *testing.T) {

@@ -64,9 +64,17 @@ type Report struct {
 	HasOpening [2]bool
 }
 
+// MaxOpening caps the opening_ metric. A price game's opening is a ratio
+// to a target, unbounded above: one buyer opening at $999,999,999 against
+// a $537 target (1,862,249) would swamp a mean over thousands of
+// episodes. Twice the target already says "absurd"; beyond that the
+// number carries no more information.
+const MaxOpening = 2
+
 // Metrics flattens a result and report into Outcome.Metrics:
 // agreement, walk_away, no_deal, rounds, turns and, per role,
-// utility_, reward_, disclosure_, opening_ (when it proposed), walked_,
+// utility_, reward_, disclosure_, opening_ (when it proposed; in
+// [0, MaxOpening]), walked_,
 // proposals_, invalid_ and defaulted_.
 func Metrics[T any](res Result[T], rep Report) map[string]float64 {
 	b := func(x bool) float64 {
@@ -89,7 +97,7 @@ func Metrics[T any](res Result[T], rep Report) map[string]float64 {
 			m["disclosure_"+role] = rep.Disclosed[i]
 		}
 		if rep.HasOpening[i] {
-			m["opening_"+role] = rep.Opening[i]
+			m["opening_"+role] = min(max(rep.Opening[i], 0), MaxOpening)
 		}
 		m["walked_"+role] = b(res.Walker == i)
 		m["proposals_"+role] = float64(res.Proposals[i])
