@@ -10,7 +10,7 @@ import (
 // Architectures and presets Generate knows.
 var (
 	Architectures = []string{"llama", "qwen2", "qwen3"}
-	Presets       = []string{"tiny", "small"}
+	Presets       = []string{"tiny", "base", "small"}
 )
 
 // Config is the shape of a generated model.
@@ -38,6 +38,8 @@ type Config struct {
 // PresetConfig returns the configuration of a preset for an architecture.
 //
 //	tiny:  vocab 512,  n_embd 64,  2 layers, 4 heads, 2 KV heads, ff 128,  ctx 4096 (~0.1M params)
+//	base:  vocab 1024, n_embd 128, 4 layers, 4 heads, 2 KV heads, ff 384,  ctx 4096 (~0.9M params;
+//	       the shape of the built-in model, trained from scratch on omar's corpora)
 //	small: vocab 4096, n_embd 512, 8 layers, 8 heads, 4 KV heads, ff 1536, ctx 4096 (~27-29M params)
 //
 // llama keeps a separate output matrix; qwen2 and qwen3 tie it to the
@@ -48,6 +50,9 @@ func PresetConfig(arch, preset string) (Config, error) {
 	case "tiny":
 		c = Config{VocabSize: 512, ContextLength: 4096, EmbeddingLength: 64, BlockCount: 2,
 			FeedForwardLength: 128, HeadCount: 4, HeadCountKV: 2}
+	case "base":
+		c = Config{VocabSize: 1024, ContextLength: 4096, EmbeddingLength: 128, BlockCount: 4,
+			FeedForwardLength: 384, HeadCount: 4, HeadCountKV: 2}
 	case "small":
 		c = Config{VocabSize: 4096, ContextLength: 4096, EmbeddingLength: 512, BlockCount: 8,
 			FeedForwardLength: 1536, HeadCount: 8, HeadCountKV: 4}
@@ -111,6 +116,11 @@ type Options struct {
 	// Type is the storage type of the weight matrices: gguf.F32 (default,
 	// what the trainer needs on CUDA) or gguf.F16. Norms are always F32.
 	Type gguf.TensorType
+	// Merges, when set, are the tokenizer's BPE merges (TrainBPE on a
+	// corpus of one's own); the vocabulary size is then 256 + len(Merges)
+	// + the special tokens, whatever the preset says. Empty: merges
+	// learnt from the embedded corpus for the preset's vocabulary.
+	Merges []string
 }
 
 // Defaults fills unset fields.
@@ -153,6 +163,9 @@ func (o Options) Config() (Config, error) {
 	}
 	if o.ContextLength > 0 {
 		c.ContextLength = o.ContextLength
+	}
+	if len(o.Merges) > 0 {
+		c.VocabSize = len(BPEVocab(o.Merges)) + len(specialTokens)
 	}
 	return c, c.Validate()
 }

@@ -24,6 +24,13 @@ func Vocabulary(vocabSize int) (tokens []string, types []int32, merges []string,
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	tokens, types = MergesVocabulary(merges)
+	return tokens, types, merges, nil
+}
+
+// MergesVocabulary returns the tokens and token types of the vocabulary
+// of merges: the byte tokens and merged tokens, then the special tokens.
+func MergesVocabulary(merges []string) (tokens []string, types []int32) {
 	tokens = append(BPEVocab(merges), specialTokens...)
 	types = make([]int32, len(tokens))
 	for i := range types {
@@ -32,16 +39,23 @@ func Vocabulary(vocabSize int) (tokens []string, types []int32, merges []string,
 	for i := range specialTokens {
 		types[len(types)-1-i] = TokenControl
 	}
-	return tokens, types, merges, nil
+	return tokens, types
 }
 
 // NewModelTokenizer returns the Go tokenizer of a generated model's
 // vocabulary (the same one the GGUF carries).
 func NewModelTokenizer(vocabSize int) (*Tokenizer, error) {
-	tokens, types, merges, err := Vocabulary(vocabSize)
+	_, _, merges, err := Vocabulary(vocabSize)
 	if err != nil {
 		return nil, err
 	}
+	return MergesTokenizer(merges)
+}
+
+// MergesTokenizer returns the Go tokenizer of a generated model whose
+// vocabulary is made of merges (Options.Merges).
+func MergesTokenizer(merges []string) (*Tokenizer, error) {
+	tokens, types := MergesVocabulary(merges)
 	t, err := NewTokenizer(tokens, types, merges)
 	if err != nil {
 		return nil, err
@@ -136,8 +150,12 @@ func Generate(opts Options) (*gguf.Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokens, types, merges, err := Vocabulary(c.VocabSize)
-	if err != nil {
+	var tokens, merges []string
+	var types []int32
+	if len(opts.Merges) > 0 {
+		merges = opts.Merges
+		tokens, types = MergesVocabulary(merges)
+	} else if tokens, types, merges, err = Vocabulary(c.VocabSize); err != nil {
 		return nil, err
 	}
 	w := gguf.NewWriter()
