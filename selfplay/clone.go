@@ -101,7 +101,7 @@ func Clone(ctx context.Context, g engine.Game, rec *engine.Record, idx int, p *P
 		if seats != nil && !slices.Contains(seats, s.Index) {
 			return replay, label, nil
 		}
-		sp := &Player{Label: p.Label, Backend: p.Backend, Tokenizer: p.Tokenizer, Adapter: p.Adapter}
+		sp := &Player{Label: p.Label, Backend: p.Backend, Tokenizer: p.Tokenizer}
 		var text string
 		pending[sp] = &text
 		ms := newModelSeat(run, sp, s, true)
