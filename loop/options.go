@@ -267,7 +267,9 @@ func (c *RolloutOptions) Validate() error {
 	case c.JudgeContext < 0:
 		return fmt.Errorf("judge_context %d < 0", c.JudgeContext)
 	}
-	if err := validateSampling(c.sampling()); err != nil {
+	// llama.cpp aborts on some sampler settings (an infinite temperature
+	// with a grammar): refuse them before any backend sees them.
+	if err := c.sampling().Validate(); err != nil {
 		return err
 	}
 	if _, err := llama.ParseKVType(c.KVCache); err != nil {
@@ -280,23 +282,6 @@ func (c *RolloutOptions) Validate() error {
 	}
 	if _, err := c.JudgeOptions(); err != nil {
 		return err
-	}
-	return nil
-}
-
-// validateSampling checks sampler settings by their YAML names before any
-// backend sees them (llama.cpp aborts on some, e.g. an infinite
-// temperature with a grammar).
-func validateSampling(s inference.Sampling) error {
-	switch {
-	case !finite(float64(s.Temperature)) || s.Temperature < 0:
-		return fmt.Errorf("temperature %v: want a finite number ≥ 0", s.Temperature)
-	case s.TopK < 0:
-		return fmt.Errorf("top_k %d < 0", s.TopK)
-	case !finite(float64(s.TopP)) || s.TopP < 0 || s.TopP > 1:
-		return fmt.Errorf("top_p %v: want 0..1", s.TopP)
-	case !finite(float64(s.MinP)) || s.MinP < 0 || s.MinP > 1:
-		return fmt.Errorf("min_p %v: want 0..1", s.MinP)
 	}
 	return nil
 }
