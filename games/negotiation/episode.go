@@ -67,9 +67,10 @@ type Report struct {
 // MaxOpening caps the opening_ metric. A price game's opening is a ratio
 // to a target, unbounded above: one buyer opening at $999,999,999 against
 // a $537 target (1,862,249) would swamp a mean over thousands of
-// episodes. Twice the target already says "absurd"; beyond that the
-// number carries no more information.
-const MaxOpening = 2
+// episodes. Ten times the target is absurd already (a Marketplace seller
+// opening at 1.7× its minimum is ordinary); beyond that the number
+// carries no more information.
+const MaxOpening = 10
 
 // Metrics flattens a result and report into Outcome.Metrics:
 // agreement, walk_away, no_deal, rounds, turns and, per role,
