@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 
+	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -16,8 +17,18 @@ import (
 // tokens a policy generated in recorded trajectories (prompts and other
 // seats' turns are context only).
 type SFTOptions struct {
-	// Model is the base GGUF; Data a trajectories JSONL file.
+	// Model is the base GGUF; Data a trajectories JSONL file (the tokens
+	// a policy generated are learnt).
 	Model, Data string
+	// Records are episode record files (omar play, rollout or selfplay
+	// output) to clone: the seats whose agent is in Learn (empty: every
+	// seat) are rendered through the model's own seat streams and chat
+	// template exactly as self-play renders them (selfplay.Clone) with
+	// MaxTokens and Context, and their replies are learnt. Data, Records
+	// or both.
+	Records            []string
+	Learn              []string
+	MaxTokens, Context int
 	// Out is where the adapter is written; Checkpoint, when set, a
 	// directory for a trainer checkpoint at the end; Resume one to start
 	// from.
@@ -33,14 +44,18 @@ type SFTOptions struct {
 // Defaults returns one epoch, batches of 8, every trajectory, train's
 // defaults, adapter.gguf.
 func (SFTOptions) Defaults() SFTOptions {
-	return SFTOptions{Out: "adapter.gguf", Epochs: 1, Batch: 8, MinReward: math.Inf(-1), Train: train.Options{}.Defaults()}
+	d := selfplay.Options{}.Defaults()
+	return SFTOptions{Out: "adapter.gguf", Epochs: 1, Batch: 8, MinReward: math.Inf(-1), Train: train.Options{}.Defaults(),
+		MaxTokens: d.MaxTokens, Context: d.Context}
 }
 
 // Validate reports the first invalid option.
 func (o SFTOptions) Validate() error {
 	switch {
-	case o.Model == "" || o.Data == "":
-		return errors.New("sft: a model and data (trajectories) are required")
+	case o.Model == "" || o.Data == "" && len(o.Records) == 0:
+		return errors.New("sft: a model and data (trajectories or episode records) are required")
+	case len(o.Records) > 0 && (o.MaxTokens < 1 || o.Context < 2*o.MaxTokens):
+		return fmt.Errorf("sft: max tokens %d and context %d: want max tokens ≥ 1 and context ≥ 2 × max tokens", o.MaxTokens, o.Context)
 	case o.Epochs < 1 || o.Batch < 1:
 		return fmt.Errorf("sft: epochs %d and batch %d must be ≥ 1", o.Epochs, o.Batch)
 	case math.IsNaN(o.MinReward):
@@ -67,6 +82,37 @@ type SFTResult struct {
 	Trajectories, Tokens, Steps int
 	// Saved reports that the adapter was written (after an interrupt too).
 	Saved bool
+	// Skipped counts records that could not be cloned (a reply longer
+	// than max tokens, a replay that diverged).
+	Skipped int
+}
+
+// cloneForSFT clones o.Records through the model's own tokenizer and chat
+// template (a llama backend of o.Model), keeping the rewards ≥ MinReward.
+func cloneForSFT(ctx context.Context, o SFTOptions) ([]train.Sequence, int, error) {
+	lo := llama.Options{}.Defaults()
+	if o.Train.LibDir != "" {
+		lo.LibDir = o.Train.LibDir
+	}
+	lo.Model, lo.Parallel, lo.Context = o.Model, 1, 256
+	b, err := llama.New(lo)
+	if err != nil {
+		return nil, 0, fmt.Errorf("sft: %w", err)
+	}
+	defer b.Close()
+	p := &selfplay.Player{Label: "clone", Backend: b, Tokenizer: b}
+	trajs, skipped, err := CloneRecords(ctx, o.Records, o.Learn, p, o.MaxTokens, o.Context)
+	if err != nil {
+		return nil, skipped, fmt.Errorf("sft: %w", err)
+	}
+	keep := trajs[:0]
+	for _, t := range trajs {
+		if t.Reward >= o.MinReward && t.Generated() > 0 {
+			keep = append(keep, t)
+		}
+	}
+	seqs, _ := Sequences(keep)
+	return seqs, skipped, nil
 }
 
 // SFTSequences reads trajectories and keeps those with generated tokens
@@ -101,12 +147,23 @@ func SFT(ctx context.Context, o SFTOptions, hooks SFTHooks) (SFTResult, error) {
 	if err := o.Validate(); err != nil {
 		return res, err
 	}
-	seqs, err := SFTSequences(o.Data, o.MinReward)
-	if err != nil {
-		return res, err
+	var seqs []train.Sequence
+	if o.Data != "" {
+		var err error
+		if seqs, err = SFTSequences(o.Data, o.MinReward); err != nil {
+			return res, err
+		}
+	}
+	if len(o.Records) > 0 {
+		cloned, skipped, err := cloneForSFT(ctx, o)
+		if err != nil {
+			return res, err
+		}
+		res.Skipped = skipped
+		seqs = append(seqs, cloned...)
 	}
 	if len(seqs) == 0 {
-		return res, fmt.Errorf("sft: no trajectory in %s has generated tokens and reward ≥ %g", o.Data, o.MinReward)
+		return res, fmt.Errorf("sft: no trajectory has generated tokens and reward ≥ %g", o.MinReward)
 	}
 	tr, err := train.New(o.Model, o.Train)
 	if err != nil {

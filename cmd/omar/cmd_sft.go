@@ -16,7 +16,11 @@ func init() {
 func bindSFT(f *optionFlags[loop.SFTOptions]) {
 	d := loop.SFTOptions{}.Defaults()
 	f.String("model", "base model GGUF (F32/F16/BF16; llama, qwen2 or qwen3)", func(o *loop.SFTOptions) *string { return &o.Model })
-	f.String("data", "trajectories JSONL (omar rollout/selfplay output, traj.jsonl)", func(o *loop.SFTOptions) *string { return &o.Data })
+	f.String("data", "trajectories JSONL (omar rollout/selfplay output): the policy's generated tokens are learnt", func(o *loop.SFTOptions) *string { return &o.Data })
+	f.Strings("records", "episode records, comma-separated (omar play output): the seats' replies are learnt through the model's own seat streams (behaviour cloning)", func(o *loop.SFTOptions) *[]string { return &o.Records })
+	f.Strings("learn", "with --records: learn only the seats of these agents, e.g. strategic (default every seat)", func(o *loop.SFTOptions) *[]string { return &o.Learn })
+	f.Int("max-tokens", fmt.Sprintf("with --records: the seat streams' reply budget, as in self-play (default %d)", d.MaxTokens), func(o *loop.SFTOptions) *int { return &o.MaxTokens })
+	f.Int("context", fmt.Sprintf("with --records: the seat streams' context, as in self-play (default %d)", d.Context), func(o *loop.SFTOptions) *int { return &o.Context })
 	f.String("out", "where to write the LoRA adapter (default "+d.Out+")", func(o *loop.SFTOptions) *string { return &o.Out })
 	f.String("checkpoint", "directory for a trainer checkpoint at the end (optional)", func(o *loop.SFTOptions) *string { return &o.Checkpoint })
 	f.String("resume", "checkpoint directory to start from (optional)", func(o *loop.SFTOptions) *string { return &o.Resume })
@@ -58,8 +62,8 @@ func runSFT(ctx context.Context, env *cliEnv, args []string) error {
 	if o.Train.LibDir == "" {
 		o.Train.LibDir = llamaLibEnv()
 	}
-	if o.Model == "" || o.Data == "" {
-		return fmt.Errorf("--model and --data are required: %w", errUsage)
+	if o.Model == "" || o.Data == "" && len(o.Records) == 0 {
+		return fmt.Errorf("--model and --data or --records are required: %w", errUsage)
 	}
 	var bar *progress
 	start := time.Now()
@@ -83,6 +87,9 @@ func runSFT(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	el := time.Since(start)
+	if res.Skipped > 0 {
+		fmt.Fprintf(env.stderr, "sft: %d records could not be cloned (a reply over --max-tokens, or a replay that diverged)\n", res.Skipped)
+	}
 	fmt.Fprintf(env.stdout, "trained on %d trajectories (%d tokens) in %s (%.0f tokens/s); adapter written to %s\n",
 		res.Trajectories, res.Tokens, el.Round(time.Millisecond), float64(res.Tokens)/el.Seconds(), o.Out)
 	return nil

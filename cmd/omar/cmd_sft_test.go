@@ -119,3 +119,39 @@ func TestSFTCommand(t *testing.T) {
 		t.Errorf("missing --data: got code %d, stderr %q", code, stderr)
 	}
 }
+
+// TestSFTFromRecords: behaviour cloning from omar play's records. Only the
+// strategic seats are learnt, and two epochs lower the loss.
+func TestSFTFromRecords(t *testing.T) {
+	lib := llamatest.LibDir()
+	dir := t.TempDir()
+	mpath := filepath.Join(dir, "tiny.gguf")
+	if err := model.WriteFile(mpath, model.Options{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	recs := filepath.Join(dir, "casino.jsonl")
+	if _, stderr, code := runCLI(t, "play", "--env", "casino", "--agents", "strategic,naive", "--episodes", "4", "--out", recs); code != 0 {
+		t.Fatalf("play: exit %d: %s", code, stderr)
+	}
+	out := filepath.Join(dir, "bc.gguf")
+	stdout, stderr, code := runCLI(t, "sft", "--model", mpath, "--records", recs, "--learn", "strategic", "--epochs", "2", "--batch", "2",
+		"--max-tokens", "256", "--context", "4096", "--lr", "0.01", "--threads", "1", "--out", out, "--llama-lib", lib)
+	if code != 0 {
+		t.Fatalf("sft: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "trained on 4 trajectories") {
+		t.Errorf("stdout %q: want the 4 strategic seats", stdout)
+	}
+	losses := regexp.MustCompile(`mean loss ([0-9.]+)`).FindAllStringSubmatch(stdout, -1)
+	if len(losses) != 2 {
+		t.Fatalf("stdout %q: want two epoch lines", stdout)
+	}
+	first, _ := strconv.ParseFloat(losses[0][1], 64)
+	second, _ := strconv.ParseFloat(losses[1][1], 64)
+	if second >= first {
+		t.Errorf("loss %v → %v: cloning did not lower it", first, second)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Errorf("no adapter: %v", err)
+	}
+}
