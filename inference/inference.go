@@ -96,7 +96,18 @@ type Request struct {
 	// StopTokens end generation when sampled (in addition to end-of-generation
 	// tokens of the vocabulary). The stop token is part of the reply.
 	StopTokens []int32
+	// Adapter selects the weights the sequence is decoded with: "" the
+	// backend's current adapter (what it was opened or last swapped with),
+	// AdapterBase the base weights without any adapter, any other name an
+	// adapter the backend registered under it (llama: LoadAdapter). One
+	// backend can so serve several players of one base model at once.
+	// The llama backend rejects names it does not know; backends without
+	// adapters (ollama, scripted) ignore the field.
+	Adapter string
 }
+
+// AdapterBase is the Request.Adapter that selects a model's base weights.
+const AdapterBase = "<base>"
 
 // StopReason says why a generation ended.
 type StopReason string

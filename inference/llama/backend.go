@@ -46,12 +46,14 @@ type Backend struct {
 	scratch  []*scratch // one per sampling goroutine
 	inBatch  []*job     // reused by step: no allocation per decode
 	sampling []*job
+	groups   []string // adapter keys of a mixed step
 	pieces   [][]byte // text of every token (specials render empty)
 	specials []string // texts of the control and end-of-generation tokens
 	eog      []bool   // end-of-generation tokens
 	slots    []*slot
 	queue    []*job
 	adapter  *llamacpp.Adapter
+	adapters adapterSet // named adapters (adapters.go)
 	clock    uint64
 }
 
@@ -175,11 +177,14 @@ func (b *Backend) Close() error {
 
 func (b *Backend) free() {
 	b.batch.Close()
-	if b.adapter != nil {
+	if b.adapter != nil || len(b.adapters.named) > 0 {
 		_ = b.lctx.SetAdapters(nil, nil)
+	}
+	if b.adapter != nil {
 		b.adapter.Close()
 		b.adapter = nil
 	}
+	b.closeAdapters()
 	b.lctx.Close()
 	b.model.Close()
 }
@@ -279,6 +284,7 @@ func (b *Backend) EOG(token int32) bool { return token >= 0 && int(token) < len(
 
 // swap is a request to change the adapter between steps.
 type swap struct {
+	name  string // LoadAdapter's name; "" for SetAdapter
 	path  string
 	scale float32
 	reply chan swapResult

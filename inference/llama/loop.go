@@ -20,6 +20,7 @@ type slot struct {
 	seq      int32
 	key      string
 	tokens   []int32 // tokens whose KV entries the sequence holds, positions 0..len-1
+	adapter  string  // the adapter key tokens were decoded under (adapters.go)
 	lastUsed uint64
 	job      *job // running request, nil when idle
 }
@@ -36,6 +37,7 @@ type job struct {
 	err  error
 
 	slot     *slot
+	adapter  string  // the adapter key the sequence decodes under
 	pending  []int32 // tokens still to decode (prompt suffix, then the last sampled token)
 	chain    *llamacpp.Sampler
 	rng      *rand.Rand // the seeded draw; nil: greedy (temperature 0)
@@ -166,6 +168,10 @@ func (b *Backend) dropCancelled() {
 }
 
 func (b *Backend) applySwap(s *swap) {
+	if s.name != "" {
+		s.reply <- swapResult{version: b.PolicyVersion(), err: b.applyNamed(s)}
+		return
+	}
 	var next *llamacpp.Adapter
 	if s.path != "" {
 		a, err := llamacpp.LoadAdapter(b.model, s.path)
@@ -183,6 +189,8 @@ func (b *Backend) applySwap(s *swap) {
 	}
 	if err != nil {
 		next.Close()
+		// The context may hold anything now: the next group sets it.
+		b.adapters.active = "\x00unknown"
 		s.reply <- swapResult{version: b.PolicyVersion(), err: err}
 		return
 	}
@@ -190,11 +198,14 @@ func (b *Backend) applySwap(s *swap) {
 		b.adapter.Close()
 	}
 	b.adapter = next
-	// Cached keys and values were computed with the old weights.
+	b.adapters.active, b.adapters.scale, b.adapters.scaleSet = "", s.scale, true
+	// Cached keys and values were computed with the old weights (those of
+	// named adapters are dropped too: a swap is rare, and the base
+	// weights' key may have been folded into the current adapter's).
 	b.lctx.Memory().Clear(false)
 	for _, sl := range b.slots {
 		sl.tokens = sl.tokens[:0]
-		sl.key = ""
+		sl.key, sl.adapter = "", ""
 	}
 	v := b.version.Add(1)
 	s.reply <- swapResult{version: int(v)}
@@ -249,7 +260,9 @@ func (b *Backend) prepare(j *job) error {
 			return fmt.Errorf("prompt token %d at %d outside the vocabulary of %d", t, i, n)
 		}
 	}
-	return nil
+	var err error
+	j.adapter, err = b.resolveAdapter(r.Adapter)
+	return err
 }
 
 // pickSlot returns the idle slot of key, else an empty idle slot, else the
@@ -288,7 +301,7 @@ func (b *Backend) start(j *job, s *slot) error {
 		return err
 	}
 	keep := 0
-	if j.req.Key != "" && s.key == j.req.Key {
+	if j.req.Key != "" && s.key == j.req.Key && s.adapter == j.adapter {
 		keep = commonPrefix(s.tokens, j.req.Prompt)
 		if keep == len(j.req.Prompt) {
 			keep--
@@ -306,7 +319,7 @@ func (b *Backend) start(j *job, s *slot) error {
 		s.tokens = s.tokens[:keep]
 	}
 	b.clock++
-	s.key, s.lastUsed, s.job = j.req.Key, b.clock, j
+	s.key, s.adapter, s.lastUsed, s.job = j.req.Key, j.adapter, b.clock, j
 	j.slot = s
 	j.pending = j.req.Prompt[keep:]
 	j.resp = inference.Response{ReusedTokens: keep, PolicyVersion: b.PolicyVersion()}
@@ -366,10 +379,58 @@ func (b *Backend) samplers(j *job) error {
 	return nil
 }
 
-// step runs one decode over every running sequence and samples.
+// step runs one decode over every running sequence and samples: one
+// llama_decode when they share an adapter (the common case), else one per
+// adapter, the context's current one first.
 func (b *Backend) step() {
 	t0 := time.Now()
 	defer func() { b.stats.stepNS.Add(int64(time.Since(t0))) }()
+	var first *job
+	mixed := false
+	for _, s := range b.slots {
+		if j := s.job; j != nil {
+			if first == nil {
+				first = j
+			} else if j.adapter != first.adapter {
+				mixed = true
+				break
+			}
+		}
+	}
+	if first == nil {
+		return
+	}
+	if !mixed {
+		b.stepAdapter(first.adapter)
+		return
+	}
+	keys := b.groups[:0]
+	for _, s := range b.slots {
+		if j := s.job; j != nil && !slices.Contains(keys, j.adapter) {
+			keys = append(keys, j.adapter)
+		}
+	}
+	if i := slices.Index(keys, b.adapters.active); i > 0 {
+		keys[0], keys[i] = keys[i], keys[0]
+	}
+	b.groups = keys
+	for _, k := range keys {
+		b.stepAdapter(k)
+	}
+}
+
+// stepAdapter runs one decode over the running sequences of one adapter key
+// and samples.
+func (b *Backend) stepAdapter(key string) {
+	if err := b.useAdapter(key); err != nil {
+		// Nothing was decoded: the slots' caches are as they were.
+		for _, s := range b.slots {
+			if j := s.job; j != nil && j.adapter == key {
+				j.finish(fmt.Errorf("set adapter: %w", err))
+			}
+		}
+		return
+	}
 	b.batch.Clear()
 	budget := b.batch.Cap()
 	inBatch := b.inBatch[:0]
@@ -393,7 +454,7 @@ func (b *Backend) step() {
 	// Generating sequences first (one token each), then prompt chunks in
 	// slot order with what is left of the batch.
 	for _, s := range b.slots {
-		if j := s.job; j != nil {
+		if j := s.job; j != nil && j.adapter == key {
 			j.logitIdx, j.sent = -1, 0
 			if len(j.pending) == 1 && budget > 0 {
 				add(j, 1)
@@ -401,7 +462,7 @@ func (b *Backend) step() {
 		}
 	}
 	for _, s := range b.slots {
-		if j := s.job; j != nil && j.sent == 0 && len(j.pending) > 1 && budget > 0 {
+		if j := s.job; j != nil && j.adapter == key && j.sent == 0 && len(j.pending) > 1 && budget > 0 {
 			add(j, min(budget, len(j.pending)))
 		}
 	}
