@@ -59,9 +59,20 @@ type Options struct {
 	BatchWindow time.Duration
 	// Agents chooses each seat's agent: keys are a seat name, "seat<N>"
 	// (0-based index), a role, or "*"; looked up in that order. Values are
-	// "policy", "frozen", "scripted" or "scripted:NAME". Unmatched seats
-	// play the policy.
+	// "policy", "frozen", "scripted", "scripted:NAME" or the name of one of
+	// Players. Unmatched seats play the policy.
 	Agents map[string]string
+	// Players are further players by name, for agents that are neither the
+	// policy nor the frozen model (an evaluation's adapters, other models,
+	// an Ollama model). Their seats are played only: trajectories are kept
+	// for the policy's seats alone. A player without a Tokenizer is played
+	// at the message level (Request.Messages instead of Prompt).
+	Players map[string]*Player
+	// KeyPrefix starts the keys of this runner's sequences in the
+	// backends' caches: runners that share a backend and play the same
+	// episode indices (an evaluation's pairings) keep their sequences
+	// apart with distinct prefixes.
+	KeyPrefix string
 	// Guard flags degenerate turns of the kept trajectories after each
 	// episode (Trajectory.TurnFlags); nil runs none.
 	Guard TurnGuard
@@ -92,12 +103,25 @@ func (o Options) Validate() error {
 	case o.BatchWindow < 0:
 		return fmt.Errorf("selfplay: batch window %v < 0", o.BatchWindow)
 	}
+	for name, p := range o.Players {
+		switch {
+		case reservedAgent(name):
+			return fmt.Errorf("selfplay: player name %q is reserved (policy, frozen, scripted, scripted:NAME)", name)
+		case p == nil || p.Backend == nil:
+			return fmt.Errorf("selfplay: player %q has no backend", name)
+		}
+	}
 	for k, v := range o.Agents {
-		if v != AgentPolicy && v != AgentFrozen && v != AgentScripted && !strings.HasPrefix(v, AgentScripted+":") {
-			return fmt.Errorf("selfplay: agent %q for %q: want policy, frozen, scripted or scripted:NAME", v, k)
+		if !reservedAgent(v) && o.Players[v] == nil {
+			return fmt.Errorf("selfplay: agent %q for %q: want policy, frozen, scripted, scripted:NAME or a player's name", v, k)
 		}
 	}
 	return o.Engine.Validate()
+}
+
+// reservedAgent reports whether v is one of the built-in agent kinds.
+func reservedAgent(v string) bool {
+	return v == AgentPolicy || v == AgentFrozen || v == AgentScripted || strings.HasPrefix(v, AgentScripted+":")
 }
 
 // agentFor returns the agent kind of a seat.
@@ -142,6 +166,9 @@ func NewRunner(g engine.Game, policy, frozen *Player, opts Options) (*Runner, er
 	}
 	for i, s := range specs {
 		kind := opts.agentFor(engine.Seat{Index: i, Name: s.Name, Role: s.Role})
+		if opts.Players[kind] != nil {
+			continue
+		}
 		switch {
 		case kind == AgentPolicy && (policy == nil || policy.Backend == nil || policy.Tokenizer == nil):
 			return nil, fmt.Errorf("selfplay: seat %s plays the policy, but no token-level policy backend was given", s.Name)
@@ -237,7 +264,7 @@ type generator struct {
 func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResult) error) (Stats, error) {
 	start := time.Now()
 	r.stats = stats{}
-	key := "r" + strconv.FormatInt(r.calls.Add(1), 10)
+	key := r.opts.KeyPrefix + "r" + strconv.FormatInt(r.calls.Add(1), 10)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -248,8 +275,8 @@ func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResul
 	var bat map[*Player]*batcher
 	if r.opts.BatchWindow > 0 {
 		bat = map[*Player]*batcher{}
-		for _, p := range []*Player{r.policy, r.frozen} {
-			if p != nil && p.Backend != nil {
+		for _, p := range append([]*Player{r.policy, r.frozen}, r.named()...) {
+			if p != nil && p.Backend != nil && bat[p] == nil {
 				bat[p] = newBatcher(p.Backend, r.opts.BatchWindow, &running, &r.stats)
 				defer bat[p].close()
 			}
@@ -314,6 +341,21 @@ func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResul
 	return st, firstErr
 }
 
+// named returns Options.Players in name order (a deterministic order for
+// the batchers).
+func (r *Runner) named() []*Player {
+	names := make([]string, 0, len(r.opts.Players))
+	for n := range r.opts.Players {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]*Player, len(names))
+	for i, n := range names {
+		out[i] = r.opts.Players[n]
+	}
+	return out
+}
+
 // EpisodeSeed is the seed the scenario of episode i is dealt from.
 func (r *Runner) EpisodeSeed(i int) uint64 {
 	return seeds.Derive(r.opts.Seed, 0, uint64(i/r.opts.GroupSize))
@@ -331,6 +373,12 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 	var seats []*modelSeat
 	cast := func(s engine.Seat) (engine.Agent, string, error) {
 		kind := r.opts.agentFor(s)
+		if p := r.opts.Players[kind]; p != nil {
+			if p.Tokenizer == nil {
+				return newChatSeat(run, p, s), p.Label, nil
+			}
+			return newModelSeat(run, p, s, false), p.Label, nil
+		}
 		switch {
 		case kind == AgentPolicy || kind == AgentFrozen:
 			p, keep := r.policy, true

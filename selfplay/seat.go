@@ -11,12 +11,21 @@ import (
 	"github.com/omar-selfplay/omar/seeds"
 )
 
-// Player is a token-level policy: a backend and its tokenizer.
+// Player is a policy: a backend and, for a token-level backend, its
+// tokenizer. The policy and frozen players are token-level; a named player
+// (Options.Players) without a Tokenizer is played at the message level: its
+// seats send the conversation as chat messages (an Ollama model) and keep
+// no trajectory.
 type Player struct {
 	// Label names the player in episode records ("llama:tiny.gguf").
 	Label     string
 	Backend   inference.Backend
 	Tokenizer inference.Tokenizer
+	// Adapter is put in every request of the player's seats
+	// (inference.Request.Adapter): several players can share one llama
+	// backend with different adapters, and their seats are still decoded
+	// together. "" is the backend's current adapter.
+	Adapter string
 
 	defangOnce sync.Once
 	defanger   *inference.Defanger
@@ -155,6 +164,7 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 		MaxTokens: maxTok,
 		Sampling:  ms.run.opts.Sampling,
 		Stop:      ms.run.opts.Stop,
+		Adapter:   ms.player.Adapter,
 	}
 	req.Sampling.Seed = seeds.Derive(ms.run.samplingSeed, uint64(ms.seat.Index), uint64(ms.turn))
 	if ms.run.opts.Grammar {
