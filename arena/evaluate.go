@@ -1,0 +1,297 @@
+package arena
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/seeds"
+	"github.com/omar-selfplay/omar/selfplay"
+)
+
+// FirstEpisode is the selfplay episode index of held-out episode 0: the
+// k-th episode of every pairing is the runner's episode FirstEpisode+k,
+// dealt from seeds.Derive(Seed, 0, FirstEpisode+k) (selfplay.Runner.
+// EpisodeSeed). Training deals episode i from seeds.Derive(seed, 0,
+// i/GroupSize) with i counting up from 0. For a fixed seed, k ↦
+// seeds.Derive(seed, 0, k) is a bijection of uint64 (each step xors the
+// state with k plus a constant, then applies the invertible splitmix64
+// finaliser), so no index below 2^62 gives an evaluation seed: with the
+// training run's seed, no held-out deal seed is a training deal seed
+// unless the run plays 2^62 episodes. Sampling and scripted seeds are
+// derived from the same indices, so they are held out too.
+const FirstEpisode = 1 << 62
+
+// Hooks let a caller follow an evaluation (a progress bar). They are
+// called from one goroutine at a time.
+type Hooks struct {
+	// Start is called once: total episodes of the evaluation, and how many
+	// of them the directory already held (they are not played again).
+	Start func(total, done int)
+	// Episode is called after every episode played.
+	Episode func(r Result)
+}
+
+// Evaluate plays every player against every opponent in every side of
+// every environment, o.Episodes held-out episodes each, and returns the
+// report. All pairings run at once, o.Parallel episodes in flight; model
+// seats reach their players' backends concurrently, so a llama backend
+// decodes the seats of every pairing together (one decode per adapter and
+// step). Every pairing of an environment plays the same deals with the
+// same sampling seeds (common random numbers), so players are compared
+// episode by episode.
+//
+// With dir set, every finished episode is appended to dir/results.jsonl
+// as it ends; a later Evaluate with the same dir and conditions plays only
+// the episodes missing there (an interrupted evaluation resumes; more
+// players or episodes extend one). An interrupted Evaluate returns ctx's
+// error after the episodes in flight were dropped.
+func Evaluate(ctx context.Context, o Options, dir string, players, opponents []Player, h Hooks) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkPlayers(players, opponents); err != nil {
+		return nil, err
+	}
+	if o.Reference != "" && !slices.ContainsFunc(players, func(p Player) bool { return p.Name == o.Reference }) {
+		return nil, fmt.Errorf("arena: reference %s is not a player", o.Reference)
+	}
+	es, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPolicies(es, players, opponents); err != nil {
+		return nil, err
+	}
+	var prior []Result
+	if dir != "" {
+		if prior, err = openDir(dir, o); err != nil {
+			return nil, err
+		}
+	}
+	cells := makeCells(es, players, opponents)
+	have := map[resultKey]Result{}
+	for _, r := range prior {
+		have[r.key()] = r
+	}
+	var todo []work
+	var results []Result
+	for k := range o.Episodes {
+		for _, c := range cells {
+			r := Result{Env: c.env.Name, Side: c.side.Name, Player: c.player.Name, PlayerVersion: c.player.Version,
+				Opponent: c.opponent.Name, OpponentVersion: c.opponent.Version, Episode: k}
+			if old, ok := have[r.key()]; ok {
+				results = append(results, old)
+				continue
+			}
+			todo = append(todo, work{cell: c, episode: k})
+		}
+	}
+	if h.Start != nil {
+		h.Start(len(cells)*o.Episodes, len(results))
+	}
+	played, err := play(ctx, o, dir, todo, h)
+	results = append(results, played...)
+	if err != nil {
+		return nil, err
+	}
+	return newReport(o, es, players, opponents, results), nil
+}
+
+// checkPlayers rejects nameless, duplicate or incomplete players.
+func checkPlayers(players, opponents []Player) error {
+	if len(players) == 0 || len(opponents) == 0 {
+		return errors.New("arena: need at least one player and one opponent")
+	}
+	byName := map[string]Player{}
+	for _, list := range [][]Player{players, opponents} {
+		names := map[string]bool{}
+		for _, p := range list {
+			if err := p.validate(); err != nil {
+				return fmt.Errorf("arena: %w", err)
+			}
+			if names[p.Name] {
+				return fmt.Errorf("arena: player %s listed twice", p.Name)
+			}
+			names[p.Name] = true
+			if q, ok := byName[p.Name]; ok && (q.Model != p.Model || q.Scripted != p.Scripted || q.Version != p.Version) {
+				return fmt.Errorf("arena: two different players named %s", p.Name)
+			}
+			byName[p.Name] = p
+		}
+	}
+	return nil
+}
+
+// checkPolicies rejects scripted players a game has no policy for.
+func checkPolicies(es []*env, lists ...[]Player) error {
+	for _, e := range es {
+		for _, list := range lists {
+			for _, p := range list {
+				if p.Model == nil {
+					if _, err := engine.ScriptedCast(e.game, []string{p.agent()}, 0); err != nil {
+						return fmt.Errorf("arena: player %s in %s: %w", p.Name, e.Name, err)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// cell is one pairing: a player in one side of one environment against
+// one opponent in the other seats.
+type cell struct {
+	env              *env
+	side             Side
+	player, opponent Player
+	index            int
+}
+
+func makeCells(es []*env, players, opponents []Player) []*cell {
+	var out []*cell
+	for _, e := range es {
+		for _, s := range e.sides {
+			for _, p := range players {
+				for _, q := range opponents {
+					out = append(out, &cell{env: e, side: s, player: p, opponent: q, index: len(out)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+type work struct {
+	cell    *cell
+	episode int
+}
+
+// play runs todo with o.Parallel episodes in flight and returns the
+// results (in the order they finished), appending each to dir's results
+// file first.
+func play(ctx context.Context, o Options, dir string, todo []work, h Hooks) ([]Result, error) {
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	var out *engine.JSONLWriter
+	if dir != "" {
+		var err error
+		if out, _, err = engine.AppendJSONL(filepath.Join(dir, ResultsFile)); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan work)
+	type done struct {
+		res Result
+		err error
+	}
+	finished := make(chan done)
+	var wg sync.WaitGroup
+	for range min(o.Parallel, len(todo)) {
+		wg.Go(func() {
+			for w := range jobs {
+				res, err := playOne(ctx, o, w)
+				select {
+				case finished <- done{res, err}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	go func() {
+		defer close(jobs)
+		for _, w := range todo {
+			select {
+			case jobs <- w:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
+	var results []Result
+	var firstErr error
+	for d := range finished {
+		if firstErr != nil {
+			continue
+		}
+		if d.err == nil && out != nil {
+			if d.err = out.Write(d.res); d.err == nil {
+				// Flushed per episode: an interrupt loses only the
+				// episodes in flight.
+				d.err = out.Flush()
+			}
+		}
+		if d.err != nil {
+			firstErr = d.err
+			cancel()
+			continue
+		}
+		results = append(results, d.res)
+		if h.Episode != nil {
+			h.Episode(d.res)
+		}
+	}
+	if out != nil {
+		if err := out.Close(); firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return results, firstErr
+}
+
+// playOne plays episode w.episode of w's pairing.
+func playOne(ctx context.Context, o Options, w work) (Result, error) {
+	c := w.cell
+	ro := o.runnerOptions()
+	ro.Params = c.env.params
+	ro.Agents = c.side.agents(c.player.agent(), c.opponent.agent())
+	ro.KeyPrefix = "arena" + strconv.Itoa(c.index) + "/"
+	for _, p := range []Player{c.player, c.opponent} {
+		if p.Model != nil {
+			if ro.Players == nil {
+				ro.Players = map[string]*selfplay.Player{}
+			}
+			ro.Players[p.agent()] = p.Model
+		}
+	}
+	r, err := selfplay.NewRunner(c.env.game, nil, nil, ro)
+	if err != nil {
+		return Result{}, fmt.Errorf("arena: %s %s %s vs %s: %w", c.env.Name, c.side.Name, c.player.Name, c.opponent.Name, err)
+	}
+	var rec *engine.Record
+	start := time.Now()
+	_, err = r.Run(ctx, FirstEpisode+w.episode, 1, func(res *selfplay.EpisodeResult) error {
+		rec = res.Record
+		return nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if rec == nil {
+		return Result{}, fmt.Errorf("arena: %s episode %d: no record after %v", c.env.Name, w.episode, time.Since(start))
+	}
+	return newResult(rec, c.side, c.env, c.player, c.opponent, w.episode), nil
+}
+
+// seedOf is the deal seed of held-out episode k: what a selfplay runner
+// with seed (group size 1) deals its episode FirstEpisode+k from.
+func seedOf(seed uint64, k int) uint64 {
+	return seeds.Derive(seed, 0, uint64(FirstEpisode+k))
+}

@@ -1,0 +1,176 @@
+package arena
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ollama/ollama/api"
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/gguf"
+	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/inference/ollama"
+	"github.com/omar-selfplay/omar/llamacpp"
+	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/model"
+)
+
+// tinyFiles writes two tiny models and a random LoRA for the first.
+func tinyFiles(t *testing.T) (base, other, adapter string) {
+	t.Helper()
+	dir := t.TempDir()
+	base, other, adapter = filepath.Join(dir, "base.gguf"), filepath.Join(dir, "other.gguf"), filepath.Join(dir, "lora.gguf")
+	if err := model.WriteFile(base, model.Options{Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := model.WriteFile(other, model.Options{Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := model.PresetConfig("llama", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := llamatest.RandomLoRA(c, 4, 8, 0.3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gguf.WriteLoRA(adapter, l); err != nil {
+		t.Fatal(err)
+	}
+	return base, other, adapter
+}
+
+func modelOptions() Options {
+	o := Options{}.Defaults()
+	o.Envs = []Env{{Name: "craigslist", Params: engine.Params{"rounds": 3, "structured_only": true}}}
+	o.Episodes = 6
+	o.Parallel = 6
+	o.MaxTokens, o.Context, o.MinReplyTokens = 24, 1024, 8
+	o.Bootstrap = 200
+	o.MaxRetries = 1
+	return o
+}
+
+func openTiny(t *testing.T, o Options, base, other, adapter string) *Lineup {
+	t.Helper()
+	lib := llamatest.LibDir()
+	if lib == "" {
+		t.Skip("llama.cpp libraries not installed in lib/llama/cpu (run scripts/install-llama.sh cpu)")
+	}
+	lo := llama.Options{}.Defaults()
+	lo.LibDir = lib
+	lo.Threads, lo.ThreadsBatch = 1, 1
+	// F32 keys and values: replies do not depend on what else a step
+	// decodes, so the same seed gives the same table at any parallelism.
+	lo.KVType = llamacpp.KVTypeF32
+	slots, err := o.SeqSlots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	players := []Spec{{Kind: SpecBase}, {Kind: SpecAdapter, Arg: adapter}, {Kind: SpecModel, Arg: other}}
+	l, err := Open(context.Background(), players, []Spec{{Kind: SpecScripted, Arg: "naive"}, {Kind: SpecBase}},
+		OpenOptions{Model: base, Llama: lo, Slots: slots, Context: o.Context})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestModelPlayers: base, an adapter on it and another model play on two
+// backends (the base and its adapter share one, decoded together), the
+// base also as an opponent; the same seed gives the same report at another
+// parallelism.
+func TestModelPlayers(t *testing.T) {
+	base, other, adapter := tinyFiles(t)
+	o := modelOptions()
+	l := openTiny(t, o, base, other, adapter)
+	if len(l.Llama) != 2 {
+		t.Fatalf("%d llama backends, want 2 (base+adapter, other)", len(l.Llama))
+	}
+	if l.Opponents[1].Model != l.Players[0].Model {
+		t.Errorf("base as player and as opponent are two players")
+	}
+	rep, err := Evaluate(context.Background(), o, "", l.Players, l.Opponents, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(base)
+	shared := l.Llama[abs]
+	st := shared.Stats()
+	if shared.AdapterSwitches() == 0 {
+		t.Errorf("the base and the adapter never shared a step (0 adapter switches)")
+	}
+	if perStep := float64(st.GeneratedTokens) / float64(st.Steps); perStep < 1.5 {
+		t.Errorf("%.2f sequences sampled per decode step, want the pairings' seats batched (> 1.5)", perStep)
+	}
+	if len(rep.Cells) != 2*3*2 {
+		t.Errorf("%d cells, want 12 (2 sides × 3 players × 2 opponents)", len(rep.Cells))
+	}
+	for _, c := range rep.Cells {
+		if c.Reward.N != o.Episodes {
+			t.Errorf("%s %s %s vs %s: %d episodes, want %d", c.Env, c.Side, c.Player, c.Opponent, c.Reward.N, o.Episodes)
+		}
+	}
+	for _, d := range rep.Differences {
+		if d.Env == "" && d.Diff.N == 0 {
+			t.Errorf("%s − %s: no paired episodes", d.Player, d.Than)
+		}
+	}
+	if rep.Transfer == nil || len(rep.Transfer.Rows) != 1 || !strings.HasPrefix(rep.Transfer.Rows[0].Player, "adapter:") {
+		t.Errorf("transfer rows %+v, want the adapter", rep.Transfer)
+	}
+	t.Logf("shared backend: %d steps, %.2f sequences per step, %d adapter switches", st.Steps, float64(st.GeneratedTokens)/float64(st.Steps), shared.AdapterSwitches())
+
+	o2 := o
+	o2.Parallel = 2
+	l2 := openTiny(t, o2, base, other, adapter)
+	rep2, err := Evaluate(context.Background(), o2, "", l2.Players, l2.Opponents, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(rep)
+	b, _ := json.Marshal(rep2)
+	if !bytes.Equal(a, b) {
+		t.Errorf("parallel 6 and 2 gave different reports")
+	}
+}
+
+// walkingOllama walks away from every negotiation.
+type walkingOllama struct{}
+
+func (walkingOllama) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req api.ChatRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 || req.Messages[0].Role != "system" {
+		http.Error(w, `{"error":"want messages starting with the system briefing"}`, http.StatusBadRequest)
+		return
+	}
+	json.NewEncoder(w).Encode(api.ChatResponse{Model: req.Model, Message: api.Message{Role: "assistant", Content: "WALK"}, Done: true, DoneReason: "stop"})
+}
+
+// TestOllamaPlayer: an ollama: player plays its seats at the message level.
+func TestOllamaPlayer(t *testing.T) {
+	srv := httptest.NewServer(walkingOllama{})
+	defer srv.Close()
+	o := scriptedOptions(4, Env{Name: "craigslist"})
+	l, err := Open(context.Background(), []Spec{{Kind: SpecOllama, Arg: "fake:1b"}}, []Spec{{Kind: SpecScripted, Arg: "naive"}},
+		OpenOptions{Ollama: ollama.Options{Host: srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rep := evaluate(t, o, "", l.Players, l.Opponents)
+	for _, c := range rep.Cells {
+		if c.Results["walk_away"] != 1 || c.Reward.Mean != 0 || c.InvalidRate != 0 {
+			t.Errorf("%s: results %v, reward %v, invalid %v; want every episode walked away from", c.Side, c.Results, c.Reward, c.InvalidRate)
+		}
+	}
+	if _, err := Open(context.Background(), []Spec{{Kind: SpecBase}}, []Spec{{Kind: SpecScripted, Arg: "naive"}}, OpenOptions{}); err == nil {
+		t.Errorf("base without a model file: got no error")
+	}
+}

@@ -1,0 +1,246 @@
+package arena
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/selfplay"
+)
+
+// Options configure an evaluation. They are the YAML of `omar eval
+// --config` and of a self-play config's eval section; a file is decoded
+// onto Defaults(), so a key left out keeps its default.
+type Options struct {
+	// Envs are the environments, each played in every side.
+	Envs []Env `yaml:"envs"`
+	// Episodes is the number of held-out episodes of every pairing: one
+	// player against one opponent in one side of one environment.
+	Episodes int `yaml:"episodes"`
+	// Seed fixes the held-out deals and every sampled reply. With the
+	// training run's seed, the deals are disjoint from every deal the run
+	// can train on (see FirstEpisode).
+	Seed uint64 `yaml:"seed"`
+	// Parallel is the number of episodes in flight over all pairings; all
+	// their model seats share the players' backends and are decoded
+	// together.
+	Parallel int `yaml:"parallel"`
+	// Reply settings of model seats (selfplay.Options).
+	MaxTokens      int     `yaml:"max_tokens"`
+	Context        int     `yaml:"context"`
+	MinReplyTokens int     `yaml:"min_reply_tokens"`
+	Temperature    float32 `yaml:"temperature"`
+	TopK           int     `yaml:"top_k"`
+	TopP           float32 `yaml:"top_p"`
+	MinP           float32 `yaml:"min_p"`
+	Grammar        bool    `yaml:"grammar"`
+	// MaxRetries after an invalid reply before the inert default.
+	MaxRetries int `yaml:"max_retries"`
+	// Timeout bounds one reply of one seat (0: none).
+	Timeout time.Duration `yaml:"timeout"`
+	// Bootstrap is the number of bootstrap resamples behind every
+	// confidence interval; Confidence their level.
+	Bootstrap  int     `yaml:"bootstrap"`
+	Confidence float64 `yaml:"confidence"`
+	// Reference is the player the others are compared with (paired
+	// differences, the transfer matrix); "" picks "base" when a player is
+	// named so, else the first player.
+	Reference string `yaml:"reference"`
+}
+
+// Env is one environment of an evaluation.
+type Env struct {
+	// Name is an environment id ("craigslist" or "craigslist_v1", see
+	// package envs); it names the environment in reports.
+	Name string `yaml:"name" json:"name"`
+	// Params are the game's parameters.
+	Params engine.Params `yaml:"params" json:"params,omitempty"`
+	// Scenarios is "curated" (the default: the game's curated evaluation
+	// set when it has one, else held-out seeds) or "seeds" (held-out
+	// seeds only, deals from the game's sampler).
+	Scenarios string `yaml:"scenarios" json:"scenarios,omitempty"`
+	// Sides lists the sides a player takes, each against the opponent in
+	// every other seat: roles by default, Werewolf's two teams
+	// ("werewolves", "villagers"). See Side.
+	Sides []string `yaml:"sides" json:"sides,omitempty"`
+	// Game replaces the catalogue's game of Name (SOTOPIA with a judge
+	// attached, a test game); not part of YAML.
+	Game engine.Game `yaml:"-" json:"-"`
+}
+
+// Scenario sets of Env.Scenarios.
+const (
+	ScenariosCurated = "curated"
+	ScenariosSeeds   = "seeds"
+)
+
+// Defaults returns the evaluation defaults: 64 episodes per pairing, the
+// reply settings of self-play (temperature 1: the policy as it is
+// trained), 1000 bootstrap resamples, 95% intervals.
+func (Options) Defaults() Options {
+	s := selfplay.Options{}.Defaults()
+	return Options{
+		Episodes: 64, Seed: 1, Parallel: 16,
+		MaxTokens: s.MaxTokens, Context: s.Context, MinReplyTokens: s.MinReplyTokens,
+		Temperature: s.Sampling.Temperature, Grammar: s.Grammar,
+		MaxRetries: engine.DefaultOptions().MaxRetries,
+		Bootstrap:  1000, Confidence: 0.95,
+	}
+}
+
+// Validate checks o.
+func (o Options) Validate() error {
+	var errs []error
+	if len(o.Envs) == 0 {
+		errs = append(errs, errors.New("no environment"))
+	}
+	seen := map[string]bool{}
+	for i, e := range o.Envs {
+		switch {
+		case e.Name == "":
+			errs = append(errs, fmt.Errorf("env %d: no name", i))
+		case seen[e.Name]:
+			errs = append(errs, fmt.Errorf("env %q listed twice", e.Name))
+		case e.Scenarios != "" && e.Scenarios != ScenariosCurated && e.Scenarios != ScenariosSeeds:
+			errs = append(errs, fmt.Errorf("env %q: scenarios %q: want curated or seeds", e.Name, e.Scenarios))
+		}
+		seen[e.Name] = true
+		if e.Game == nil && e.Name != "" {
+			if _, err := envs.Find(e.Name); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	switch {
+	case o.Episodes < 1:
+		errs = append(errs, fmt.Errorf("episodes %d < 1", o.Episodes))
+	case o.Episodes > maxEpisodes:
+		errs = append(errs, fmt.Errorf("episodes %d > %d", o.Episodes, maxEpisodes))
+	}
+	if o.Parallel < 1 {
+		errs = append(errs, fmt.Errorf("parallel %d < 1", o.Parallel))
+	}
+	if o.Bootstrap < 100 {
+		errs = append(errs, fmt.Errorf("bootstrap %d < 100 resamples", o.Bootstrap))
+	}
+	if !(o.Confidence > 0.5 && o.Confidence < 1) {
+		errs = append(errs, fmt.Errorf("confidence %v: want 0.5 < c < 1", o.Confidence))
+	}
+	if o.Temperature < 0 {
+		errs = append(errs, fmt.Errorf("temperature %v < 0", o.Temperature))
+	}
+	if err := o.runnerOptions().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("arena: options: %w", err)
+	}
+	return nil
+}
+
+// maxEpisodes bounds Episodes: eval indices stay far below 2^63.
+const maxEpisodes = 1 << 30
+
+// runnerOptions are the selfplay options every pairing shares.
+func (o Options) runnerOptions() selfplay.Options {
+	s := selfplay.Options{}.Defaults()
+	s.Seed = o.Seed
+	s.Parallel = 1
+	s.MaxTokens, s.Context, s.MinReplyTokens = o.MaxTokens, o.Context, o.MinReplyTokens
+	s.Sampling = inference.Sampling{Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP}
+	s.Grammar = o.Grammar
+	s.Engine = engine.Options{MaxRetries: o.MaxRetries, Timeout: o.Timeout}
+	return s
+}
+
+// env is a resolved environment.
+type env struct {
+	Env
+	game   engine.Game
+	params engine.Params
+	sides  []Side
+	// curated reports whether the game's curated set is used.
+	curated bool
+}
+
+// resolve finds each environment's game, its parameters (with the curated
+// set selected where the game has one) and its sides.
+func (o Options) resolve() ([]*env, error) {
+	var out []*env
+	for _, e := range o.Envs {
+		g := e.Game
+		if g == nil {
+			var err error
+			if g, err = envs.Find(e.Name); err != nil {
+				return nil, err
+			}
+		}
+		r := &env{Env: e, game: g, params: e.Params}
+		if e.Scenarios != ScenariosSeeds {
+			r.params, r.curated = withCurated(g, e.Params)
+		}
+		if _, err := g.NewEpisode(seedOf(o.Seed, 0), r.params); err != nil {
+			return nil, fmt.Errorf("arena: env %s: %w", e.Name, err)
+		}
+		sides, err := sidesOf(g, r.params, e.Sides)
+		if err != nil {
+			return nil, fmt.Errorf("arena: env %s: %w", e.Name, err)
+		}
+		r.sides = sides
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// withCurated returns p with the game's curated scenario set selected
+// (scenario_set: curated, the parameter of the negotiation games) when the
+// game accepts it and p does not choose a set itself.
+func withCurated(g engine.Game, p engine.Params) (engine.Params, bool) {
+	if v, ok := p["scenario_set"]; ok {
+		return p, v == ScenariosCurated
+	}
+	q := engine.Params{"scenario_set": ScenariosCurated}
+	for k, v := range p {
+		q[k] = v
+	}
+	if _, err := g.NewEpisode(1, q); err != nil {
+		return p, false // the game has no curated set (or no such parameter)
+	}
+	return q, true
+}
+
+// envNames lists the names of es.
+func envNames(es []*env) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// sideNames lists the names of ss.
+func sideNames(ss []Side) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// checkSides rejects unknown side names.
+func checkSides(all []Side, names []string) ([]Side, error) {
+	var out []Side
+	for _, n := range names {
+		i := slices.IndexFunc(all, func(s Side) bool { return s.Name == n })
+		if i < 0 {
+			return nil, fmt.Errorf("side %q: want one of %s", n, strings.Join(sideNames(all), ", "))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
