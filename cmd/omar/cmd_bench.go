@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,9 +17,17 @@ func init() {
 	register(command{name: "bench", summary: "measure throughput (bench decode)", run: runBench})
 }
 
+const benchUsage = `usage: omar bench decode [flags]   decode throughput of the backend against raw llama_decode
+Run 'omar bench decode -h' for its flags.`
+
 func runBench(ctx context.Context, env *cliEnv, args []string) error {
+	if isHelp(args) {
+		fmt.Fprintln(env.stderr, benchUsage)
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || args[0] != "decode" {
-		return fmt.Errorf("want 'omar bench decode [flags]': %w", errUsage)
+		fmt.Fprintln(env.stderr, benchUsage)
+		return usagef("want 'omar bench decode [flags]'")
 	}
 	fs := newFlags(env, "bench decode")
 	var lf llamaFlags
@@ -33,12 +42,12 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	for s := range strings.SplitSeq(*parallel, ",") {
 		p, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || p < 1 {
-			return fmt.Errorf("--parallel %q: want positive integers: %w", *parallel, errUsage)
+			return usagef("--parallel %q: want positive integers", *parallel)
 		}
 		ps = append(ps, p)
 	}
 	if *n < 2 || *promptTokens < 1 {
-		return fmt.Errorf("-n ≥ 2 and --prompt-tokens ≥ 1: %w", errUsage)
+		return usagef("-n ≥ 2 and --prompt-tokens ≥ 1")
 	}
 	if lf.model == "" {
 		// No model given: the built-in tiny model, written to a temp file.

@@ -9,12 +9,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/sotopia"
 )
 
@@ -99,6 +102,17 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	if jc.OllamaModel != "" {
 		jc.Ollama = ollamaHost(jc.Ollama)
 	}
+	// A judge model trained on fewer positions than the default context
+	// gets its own length (the llama backend refuses a longer one), unless
+	// --context was given.
+	contextSet := false
+	fs.Visit(func(fl *flag.Flag) { contextSet = contextSet || fl.Name == "context" })
+	if jc.Model != "" && !contextSet {
+		if n := trainingContext(jc.Model); n > 0 && n < jc.Context {
+			fmt.Fprintf(env.stderr, "judge context: %d tokens, the training context of %s (--context sets another)\n", n, filepath.Base(jc.Model))
+			jc.Context = n
+		}
+	}
 	rc := loop.RolloutOptions{LlamaLib: f.llamaLib, Threads: f.threads, GPULayers: f.gpuLayers, KVCache: "f16"}
 	comp, label, closer, err := rc.OpenJudge(jc, f.parallel, nil, "")
 	if err != nil {
@@ -122,7 +136,9 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 		defer file.Close()
 		w = file
 	}
-	sum, err := rejudgeAll(ctx, j, recs, f.parallel, w)
+	prog := newJudgeProgress(env, countEnv(recs, sotopia.ID))
+	sum, err := rejudgeAll(ctx, j, recs, f.parallel, w, prog.done)
+	prog.finish()
 	if err != nil {
 		return err
 	}
@@ -180,10 +196,76 @@ func (s judgeSummary) String() string {
 	return out
 }
 
+// trainingContext is the context_length of a GGUF model, 0 when the
+// file cannot tell (the backend reports a bad file itself).
+func trainingContext(path string) int {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	in, err := model.Inspect(f)
+	if err != nil {
+		return 0
+	}
+	return int(min(in.ContextLength, 1<<31))
+}
+
+func countEnv(recs []*engine.Record, env string) int {
+	n := 0
+	for _, r := range recs {
+		if r.Env == env {
+			n++
+		}
+	}
+	return n
+}
+
+// judgeProgress reports judged episodes, which take seconds to minutes
+// each on a CPU: a bar on a terminal, otherwise a line every tenth of the
+// episodes (at least every 50).
+type judgeProgress struct {
+	bar          *progress
+	w            io.Writer
+	total, every int
+	mu           sync.Mutex
+	n            int
+}
+
+func newJudgeProgress(env *cliEnv, total int) *judgeProgress {
+	p := &judgeProgress{total: total, every: min(max(total/10, 1), 50)}
+	if env.interactive {
+		p.bar = newProgress(env, total, "judging")
+	} else {
+		p.w = env.stderr
+		fmt.Fprintf(p.w, "judging %d episodes\n", total)
+	}
+	return p
+}
+
+// done counts one judged episode; safe for concurrent use.
+func (p *judgeProgress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	if p.bar != nil {
+		p.bar.add(1)
+	} else if p.n%p.every == 0 || p.n == p.total {
+		fmt.Fprintf(p.w, "judged %d/%d episodes\n", p.n, p.total)
+	}
+}
+
+func (p *judgeProgress) finish() {
+	if p.bar != nil {
+		p.bar.finish()
+	}
+}
+
 // rejudgeAll rescores the sotopia records with up to parallel episodes in
 // flight (the backend batches their completions) and writes every record,
-// in input order.
-func rejudgeAll(ctx context.Context, j *sotopia.Judge, recs []*engine.Record, parallel int, w io.Writer) (judgeSummary, error) {
+// in input order. done, when not nil, is called (concurrently) after each
+// judged episode.
+func rejudgeAll(ctx context.Context, j *sotopia.Judge, recs []*engine.Record, parallel int, w io.Writer, done func()) (judgeSummary, error) {
 	var sum judgeSummary
 	errs := make([]error, len(recs))
 	sem := make(chan struct{}, max(1, parallel))
@@ -196,6 +278,9 @@ func rejudgeAll(ctx context.Context, j *sotopia.Judge, recs []*engine.Record, pa
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			errs[i] = sotopia.Rejudge(ctx, j, rec)
+			if done != nil {
+				done()
+			}
 		})
 	}
 	wg.Wait()

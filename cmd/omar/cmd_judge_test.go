@@ -260,7 +260,7 @@ func TestRejudgeAll(t *testing.T) {
 	}()
 	j, _ := sotopia.NewJudge(sotopia.CompleterFunc(func(context.Context, sotopia.Completion) (string, error) { return reply, nil }), sotopia.JudgeOptions{}.Defaults())
 	var out bytes.Buffer
-	sum, err := rejudgeAll(context.Background(), j, recs, 2, &out)
+	sum, err := rejudgeAll(context.Background(), j, recs, 2, &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,5 +321,32 @@ func TestJudgeCommandTinyModel(t *testing.T) {
 		if r.Outcome.Result != "judged" || terms["judge"] != "llama:tiny.gguf" {
 			t.Errorf("got result %q judge %v", r.Outcome.Result, terms["judge"])
 		}
+	}
+}
+
+// TestJudgeProgressAndContext: without a terminal the judge prints a line
+// every tenth of the episodes; its default context shrinks to the judge
+// model's training context.
+func TestJudgeProgressAndContext(t *testing.T) {
+	var errb bytes.Buffer
+	p := newJudgeProgress(&cliEnv{stderr: &errb}, 25)
+	for range 25 {
+		p.done()
+	}
+	p.finish()
+	want := "judging 25 episodes\njudged 2/25 episodes\njudged 4/25 episodes\n"
+	if got := errb.String(); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "judged 24/25 episodes\njudged 25/25 episodes\n") || strings.Count(got, "\n") != 14 {
+		t.Errorf("progress lines:\n%s\nwant the first %q, one every 2 episodes and the last", got, want)
+	}
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short.gguf")
+	if err := model.WriteFile(short, model.Options{Arch: "llama", Preset: "tiny", Seed: 1, ContextLength: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	if got := trainingContext(short); got != 1024 {
+		t.Errorf("trainingContext = %d, want 1024", got)
+	}
+	if got := trainingContext(filepath.Join(dir, "missing.gguf")); got != 0 {
+		t.Errorf("trainingContext of a missing file = %d, want 0", got)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -15,9 +16,18 @@ func init() {
 	register(command{name: "model", summary: "create a random test model (init) or describe a GGUF file (info)", run: runModel})
 }
 
+const modelUsage = `usage: omar model init --out FILE.gguf [flags]   write a random test model
+       omar model info [flags] FILE.gguf       describe a GGUF file
+Run 'omar model init -h' or 'omar model info -h' for their flags.`
+
 func runModel(ctx context.Context, env *cliEnv, args []string) error {
+	if isHelp(args) {
+		fmt.Fprintln(env.stderr, modelUsage)
+		return flag.ErrHelp
+	}
 	if len(args) == 0 {
-		return fmt.Errorf("want 'omar model init|info [flags]': %w", errUsage)
+		fmt.Fprintln(env.stderr, modelUsage)
+		return usagef("want 'omar model init|info [flags]'")
 	}
 	switch args[0] {
 	case "init":
@@ -25,7 +35,7 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 	case "info":
 		return runModelInfo(env, args[1:])
 	}
-	return fmt.Errorf("unknown subcommand %q, want init or info: %w", args[0], errUsage)
+	return usagef("unknown subcommand %q, want init or info", args[0])
 }
 
 func runModelInit(env *cliEnv, args []string) error {
@@ -40,7 +50,7 @@ func runModelInit(env *cliEnv, args []string) error {
 		return err
 	}
 	if *out == "" || fs.NArg() > 0 {
-		return fmt.Errorf("need --out and no positional arguments: %w", errUsage)
+		return usagef("need --out and no positional arguments")
 	}
 	opts := model.Options{Arch: *arch, Preset: *preset, Seed: *seed, ContextLength: *ctxLen}
 	if *f16 {
@@ -48,7 +58,7 @@ func runModelInit(env *cliEnv, args []string) error {
 	}
 	opts = opts.Defaults()
 	if err := opts.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", err, errUsage)
+		return usageError{err}
 	}
 	c, err := opts.Config()
 	if err != nil {
@@ -70,7 +80,7 @@ func runModelInfo(env *cliEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("want 'omar model info [flags] FILE.gguf': %w", errUsage)
+		return usagef("want 'omar model info [flags] FILE.gguf'")
 	}
 	f, err := gguf.Open(fs.Arg(0))
 	if err != nil {

@@ -33,13 +33,13 @@ type playConfig struct {
 func (c *playConfig) validate() error {
 	switch {
 	case c.Env == "":
-		return fmt.Errorf("no environment: pass --env (see omar envs): %w", errUsage)
+		return usagef("no environment: pass --env (see omar envs)")
 	case c.Episodes < 1:
-		return fmt.Errorf("episodes %d < 1: %w", c.Episodes, errUsage)
+		return usagef("episodes %d < 1", c.Episodes)
 	case c.Parallel < 1:
-		return fmt.Errorf("parallel %d < 1: %w", c.Parallel, errUsage)
+		return usagef("parallel %d < 1", c.Parallel)
 	case c.MaxRetries != nil && *c.MaxRetries < 0:
-		return fmt.Errorf("max_retries %d < 0: %w", *c.MaxRetries, errUsage)
+		return usagef("max_retries %d < 0", *c.MaxRetries)
 	}
 	return nil
 }
@@ -58,7 +58,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q: %w", fs.Args(), errUsage)
+		return usagef("unexpected arguments %q", fs.Args())
 	}
 	cfg := playConfig{Agents: []string{"scripted"}, Episodes: 1, Seed: 1, Parallel: 4}
 	if *configPath != "" {
@@ -84,7 +84,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		case "params":
 			cfg.Params = nil
 			if err := json.Unmarshal([]byte(*params), &cfg.Params); err != nil {
-				perr = fmt.Errorf("--params: %v: %w", err, errUsage)
+				perr = usagef("--params: %v", err)
 			}
 		}
 	})
@@ -107,7 +107,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 		if len(cfg.Agents) != len(seats) {
-			return fmt.Errorf("%d agents for the %d seats of %s: %w", len(cfg.Agents), len(seats), g.ID(), errUsage)
+			return usagef("%d agents for the %d seats of %s", len(cfg.Agents), len(seats), g.ID())
 		}
 	}
 	if _, err := engine.ScriptedCast(g, cfg.Agents, 0); err != nil {
@@ -131,7 +131,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if isSotopia(g) {
-		fmt.Fprintf(env.stderr, "warning: %s scores goals with an LLM judge, which omar play does not run: every seat's reward is 0 here; score the records with 'omar judge --model M --episodes %s'\n", g.ID(), outOrPlaceholder(cfg.Out))
+		fmt.Fprintf(env.stderr, "warning: %s scores goals with an LLM judge, which omar play does not run: every seat's reward is 0 here; score the records with 'omar judge --model JUDGE.gguf -o judged.jsonl %s' (or --ollama-model NAME)\n", g.ID(), outOrPlaceholder(cfg.Out))
 	}
 
 	bar := newProgress(env, cfg.Episodes, "playing "+g.ID())

@@ -2,11 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/omar-selfplay/omar/engine"
 )
@@ -109,5 +115,165 @@ func TestEnvs(t *testing.T) {
 	}
 	if !ids["sealedbid_v1"] {
 		t.Errorf("sealedbid_v1 missing from %v", ids)
+	}
+}
+
+// TestPlaySotopiaWarns: omar play cannot judge SOTOPIA, so it says that
+// every reward is 0 and how to score the records.
+func TestPlaySotopiaWarns(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "sotopia.jsonl")
+	_, stderr, code := runCLI(t, "play", "--env", "sotopia", "--episodes", "1", "--out", p)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"LLM judge", "reward is 0", "omar judge --model JUDGE.gguf -o judged.jsonl " + p} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr %q, want it to contain %q", stderr, want)
+		}
+	}
+	if _, stderr, _ := runCLI(t, "play", "--env", "casino", "--episodes", "1"); strings.Contains(stderr, "judge") {
+		t.Errorf("casino warned about a judge: %q", stderr)
+	}
+}
+
+// countingGame counts the episodes dealt.
+type countingGame struct {
+	engine.Game
+	dealt atomic.Int64
+}
+
+func (g *countingGame) NewEpisode(seed uint64, p engine.Params) (engine.Episode, error) {
+	g.dealt.Add(1)
+	return g.Game.NewEpisode(seed, p)
+}
+
+// TestPlayStalledWriter: while the record writer is stalled, omar play
+// deals no more than --parallel episodes: each finished one holds its
+// slot until its record is written (it used to deal on and keep every
+// record, 1.46 GB for 20k CaSiNo episodes into a stalled pipe).
+func TestPlayStalledWriter(t *testing.T) {
+	casino, err := findGame("casino")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &countingGame{Game: casino}
+	cfg := playConfig{Env: "casino", Agents: []string{"scripted"}, Episodes: 500, Seed: 1, Parallel: 4}
+	release := make(chan struct{})
+	var peak int64
+	done := make(chan error, 1)
+	go func() {
+		first := true
+		done <- playEpisodes(context.Background(), g, cfg, engine.DefaultOptions(), func(*engine.Record) error {
+			if first {
+				first = false
+				// Stalled: everything the scheduler may start has time
+				// to start and finish.
+				time.Sleep(300 * time.Millisecond)
+				peak = g.dealt.Load()
+				close(release)
+			}
+			return nil
+		})
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	<-release
+	if peak > int64(cfg.Parallel) {
+		t.Errorf("%d episodes dealt while the writer stalled on the first, want ≤ parallel %d", peak, cfg.Parallel)
+	}
+	if got := g.dealt.Load(); got != int64(cfg.Episodes) {
+		t.Errorf("%d episodes dealt in all, want %d", got, cfg.Episodes)
+	}
+}
+
+// slowPipe is a consumer that reads 64 KiB every millisecond: far slower
+// than the episodes are played.
+func slowPipe(b *testing.B) (io.Writer, func()) {
+	r, w := io.Pipe()
+	stop := make(chan struct{})
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := r.Read(buf); err != nil {
+				return
+			}
+			select {
+			case <-stop:
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return w, func() { close(stop); w.Close() }
+}
+
+// rssKB reads a field (VmRSS, VmHWM) of /proc/self/status in kB.
+func rssKB(field string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb)
+			return kb
+		}
+	}
+	return -1
+}
+
+// BenchmarkPlaySoak plays OMAR_SOAK_EPISODES (default 20000) CaSiNo
+// episodes, 8 at a time, into a slow pipe through the JSONL record writer
+// and reports the peak Go heap and RSS: bounded by the parallelism, not
+// the episode count. Run once:
+//
+//	go test ./cmd/omar -run '^$' -bench PlaySoak -benchtime 1x
+func BenchmarkPlaySoak(b *testing.B) {
+	n := 20000
+	if s := os.Getenv("OMAR_SOAK_EPISODES"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	g, err := findGame("casino")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		runtime.GC()
+		w, stop := slowPipe(b)
+		jw := engine.NewJSONLWriter(w)
+		var peakHeap uint64
+		sample := time.NewTicker(20 * time.Millisecond)
+		quit := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			var ms runtime.MemStats
+			for {
+				select {
+				case <-quit:
+					return
+				case <-sample.C:
+					runtime.ReadMemStats(&ms)
+					peakHeap = max(peakHeap, ms.HeapInuse)
+				}
+			}
+		}()
+		start := time.Now()
+		cfg := playConfig{Env: "casino", Agents: []string{"scripted"}, Episodes: n, Seed: 1, Parallel: 8}
+		err := playEpisodes(context.Background(), g, cfg, engine.DefaultOptions(), func(r *engine.Record) error { return jw.Write(r) })
+		if err == nil {
+			err = jw.Close()
+		}
+		close(quit)
+		<-sampled
+		sample.Stop()
+		stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(n)/time.Since(start).Seconds(), "episodes/s")
+		b.ReportMetric(float64(peakHeap)/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(float64(rssKB("VmHWM"))/1024, "peak-RSS-MiB")
 	}
 }

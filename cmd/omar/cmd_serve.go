@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/omar-selfplay/omar/engine"
@@ -16,6 +17,9 @@ func init() {
 	register(command{name: "serve", summary: "serve episodes to remote agents over HTTP", run: runServe})
 }
 
+// serveSecretEnv names the environment variable with the server's secret.
+const serveSecretEnv = "OMAR_SERVE_SECRET"
+
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "serve")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address (loopback by default; other addresses expose the server)")
@@ -24,10 +28,23 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	actionTimeout := fs.Duration("action-timeout", def.ActionTimeout, "time a remote seat has to answer a notification before the default applies")
 	maxWait := fs.Duration("max-wait", def.MaxWait, "longest long-poll")
 	retries := fs.Int("max-retries", def.MaxRetries, "retries after an invalid action")
+	perClient := fs.Int("max-per-client", def.MaxPerClient, "running episodes one client address may create")
+	secret := fs.String("secret", "", "bearer token that creates and lists episodes (default: $"+serveSecretEnv+", else a random one printed at start)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	opts := remote.ServerOptions{MaxBodyBytes: *maxBody, MaxWait: *maxWait, ActionTimeout: *actionTimeout, MaxRetries: *retries, MaxEpisodes: def.MaxEpisodes}
+	if fs.NArg() > 0 {
+		return usagef("unexpected arguments %q", fs.Args())
+	}
+	if *secret == "" {
+		*secret = os.Getenv(serveSecretEnv)
+	}
+	given := *secret != ""
+	opts := remote.ServerOptions{MaxBodyBytes: *maxBody, MaxWait: *maxWait, ActionTimeout: *actionTimeout, MaxRetries: *retries,
+		MaxEpisodes: def.MaxEpisodes, MaxPerClient: *perClient, Secret: *secret}
+	if err := opts.Validate(); err != nil {
+		return usageError{err}
+	}
 	srv, err := remote.NewServer(ctx, func(id string) (engine.Game, error) { return findGame(id) }, opts)
 	if err != nil {
 		return err
@@ -40,6 +57,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stderr, "warning: listening on %s, which is not a loopback address\n", ln.Addr())
 	}
 	fmt.Fprintf(env.stdout, "omar serve: listening on http://%s (POST /v1/episodes; GET /v1/episodes/{id}/events; POST /v1/episodes/{id}/actions)\n", ln.Addr())
+	// A secret the operator chose is not echoed (it may be in a log); a
+	// drawn one must be, or nobody could create an episode.
+	if given {
+		fmt.Fprintln(env.stdout, "omar serve: creating and listing episodes needs the secret given by --secret or $"+serveSecretEnv+" (Authorization: Bearer …)")
+	} else {
+		fmt.Fprintf(env.stdout, "omar serve: secret for creating and listing episodes (Authorization: Bearer …): %s\n", srv.Secret())
+	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -44,8 +45,34 @@ func register(c command) {
 	commands[c.name] = c
 }
 
-// errUsage marks errors after which the usage text helps.
+// errUsage marks errors after which the usage text helps (exit status 2).
+// It is a marker, not a message: wrap it last ("…: %w") or build the error
+// with usagef, and main prints the message without it.
 var errUsage = errors.New("usage")
+
+// usageError is an error that is a usage error (errors.Is(err, errUsage))
+// without the marker in its text.
+type usageError struct{ err error }
+
+func (e usageError) Error() string        { return e.err.Error() }
+func (e usageError) Unwrap() error        { return e.err }
+func (e usageError) Is(target error) bool { return target == errUsage }
+
+// usagef formats a usage error.
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// errorText is err's message for the user: without the trailing marker
+// of errors wrapped as "…: %w", errUsage.
+func errorText(err error) string {
+	return strings.TrimSuffix(err.Error(), ": "+errUsage.Error())
+}
+
+// isHelp reports whether args ask for a command's help rather than run it.
+func isHelp(args []string) bool {
+	return len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help")
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -72,7 +99,7 @@ func runMain(ctx context.Context, env *cliEnv, args []string) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(env.stderr, "omar %s: %v\n", c.name, err)
+		fmt.Fprintf(env.stderr, "omar %s: %s\n", c.name, errorText(err))
 		if errors.Is(err, errUsage) {
 			return 2
 		}

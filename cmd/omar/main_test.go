@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestHelpAndUsageErrors: every command's -h exits 0 with its usage, and
+// usage errors exit 2 without the marker in their text.
+func TestHelpAndUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{[]string{"model", "-h"}, 0, "omar model init"},
+		{[]string{"model", "--help"}, 0, "omar model info"},
+		{[]string{"model", "init", "-h"}, 0, "-preset"},
+		{[]string{"bench", "-h"}, 0, "omar bench decode"},
+		{[]string{"bench", "decode", "-h"}, 0, "-parallel"},
+		{[]string{"play", "-h"}, 0, "-episodes"},
+		{[]string{"serve", "-h"}, 0, "-secret"},
+		{[]string{"model"}, 2, "want 'omar model init|info [flags]'"},
+		{[]string{"model", "fry"}, 2, `unknown subcommand "fry"`},
+		{[]string{"bench", "encode"}, 2, "want 'omar bench decode [flags]'"},
+		{[]string{"bench", "decode", "--parallel", "0"}, 2, "want positive integers"},
+		{[]string{"play"}, 2, "no environment"},
+		{[]string{"play", "--env", "casino", "--episodes", "0"}, 2, "episodes 0 < 1"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := runMain(context.Background(), &cliEnv{stdout: &out, stderr: &errb}, tc.args)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.code, errb.String())
+			}
+			if !strings.Contains(errb.String(), tc.inStderr) {
+				t.Errorf("stderr %q, want it to contain %q", errb.String(), tc.inStderr)
+			}
+			if strings.Contains(errb.String(), ": usage") {
+				t.Errorf("stderr %q ends an error in the usage marker", errb.String())
+			}
+		})
+	}
+}
+
+func TestUsageError(t *testing.T) {
+	for _, tc := range []struct {
+		err       error
+		text      string
+		wantUsage bool
+	}{
+		{usagef("bad %d", 3), "bad 3", true},
+		{fmt.Errorf("bad: %w", errUsage), "bad", true},
+		{fmt.Errorf("outer: %w", usagef("inner")), "outer: inner", true},
+		{errors.New("plain: usage of memory"), "plain: usage of memory", false},
+		{errors.New("disk full"), "disk full", false},
+	} {
+		if got := errorText(tc.err); got != tc.text {
+			t.Errorf("errorText(%q) = %q, want %q", tc.err, got, tc.text)
+		}
+		if got := errors.Is(tc.err, errUsage); got != tc.wantUsage {
+			t.Errorf("errors.Is(%q, errUsage) = %v, want %v", tc.err, got, tc.wantUsage)
+		}
+	}
+}
