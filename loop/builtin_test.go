@@ -1,0 +1,79 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+)
+
+// shortBuiltin is the built-in recipe cut down to run in seconds: a few
+// episodes of three games, the tiny shape, a few steps.
+func shortBuiltin() BuiltinOptions {
+	o := DefaultBuiltin()
+	var es []CorpusEnv
+	for _, e := range o.Corpus.Envs {
+		if e.Env == "casino" || e.Env == "craigslist" || e.Env == "werewolf" {
+			e.Episodes = 2
+			es = append(es, e)
+		}
+	}
+	o.Corpus.Envs = es
+	o.Preset, o.Vocab = "tiny", 400
+	o.Steps, o.Batch, o.CheckpointEvery = 12, 2, 6
+	o.Train.TotalSteps, o.Train.WarmupSteps = o.Steps, 4
+	o.Train.LR = 5e-3
+	return o
+}
+
+// TestBuildBuiltinShort builds a short version of the built-in model (what
+// CI can afford): the loss falls, the same recipe gives the same bytes, and
+// a build interrupted after a checkpoint resumes to the same bytes.
+func TestBuildBuiltinShort(t *testing.T) {
+	lib := llamatest.LibDir()
+	if lib == "" {
+		t.Skip("the llama.cpp libraries are not installed (make deps)")
+	}
+	dir := t.TempDir()
+	o := shortBuiltin()
+	a := filepath.Join(dir, "a.gguf")
+	rep, err := BuildBuiltin(context.Background(), o, a, filepath.Join(dir, "a.work"), lib, BuildHooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Losses) != o.Steps || rep.Corpus.Trajectories == 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	head, tail := mean(rep.Losses[:4]), mean(rep.Losses[len(rep.Losses)-4:])
+	if tail >= head {
+		t.Errorf("loss %.3f over the first steps, %.3f over the last: it did not fall", head, tail)
+	}
+
+	b := filepath.Join(dir, "b.gguf")
+	ctx, cancel := context.WithCancel(context.Background())
+	steps := 0
+	_, err = BuildBuiltin(ctx, o, b, filepath.Join(dir, "b.work"), lib, BuildHooks{Step: func(step, _ int, _ float64) {
+		if steps++; step == o.CheckpointEvery+3 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted build: %v", err)
+	}
+	rep2, err := BuildBuiltin(context.Background(), o, b, filepath.Join(dir, "b.work"), lib, BuildHooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep2.ResumedSteps == 0 {
+		t.Errorf("the second build did not resume from the checkpoint")
+	}
+	x, _ := os.ReadFile(a)
+	y, _ := os.ReadFile(b)
+	if len(x) == 0 || !bytes.Equal(x, y) {
+		t.Errorf("an interrupted and resumed build wrote other bytes (%d and %d)", len(x), len(y))
+	}
+}
