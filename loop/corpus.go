@@ -1,14 +1,10 @@
 package loop
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
@@ -207,7 +203,7 @@ type WeightedTrajectory struct {
 func CloneRecords(ctx context.Context, paths []string, learn []string, p *selfplay.Player, maxTokens, context int) (trajs []selfplay.Trajectory, skipped int, err error) {
 	idx := 0
 	for _, path := range paths {
-		err := readRecords(path, func(rec *engine.Record) error {
+		err := engine.ReadRecords([]string{path}, func(rec *engine.Record) error {
 			g, err := envs.Find(rec.Env)
 			if err != nil {
 				return err
@@ -230,35 +226,6 @@ func CloneRecords(ctx context.Context, paths []string, learn []string, p *selfpl
 		}
 	}
 	return trajs, skipped, nil
-}
-
-// readRecords calls f with each record of a JSONL file; a corrupt line is
-// an error naming it.
-func readRecords(path string, f func(*engine.Record) error) error {
-	fh, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer fh.Close()
-	r := bufio.NewReaderSize(fh, 1<<20)
-	for line := 1; ; line++ {
-		b, err := r.ReadBytes('\n')
-		if len(strings.TrimSpace(string(b))) > 0 {
-			var rec engine.Record
-			if jerr := json.Unmarshal(b, &rec); jerr != nil {
-				return fmt.Errorf("%s:%d: %w", path, line, jerr)
-			}
-			if ferr := f(&rec); ferr != nil {
-				return fmt.Errorf("%s:%d: %w", path, line, ferr)
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-	}
 }
 
 // WeightedSequences turns weighted trajectories into the training

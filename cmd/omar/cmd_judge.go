@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +14,7 @@ import (
 	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/loop/judge"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/sotopia"
 )
@@ -95,7 +93,7 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	if err := jc.Validate(); err != nil {
 		return fmt.Errorf("%w (--model, --ollama-model): %w", err, errUsage)
 	}
-	recs, err := readRecords(fs.Args())
+	recs, err := engine.LoadRecords(fs.Args()...)
 	if err != nil {
 		return err
 	}
@@ -136,8 +134,8 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 		defer file.Close()
 		w = file
 	}
-	prog := newJudgeProgress(env, countEnv(recs, sotopia.ID))
-	sum, err := rejudgeAll(ctx, j, recs, f.parallel, w, prog.done)
+	prog := newJudgeProgress(env, judge.Count(recs, sotopia.ID))
+	sum, err := judge.Rescore(ctx, j, recs, f.parallel, w, prog.done)
 	prog.finish()
 	if err != nil {
 		return err
@@ -147,53 +145,6 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 		return w.(*os.File).Close()
 	}
 	return nil
-}
-
-// readRecords reads engine records, one JSON object per line.
-func readRecords(paths []string) ([]*engine.Record, error) {
-	var recs []*engine.Record
-	for _, p := range paths {
-		file, err := os.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		r := bufio.NewReaderSize(file, 1<<20)
-		for line := 1; ; line++ {
-			b, err := r.ReadBytes('\n')
-			if len(b) > 0 && string(b) != "\n" {
-				var rec engine.Record
-				if jerr := json.Unmarshal(b, &rec); jerr != nil {
-					file.Close()
-					return nil, fmt.Errorf("%s:%d: %w", p, line, jerr)
-				}
-				recs = append(recs, &rec)
-			}
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				file.Close()
-				return nil, fmt.Errorf("%s: %w", p, err)
-			}
-		}
-		file.Close()
-	}
-	return recs, nil
-}
-
-// judgeSummary counts what a rescoring did.
-type judgeSummary struct {
-	episodes, judged, invalid, skipped int
-	reward, goal                       [2]float64
-}
-
-func (s judgeSummary) String() string {
-	out := fmt.Sprintf("judged %d of %d episodes (%d invalid judgements, %d other environments copied)", s.judged, s.episodes, s.invalid, s.skipped)
-	if s.judged > 0 {
-		n := float64(s.judged)
-		out += fmt.Sprintf("; mean reward %.3f / %.3f, mean goal %.2f / %.2f (agent_1 / agent_2)", s.reward[0]/n, s.reward[1]/n, s.goal[0]/n, s.goal[1]/n)
-	}
-	return out
 }
 
 // trainingContext is the context_length of a GGUF model, 0 when the
@@ -209,16 +160,6 @@ func trainingContext(path string) int {
 		return 0
 	}
 	return int(min(in.ContextLength, 1<<31))
-}
-
-func countEnv(recs []*engine.Record, env string) int {
-	n := 0
-	for _, r := range recs {
-		if r.Env == env {
-			n++
-		}
-	}
-	return n
 }
 
 // judgeProgress reports judged episodes, which take seconds to minutes
@@ -259,52 +200,4 @@ func (p *judgeProgress) finish() {
 	if p.bar != nil {
 		p.bar.finish()
 	}
-}
-
-// rejudgeAll rescores the sotopia records with up to parallel episodes in
-// flight (the backend batches their completions) and writes every record,
-// in input order. done, when not nil, is called (concurrently) after each
-// judged episode.
-func rejudgeAll(ctx context.Context, j *sotopia.Judge, recs []*engine.Record, parallel int, w io.Writer, done func()) (judgeSummary, error) {
-	var sum judgeSummary
-	errs := make([]error, len(recs))
-	sem := make(chan struct{}, max(1, parallel))
-	var wg sync.WaitGroup
-	for i, rec := range recs {
-		if rec.Env != sotopia.ID {
-			continue
-		}
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs[i] = sotopia.Rejudge(ctx, j, rec)
-			if done != nil {
-				done()
-			}
-		})
-	}
-	wg.Wait()
-	enc := json.NewEncoder(w)
-	for i, rec := range recs {
-		sum.episodes++
-		if errs[i] != nil {
-			return sum, fmt.Errorf("episode %d (seed %d): %w", i+1, rec.Seed, errs[i])
-		}
-		switch {
-		case rec.Env != sotopia.ID:
-			sum.skipped++
-		case rec.Outcome.Result == "judged":
-			sum.judged++
-			for a := range 2 {
-				sum.reward[a] += rec.Outcome.Rewards[a]
-				sum.goal[a] += rec.Outcome.Metrics[fmt.Sprintf("agent_%d/goal", a+1)]
-			}
-		default:
-			sum.invalid++
-		}
-		if err := enc.Encode(rec); err != nil {
-			return sum, err
-		}
-	}
-	return sum, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/loop/judge"
 	"github.com/omar-selfplay/omar/loop/judge/judgetest"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/sotopia"
@@ -71,7 +72,7 @@ type judgedTerms struct {
 
 func readJudged(t *testing.T, path string) []judgedTerms {
 	t.Helper()
-	recs, err := readRecords([]string{path})
+	recs, err := engine.LoadRecords(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestRolloutPolicyJudge(t *testing.T) {
 	if _, stderr, code := runCLI(t, "rollout", "--config", cfg, "--out", out); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	recs, err := readRecords([]string{filepath.Join(out, "episodes.jsonl")})
+	recs, err := engine.LoadRecords(filepath.Join(out, "episodes.jsonl"))
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("got %d records, %v", len(recs), err)
 	}
@@ -230,7 +231,7 @@ func TestRejudgeAll(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "eps.jsonl")
 	os.WriteFile(path, buf.Bytes(), 0o644)
-	recs, err := readRecords([]string{path})
+	recs, err := engine.LoadRecords(path)
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("got %d records, %v; want 3", len(recs), err)
 	}
@@ -260,11 +261,11 @@ func TestRejudgeAll(t *testing.T) {
 	}()
 	j, _ := sotopia.NewJudge(sotopia.CompleterFunc(func(context.Context, sotopia.Completion) (string, error) { return reply, nil }), sotopia.JudgeOptions{}.Defaults())
 	var out bytes.Buffer
-	sum, err := rejudgeAll(context.Background(), j, recs, 2, &out, nil)
+	sum, err := judge.Rescore(context.Background(), j, recs, 2, &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.judged != 2 || sum.skipped != 1 || sum.reward[0] != 2 || sum.reward[1] != 2*0.6 {
+	if sum.Judged != 2 || sum.Skipped != 1 || sum.Reward[0] != 2 || sum.Reward[1] != 2*0.6 {
 		t.Errorf("got summary %+v (%s)", sum, sum)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -312,7 +313,7 @@ func TestJudgeCommandTinyModel(t *testing.T) {
 	if !strings.Contains(stderr.String(), "judged 2 of 2 episodes (0 invalid") {
 		t.Errorf("got summary %q, want 2 of 2 judged", stderr.String())
 	}
-	recs, err := readRecords([]string{out})
+	recs, err := engine.LoadRecords(out)
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("got %d records, %v", len(recs), err)
 	}
