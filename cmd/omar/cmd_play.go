@@ -6,12 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/omar-selfplay/omar/engine"
-	"github.com/omar-selfplay/omar/seeds"
 )
 
 func init() {
@@ -135,10 +133,11 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	}
 
 	bar := newProgress(env, cfg.Episodes, "playing "+g.ID())
-	sum := newPlaySummary()
-	err = playEpisodes(ctx, g, cfg, opts, func(rec *engine.Record) error {
+	sum := engine.NewSummary()
+	run := engine.ScriptedRun{Game: g, Agents: cfg.Agents, Params: cfg.Params, Episodes: cfg.Episodes, Seed: cfg.Seed, Parallel: cfg.Parallel, Options: opts}
+	err = engine.PlayScripted(ctx, run, func(rec *engine.Record) error {
 		bar.add(1)
-		sum.add(rec)
+		sum.Add(rec)
 		if w == nil {
 			return nil
 		}
@@ -157,100 +156,32 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	if cfg.Out == "-" {
 		report = env.stderr
 	}
-	sum.print(report, g.ID())
+	printSummary(report, sum, g.ID())
 	if cfg.Out != "" && cfg.Out != "-" {
 		fmt.Fprintf(report, "episode records: %s\n", cfg.Out)
 	}
 	return nil
 }
 
-// playEpisodes plays cfg.Episodes episodes, cfg.Parallel at a time, and
-// hands the records to emit in episode order, so output is identical for
-// every degree of parallelism. A finished episode holds its slot until
-// emit has returned for it: at most cfg.Parallel records are in memory,
-// however slow the output.
-func playEpisodes(ctx context.Context, g engine.Game, cfg playConfig, opts engine.Options, emit func(*engine.Record) error) error {
-	_, err := engine.RunOrdered(ctx, 0, cfg.Episodes, cfg.Parallel,
-		func(ctx context.Context, k int) (*engine.Record, error) {
-			seed := seeds.Derive(cfg.Seed, uint64(k))
-			cast, err := engine.ScriptedCast(g, cfg.Agents, seed)
-			if err != nil {
-				return nil, fmt.Errorf("episode %d: %w", k, err)
-			}
-			rec, err := engine.Play(ctx, g, seed, cfg.Params, cast, opts, nil)
-			if err != nil {
-				return nil, fmt.Errorf("episode %d: %w", k, err)
-			}
-			return rec, nil
-		}, emit)
-	return err
-}
-
-// playSummary aggregates records for the closing report.
-type playSummary struct {
-	episodes int
-	results  map[string]int
-	reward   map[string]*meanAcc // by "seat role (agent)"
-	metrics  map[string]*meanAcc
-}
-
-type meanAcc struct {
-	sum float64
-	n   int
-}
-
-func (m *meanAcc) add(x float64) { m.sum += x; m.n++ }
-func (m *meanAcc) mean() float64 { return m.sum / float64(max(m.n, 1)) }
-
-func newPlaySummary() *playSummary {
-	return &playSummary{results: map[string]int{}, reward: map[string]*meanAcc{}, metrics: map[string]*meanAcc{}}
-}
-
-func acc(m map[string]*meanAcc, k string) *meanAcc {
-	if m[k] == nil {
-		m[k] = &meanAcc{}
-	}
-	return m[k]
-}
-
-func (s *playSummary) add(rec *engine.Record) {
-	s.episodes++
-	s.results[rec.Outcome.Result]++
-	for i, seat := range rec.Seats {
-		acc(s.reward, seat.Role+" ("+seat.Agent+")").add(rec.Outcome.Rewards[i])
-	}
-	for k, v := range rec.Outcome.Metrics {
-		acc(s.metrics, k).add(v)
-	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func (s *playSummary) print(w io.Writer, id string) {
-	fmt.Fprintf(w, "%s: %d episodes\n", id, s.episodes)
+// printSummary writes the closing report of omar play.
+func printSummary(w io.Writer, s *engine.Summary, id string) {
+	fmt.Fprintf(w, "%s: %d episodes\n", id, s.Episodes)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "role (agent)\tmean reward\tn")
-	for _, k := range sortedKeys(s.reward) {
-		fmt.Fprintf(tw, "%s\t%.4f\t%d\n", k, s.reward[k].mean(), s.reward[k].n)
+	for _, k := range engine.SortedKeys(s.Reward) {
+		fmt.Fprintf(tw, "%s\t%.4f\t%d\n", k, s.Reward[k].Value(), s.Reward[k].N)
 	}
 	tw.Flush()
 	var res []string
-	for _, k := range sortedKeys(s.results) {
-		res = append(res, fmt.Sprintf("%s %.1f%%", k, 100*float64(s.results[k])/float64(s.episodes)))
+	for _, k := range engine.SortedKeys(s.Results) {
+		res = append(res, fmt.Sprintf("%s %.1f%%", k, 100*float64(s.Results[k])/float64(s.Episodes)))
 	}
 	fmt.Fprintf(w, "results: %s\n", strings.Join(res, ", "))
-	if len(s.metrics) > 0 {
+	if len(s.Metrics) > 0 {
 		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "metric\tmean")
-		for _, k := range sortedKeys(s.metrics) {
-			fmt.Fprintf(tw, "%s\t%.4f\n", k, s.metrics[k].mean())
+		for _, k := range engine.SortedKeys(s.Metrics) {
+			fmt.Fprintf(tw, "%s\t%.4f\n", k, s.Metrics[k].Value())
 		}
 		tw.Flush()
 	}

@@ -163,7 +163,8 @@ func TestPlayStalledWriter(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		first := true
-		done <- playEpisodes(context.Background(), g, cfg, engine.DefaultOptions(), func(*engine.Record) error {
+		run := engine.ScriptedRun{Game: g, Agents: cfg.Agents, Episodes: cfg.Episodes, Seed: cfg.Seed, Parallel: cfg.Parallel, Options: engine.DefaultOptions()}
+		done <- engine.PlayScripted(context.Background(), run, func(*engine.Record) error {
 			if first {
 				first = false
 				// Stalled: everything the scheduler may start has time
@@ -260,8 +261,8 @@ func BenchmarkPlaySoak(b *testing.B) {
 			}
 		}()
 		start := time.Now()
-		cfg := playConfig{Env: "casino", Agents: []string{"scripted"}, Episodes: n, Seed: 1, Parallel: 8}
-		err := playEpisodes(context.Background(), g, cfg, engine.DefaultOptions(), func(r *engine.Record) error { return jw.Write(r) })
+		run := engine.ScriptedRun{Game: g, Agents: []string{"scripted"}, Episodes: n, Seed: 1, Parallel: 8, Options: engine.DefaultOptions()}
+		err := engine.PlayScripted(context.Background(), run, func(r *engine.Record) error { return jw.Write(r) })
 		if err == nil {
 			err = jw.Close()
 		}

@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/omar-selfplay/omar/seeds"
+)
+
+// ScriptedRun describes episodes played by scripted policies only (what
+// omar play does).
+type ScriptedRun struct {
+	Game Game
+	// Agents are policy names by seat (one name: every seat; see
+	// ScriptedCast).
+	Agents   []string
+	Params   Params
+	Episodes int
+	// Seed derives episode k's deal and policies from (Seed, k).
+	Seed     uint64
+	Parallel int
+	Options  Options
+}
+
+// PlayScripted plays r's episodes, r.Parallel at a time, and hands the
+// records to emit in episode order, so the output is the same for every
+// degree of parallelism. A finished episode holds its slot until emit has
+// returned for it (RunOrdered): at most r.Parallel records are in memory,
+// however slow the consumer.
+func PlayScripted(ctx context.Context, r ScriptedRun, emit func(*Record) error) error {
+	_, err := RunOrdered(ctx, 0, r.Episodes, r.Parallel,
+		func(ctx context.Context, k int) (*Record, error) {
+			seed := seeds.Derive(r.Seed, uint64(k))
+			cast, err := ScriptedCast(r.Game, r.Agents, seed)
+			if err != nil {
+				return nil, fmt.Errorf("episode %d: %w", k, err)
+			}
+			rec, err := Play(ctx, r.Game, seed, r.Params, cast, r.Options, nil)
+			if err != nil {
+				return nil, fmt.Errorf("episode %d: %w", k, err)
+			}
+			return rec, nil
+		}, emit)
+	return err
+}
+
+// Summary aggregates episode records: results, mean reward by role and
+// agent, mean outcome metrics.
+type Summary struct {
+	Episodes int
+	Results  map[string]int
+	// Reward is keyed "role (agent)".
+	Reward  map[string]*Mean
+	Metrics map[string]*Mean
+}
+
+// Mean is a running mean.
+type Mean struct {
+	Sum float64
+	N   int
+}
+
+// Add counts x.
+func (m *Mean) Add(x float64) { m.Sum += x; m.N++ }
+
+// Value is the mean (0 of nothing).
+func (m *Mean) Value() float64 { return m.Sum / float64(max(m.N, 1)) }
+
+// NewSummary returns an empty summary.
+func NewSummary() *Summary {
+	return &Summary{Results: map[string]int{}, Reward: map[string]*Mean{}, Metrics: map[string]*Mean{}}
+}
+
+func mean(m map[string]*Mean, k string) *Mean {
+	if m[k] == nil {
+		m[k] = &Mean{}
+	}
+	return m[k]
+}
+
+// Add counts one record.
+func (s *Summary) Add(rec *Record) {
+	s.Episodes++
+	s.Results[rec.Outcome.Result]++
+	for i, seat := range rec.Seats {
+		mean(s.Reward, seat.Role+" ("+seat.Agent+")").Add(rec.Outcome.Rewards[i])
+	}
+	for k, v := range rec.Outcome.Metrics {
+		mean(s.Metrics, k).Add(v)
+	}
+}
+
+// SortedKeys returns m's keys in order.
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
