@@ -97,8 +97,15 @@ func (c *Client) List(ctx context.Context) ([]EpisodeInfo, error) {
 	return out.Episodes, err
 }
 
-// Episode returns an episode's public info (with its seed when c has the
-// secret).
+// Envs describes the server's environments and agent names.
+func (c *Client) Envs(ctx context.Context) (EnvsPage, error) {
+	var page EnvsPage
+	err := c.do(ctx, http.MethodGet, "/v1/envs", "", nil, &page)
+	return page, err
+}
+
+// Episode returns an episode's public info (with its seed and every token
+// when c has the secret).
 func (c *Client) Episode(ctx context.Context, id string) (EpisodeInfo, error) {
 	var info EpisodeInfo
 	err := c.do(ctx, http.MethodGet, "/v1/episodes/"+url.PathEscape(id), c.Secret, nil, &info)

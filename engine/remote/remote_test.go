@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -476,5 +477,98 @@ func TestCreateLimits(t *testing.T) {
 		if err == nil && len(s.Secret()) < MinSecretLen {
 			t.Errorf("secret %q: server secret %q, want ≥ %d bytes", tc.secret, s.Secret(), MinSecretLen)
 		}
+	}
+}
+
+// echoAgents is an Agents of one name, "echo", whose seats reply with the
+// first legal action; it records the episodes it was asked for.
+type echoAgents struct {
+	mu       sync.Mutex
+	episodes []string
+}
+
+func (*echoAgents) Names() []string { return []string{"echo"} }
+
+func (a *echoAgents) Agent(name string, g engine.Game, seat engine.Seat, seed uint64, episode string) (engine.Agent, string, error) {
+	a.mu.Lock()
+	a.episodes = append(a.episodes, episode)
+	a.mu.Unlock()
+	pol, err := engine.FindPolicy(g, "random")
+	if err != nil {
+		return nil, "", err
+	}
+	return pol.New(seat, seed), "echo:" + seat.Name, nil
+}
+
+// TestServerAgentsAndCatalog: GET /v1/envs lists the catalog and the agent
+// names; a seat can be given to an Agents name; the secret reads the
+// omniscient log and any seat's view and gets the tokens back, which
+// nobody else does.
+func TestServerAgentsAndCatalog(t *testing.T) {
+	opts := ServerOptions{}.Defaults()
+	opts.Catalog = []engine.Game{sealedbid.New()}
+	ag := &echoAgents{}
+	opts.Agents = ag
+	c, ts := newTestServer(t, opts)
+	ctx := context.Background()
+	page, err := (&Client{BaseURL: ts.URL, HTTP: ts.Client()}).Envs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := page.Agents, []string{"remote", "scripted", "echo"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("agents %v, want %v", got, want)
+	}
+	if len(page.Envs) != 1 || page.Envs[0].ID != sealedbid.New().ID() || len(page.Envs[0].Seats) == 0 || len(page.Envs[0].Policies) == 0 {
+		t.Fatalf("envs %+v, want sealedbid with its seats and policies", page.Envs)
+	}
+	if _, err := c.Create(ctx, CreateRequest{Env: "sealedbid", Agents: []string{"nobody"}}); err == nil {
+		t.Error("an unknown agent name was taken")
+	}
+	info, err := c.Create(ctx, CreateRequest{Env: "sealedbid", Seed: ptr(uint64(3)), Agents: []string{"echo", "scripted", "scripted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := info.Seats[0].Agent, "echo:"+info.Seats[0].Name; got != want {
+		t.Errorf("seat 0 agent %q, want %q", got, want)
+	}
+	if !slices.Contains(ag.episodes, info.ID) {
+		t.Errorf("Agents was asked for episodes %v, want %s among them", ag.episodes, info.ID)
+	}
+	done := waitDone(t, c, info.ID)
+	if done.Status != "done" {
+		t.Fatalf("status %q (%s), want done", done.Status, done.Error)
+	}
+	if len(done.Seats) == 0 || done.Seats[0].Token != info.Seats[0].Token || done.ObserverToken != info.ObserverToken {
+		t.Errorf("the secret's GET gave seats %+v observer %q, want the tokens of the create answer", done.Seats, done.ObserverToken)
+	}
+	other, err := (&Client{BaseURL: ts.URL, HTTP: ts.Client(), Secret: info.Seats[1].Token}).Episode(ctx, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.ObserverToken != "" || other.Seats[0].Token != "" {
+		t.Errorf("a seat's token got tokens back: %+v", other)
+	}
+	all, err := c.Events(ctx, info.ID, -1, testSecret, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := c.Events(ctx, info.ID, -1, info.ObserverToken, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Events) == 0 || !reflect.DeepEqual(all.Events, obs.Events) {
+		t.Errorf("the secret read %d events, the observer %d; want the same omniscient log", len(all.Events), len(obs.Events))
+	}
+	view, err := c.Events(ctx, info.ID, 1, testSecret, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := c.Events(ctx, info.ID, 1, info.Seats[1].Token, 0, 0)
+	if err != nil || !reflect.DeepEqual(view.Events, own.Events) {
+		t.Errorf("the secret's read of seat 1 differs from the seat's own view (err %v)", err)
+	}
+	var se *StatusError
+	if _, err := c.Events(ctx, info.ID, 0, info.Seats[1].Token, 0, 0); !errors.As(err, &se) || se.Code != http.StatusForbidden {
+		t.Errorf("seat 1's token reading seat 0: got %v, want HTTP 403", err)
 	}
 }

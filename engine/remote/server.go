@@ -9,7 +9,10 @@
 // observer token reads the omniscient log. An episode's seed deals its
 // hidden state (a werewolf game's roles), so only the secret's holder
 // ever sees it: anyone else could replay the seed locally and read every
-// hidden role.
+// hidden role. The secret's holder is the creator of every episode: it
+// also reads any episode's omniscient log and seat views with the secret
+// and gets the tokens back from GET /v1/episodes/{id} (the web page of
+// package web lives on that).
 package remote
 
 import (
@@ -23,6 +26,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +55,24 @@ type ServerOptions struct {
 	// reveals their seeds). Empty: NewServer draws a random one (see
 	// Server.Secret).
 	Secret string
+	// Catalog lists the environments GET /v1/envs describes (the web
+	// page's create form); nil lists none. Creating still resolves ids
+	// with the server's find function.
+	Catalog []engine.Game
+	// Agents plays the seats whose agent name is neither "remote" nor a
+	// scripted policy (a model, an adapter, an Ollama model); nil: none.
+	Agents Agents
+}
+
+// Agents resolves agent names beyond "remote" and the scripted policies.
+type Agents interface {
+	// Names lists the names Agent takes (for GET /v1/envs).
+	Names() []string
+	// Agent returns the agent of one seat of a new episode of g dealt
+	// from seed, and its label in the record, or an error for a name it
+	// does not know. episode keeps the sequences of different episodes
+	// apart (a model backend's cache keys).
+	Agent(name string, g engine.Game, seat engine.Seat, seed uint64, episode string) (engine.Agent, string, error)
 }
 
 // MinSecretLen is the shortest secret a server accepts.
@@ -93,8 +115,9 @@ type CreateRequest struct {
 	// creator in EpisodeInfo.Seed).
 	Seed   *uint64       `json:"seed,omitempty"`
 	Params engine.Params `json:"params,omitempty"`
-	// Agents names each seat's agent: "remote" (the default) or a scripted
-	// policy ("scripted" for the game's default, or "scripted:NAME").
+	// Agents names each seat's agent: "remote" (the default), a scripted
+	// policy ("scripted" for the game's default, or "scripted:NAME") or
+	// one of ServerOptions.Agents' names.
 	Agents []string `json:"agents,omitempty"`
 }
 
@@ -184,6 +207,7 @@ func NewServer(ctx context.Context, find func(id string) (engine.Game, error), o
 	s := &Server{find: find, opts: opts, mux: http.NewServeMux(), ctx: ctx, episodes: map[string]*episode{}}
 	s.mux.HandleFunc("POST /v1/episodes", s.create)
 	s.mux.HandleFunc("GET /v1/episodes", s.list)
+	s.mux.HandleFunc("GET /v1/envs", s.envs)
 	s.mux.HandleFunc("GET /v1/episodes/{id}", s.get)
 	s.mux.HandleFunc("GET /v1/episodes/{id}/events", s.events)
 	s.mux.HandleFunc("POST /v1/episodes/{id}/actions", s.act)
@@ -286,6 +310,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		client: clientOf(r),
 		info:   EpisodeInfo{Env: g.ID(), Seed: &seed, Status: "running"},
 	}
+	s.mu.Lock()
+	s.nextID++
+	id := "ep" + strconv.Itoa(s.nextID)
+	s.mu.Unlock()
 	agents := make([]engine.Agent, len(seats))
 	for i, seat := range seats {
 		name := "remote"
@@ -299,6 +327,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 			info.Agent = "remote"
 			e.boxes[i] = newMailbox()
 			agents[i] = e.boxes[i]
+		} else if s.opts.Agents != nil && slices.Contains(s.opts.Agents.Names(), name) {
+			a, label, err := s.opts.Agents.Agent(name, g, seat, seed, id)
+			if err != nil {
+				fail(w, http.StatusBadRequest, "seat %d: %v", i, err)
+				return
+			}
+			agents[i], info.Agent = a, label
 		} else {
 			cast, err := engine.ScriptedCast(g, []string{name}, seed)
 			if err != nil {
@@ -330,8 +365,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusServiceUnavailable, "too many running episodes (%d)", s.opts.MaxEpisodes)
 		return
 	}
-	s.nextID++
-	e.info.ID = "ep" + strconv.Itoa(s.nextID)
+	e.info.ID = id
 	s.episodes[e.info.ID] = e
 	s.order = append(s.order, e.info.ID)
 	// The answer is taken now: an episode of scripted seats can finish
@@ -433,8 +467,14 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *episode {
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if e := s.lookup(w, r); e != nil {
+		creator := s.isCreator(r)
 		s.mu.Lock()
-		info := e.public(s.isCreator(r))
+		info := e.public(creator)
+		if creator {
+			// The secret's holder created the episode and had its tokens
+			// already; a page reloaded by the creator takes them back.
+			info.Seats, info.ObserverToken = slices.Clone(e.info.Seats), e.info.ObserverToken
+		}
 		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, info)
 	}
@@ -457,9 +497,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		return
 	}
-	tokSeat, ok := s.authorize(w, r, e)
-	if !ok {
-		return
+	tokSeat := -1
+	if !s.isCreator(r) {
+		var ok bool
+		if tokSeat, ok = s.authorize(w, r, e); !ok {
+			return
+		}
 	}
 	q, err := ParseEventsQuery(r.URL.Query(), len(e.info.Seats), s.opts.MaxWait)
 	if err != nil {
@@ -535,4 +578,44 @@ func openInLog(view []engine.Event) string {
 		return n.NotificationID
 	}
 	return ""
+}
+
+// EnvInfo describes an environment for clients that create episodes.
+type EnvInfo struct {
+	ID          string            `json:"id"`
+	Description string            `json:"description"`
+	Seats       []engine.SeatSpec `json:"seats"`
+	// Policies are the scripted policies, the default first.
+	Policies []string `json:"policies"`
+}
+
+// EnvsPage is the answer of GET /v1/envs.
+type EnvsPage struct {
+	Envs []EnvInfo `json:"envs"`
+	// Agents are the agent names a create request may give a seat:
+	// "remote", "scripted" and the server's other agents (scripted:NAME
+	// are in each environment's Policies).
+	Agents []string `json:"agents"`
+}
+
+// envs describes the catalog. Environments are public knowledge (the
+// same binary lists them with omar envs), so no token is needed.
+func (s *Server) envs(w http.ResponseWriter, r *http.Request) {
+	page := EnvsPage{Envs: []EnvInfo{}, Agents: []string{"remote", "scripted"}}
+	if s.opts.Agents != nil {
+		page.Agents = append(page.Agents, s.opts.Agents.Names()...)
+	}
+	for _, g := range s.opts.Catalog {
+		seats, err := g.Seats(nil)
+		if err != nil {
+			fail(w, http.StatusInternalServerError, "%s: %v", g.ID(), err)
+			return
+		}
+		info := EnvInfo{ID: g.ID(), Description: g.Description(), Seats: seats}
+		for _, p := range g.Policies() {
+			info.Policies = append(info.Policies, p.Name)
+		}
+		page.Envs = append(page.Envs, info)
+	}
+	writeJSON(w, http.StatusOK, page)
 }
