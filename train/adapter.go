@@ -16,6 +16,9 @@ import (
 // so the adapted logits match. The file is written atomically, and the same
 // trainer state always gives the same bytes (resume relies on it).
 func (t *Trainer) SaveAdapter(path string) error {
+	if t.opts.Full {
+		return fmt.Errorf("train: save adapter %s: a full-parameter trainer has no adapter (SaveModel writes the model)", path)
+	}
 	l := gguf.LoRA{Arch: t.hp.arch, Name: "omar-lora", Alpha: t.opts.LoRAAlpha}
 	for _, lr := range t.loras {
 		name, _, a := t.paramData(lr.pa)
@@ -47,6 +50,9 @@ func (t *Trainer) paramData(p int) (string, []uint64, []float32) {
 // The value head and the optimizer state are not touched. Nothing changes
 // when the file does not fit.
 func (t *Trainer) LoadAdapter(path string) error {
+	if t.opts.Full {
+		return fmt.Errorf("train: load adapter %s: a full-parameter trainer has no adapter", path)
+	}
 	l, err := gguf.ReadLoRA(path)
 	if err != nil {
 		return fmt.Errorf("train: load adapter: %w", err)

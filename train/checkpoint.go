@@ -12,13 +12,14 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/llamacpp"
 )
 
 // Checkpoint files inside the directory given to SaveCheckpoint.
 const (
 	CheckpointFile = "trainer.ckpt" // parameters, AdamW moments, step, RNG, caller's blob
-	AdapterFile    = "adapter.gguf" // the LoRA adapter alone, for llama.cpp
+	AdapterFile    = "adapter.gguf" // the LoRA adapter alone, for llama.cpp (ModelFile in full mode)
 )
 
 var ckptMagic = []byte("OMARCKPT")
@@ -30,6 +31,7 @@ const ckptVersion = 1
 // differently shaped trainer.
 type ckptHeader struct {
 	Arch     string   `json:"arch"`
+	Full     bool     `json:"full,omitempty"` // every weight is a parameter (no LoRA fields)
 	Layers   int      `json:"layers"`
 	Embd     int      `json:"embd"`
 	Vocab    int      `json:"vocab"`
@@ -44,12 +46,14 @@ type ckptHeader struct {
 }
 
 // SaveCheckpoint writes the trainer's state to dir (created if needed):
-// trainer.ckpt holds the adapter, the value head, the AdamW moments, the
-// optimizer step and the shuffling RNG, followed by extra — an opaque blob
-// for the caller's own state (sampler seeds, estimator baselines, scenario
-// cursor; JSON by convention) — and a SHA-256 of all of it. adapter.gguf is
-// the adapter alone. Both files are written atomically; the same state gives
-// the same bytes.
+// trainer.ckpt holds the adapter (in full mode every weight of the model),
+// the value head, the AdamW moments, the optimizer step (which is also the
+// learning-rate schedule's position) and the shuffling RNG, followed by
+// extra — an opaque blob for the caller's own state (sampler seeds,
+// estimator baselines, scenario cursor, data order; JSON by convention) —
+// and a SHA-256 of all of it. adapter.gguf is the adapter alone; in full
+// mode model.gguf is the trained model (F32, SaveModel) instead. Both files
+// are written atomically; the same state gives the same bytes.
 func (t *Trainer) SaveCheckpoint(dir string, extra []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
@@ -60,8 +64,12 @@ func (t *Trainer) SaveCheckpoint(dir string, extra []byte) error {
 	}
 	h := ckptHeader{
 		Arch: t.hp.arch, Layers: t.hp.nLayer, Embd: t.hp.nEmbd, Vocab: t.hp.nVocab,
-		Rank: t.opts.LoRARank, Alpha: t.opts.LoRAAlpha, Modules: t.moduleList(),
 		Step: t.step, RNG: rng, ExtraLen: len(extra),
+	}
+	if t.opts.Full {
+		h.Full = true
+	} else {
+		h.Rank, h.Alpha, h.Modules = t.opts.LoRARank, t.opts.LoRAAlpha, t.moduleList()
 	}
 	for _, p := range t.params {
 		h.Params = append(h.Params, p.name)
@@ -92,6 +100,9 @@ func (t *Trainer) SaveCheckpoint(dir string, extra []byte) error {
 	buf.Write(sum[:])
 	if err := writeAtomic(filepath.Join(dir, CheckpointFile), buf.Bytes()); err != nil {
 		return err
+	}
+	if t.opts.Full {
+		return t.SaveModel(filepath.Join(dir, ModelFile), gguf.F32)
 	}
 	return t.SaveAdapter(filepath.Join(dir, AdapterFile))
 }
@@ -131,7 +142,11 @@ func (t *Trainer) LoadCheckpoint(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("train: checkpoint %s is for a %s model with %d layers, embedding %d, vocabulary %d; this trainer has %s, %d, %d, %d",
 			path, h.Arch, h.Layers, h.Embd, h.Vocab, t.hp.arch, t.hp.nLayer, t.hp.nEmbd, t.hp.nVocab)
 	}
-	if h.Rank != t.opts.LoRARank || h.Alpha != t.opts.LoRAAlpha || !slices.Equal(h.Modules, t.moduleList()) {
+	if h.Full != t.opts.Full {
+		mode := map[bool]string{false: "LoRA", true: "full-parameter"}
+		return nil, fmt.Errorf("train: checkpoint %s is of a %s trainer; this trainer is %s", path, mode[h.Full], mode[t.opts.Full])
+	}
+	if !h.Full && (h.Rank != t.opts.LoRARank || h.Alpha != t.opts.LoRAAlpha || !slices.Equal(h.Modules, t.moduleList())) {
 		return nil, fmt.Errorf("train: checkpoint %s has LoRA rank %d alpha %g modules %v; this trainer has rank %d alpha %g modules %v",
 			path, h.Rank, h.Alpha, h.Modules, t.opts.LoRARank, t.opts.LoRAAlpha, t.moduleList())
 	}

@@ -1,10 +1,13 @@
 // Package train is omar's in-process trainer: PPO (and supervised warm-up)
 // on a ggml graph that it builds from Go for the llama, qwen2 and qwen3
-// architectures. The base model's weights are read from the GGUF file and
-// frozen; only LoRA adapters (A, B per adapted matrix) and a value head on the
-// final hidden state are trained, with ggml's automatic differentiation and
-// AdamW. The adapter is exported as a llama.cpp LoRA GGUF so the inference
-// backend can hot-swap it. Every loss term (PPO's clipped surrogate, value,
+// architectures. The base model's weights are read from the GGUF file and,
+// by default, frozen: only LoRA adapters (A, B per adapted matrix) and a value
+// head on the final hidden state are trained, with ggml's automatic
+// differentiation and AdamW. The adapter is exported as a llama.cpp LoRA GGUF
+// so the inference backend can hot-swap it. With Options.Full every weight of
+// the model is trained on the same graph (training from scratch), and
+// SaveModel writes the model llama.cpp loads. Learning rates follow an
+// optional warm-up and decay schedule (Options.LRSchedule). Every loss term (PPO's clipped surrogate, value,
 // KL, entropy, cross-entropy, and any new one) is a Loss combined into an
 // Objective (loss.go, losses.go).
 //
@@ -56,6 +59,22 @@ type Options struct {
 	// MaxGradNorm clips the global gradient norm of each optimizer step
 	// (0 = no clipping).
 	MaxGradNorm float32 `yaml:"max_grad_norm"`
+	// LRSchedule shapes LR and ValueLR by optimizer step (see
+	// Options.LRFactor): "constant" ("" means the same), "cosine" or
+	// "linear" decay to MinLRRatio·LR at TotalSteps, after WarmupSteps of
+	// linear warm-up from LR/WarmupSteps (any schedule may warm up).
+	LRSchedule  string  `yaml:"lr_schedule"`
+	WarmupSteps int     `yaml:"warmup_steps"`
+	TotalSteps  int     `yaml:"total_steps"`
+	MinLRRatio  float32 `yaml:"min_lr_ratio"`
+	// Full trains every base weight (embeddings, attention, FFN, norms,
+	// biases, output) in F32 instead of a LoRA adapter (the LoRA fields
+	// are then ignored): AdamW with LR on all of them, WeightDecay on the
+	// matrices and embeddings only, none on norms and biases. The value
+	// head is trained as in LoRA mode, when an objective uses it. There
+	// is no frozen reference model, so losses that need one (KLToBase)
+	// and Evaluate's RefLogprobs are refused. SaveModel writes the result.
+	Full bool `yaml:"full"`
 	// Epochs over the data of one Step call; MiniBatch sequences per
 	// optimizer step.
 	Epochs    int `yaml:"epochs"`
@@ -108,15 +127,28 @@ func (Options) Defaults() Options {
 	}
 }
 
+// FullDefaults returns the defaults of a full-parameter trainer (Full):
+// one epoch per call, learning rate 1e-3, weight decay 0.1, no KL term (there
+// is no frozen reference) and a decay floor of 0.1·LR for a schedule, which
+// the caller turns on with LRSchedule "cosine", WarmupSteps and TotalSteps
+// (it knows how many steps the run takes).
+func (o Options) FullDefaults() Options {
+	o = o.Defaults()
+	o.Full = true
+	o.LR = 1e-3
+	o.WeightDecay = 0.1
+	o.Epochs = 1
+	o.KLCoef = 0
+	o.MinLRRatio = 0.1
+	return o
+}
+
 // Validate reports the first invalid field.
 func (o Options) Validate() error {
+	if err := o.validateSchedule(); err != nil {
+		return err
+	}
 	switch {
-	case o.LoRARank < 1:
-		return fmt.Errorf("train: lora rank %d < 1", o.LoRARank)
-	case o.LoRAAlpha <= 0:
-		return fmt.Errorf("train: lora alpha %g <= 0", o.LoRAAlpha)
-	case len(o.LoRAModules) == 0:
-		return errors.New("train: no lora modules")
 	case o.LR <= 0 || o.ValueLR <= 0:
 		return fmt.Errorf("train: learning rates must be > 0 (lr %g, value lr %g)", o.LR, o.ValueLR)
 	case o.WeightDecay < 0 || o.WeightDecay >= 1:
@@ -143,6 +175,20 @@ func (o Options) Validate() error {
 		return fmt.Errorf("train: loss aggregation %q (want token or sequence)", o.LossAggregation)
 	case o.Device != "cpu" && o.Device != "cuda":
 		return fmt.Errorf("train: device %q (want cpu or cuda)", o.Device)
+	}
+	if o.Full {
+		if o.KLCoef != 0 {
+			return fmt.Errorf("train: kl coef %g: a full-parameter trainer keeps no frozen reference model to measure the KL to (set 0)", o.KLCoef)
+		}
+		return nil // the LoRA fields are not used
+	}
+	switch {
+	case o.LoRARank < 1:
+		return fmt.Errorf("train: lora rank %d < 1", o.LoRARank)
+	case o.LoRAAlpha <= 0:
+		return fmt.Errorf("train: lora alpha %g <= 0", o.LoRAAlpha)
+	case len(o.LoRAModules) == 0:
+		return errors.New("train: no lora modules")
 	}
 	seen := map[string]bool{}
 	for _, m := range o.LoRAModules {
@@ -197,6 +243,26 @@ type Stats struct {
 	TrainedTokens int
 	// OptimizerSteps taken during the call.
 	OptimizerSteps int
+	// Updates lists the call's optimizer steps in order: learning rate,
+	// gradient norm and loss of each (what a progress bar or a loss curve
+	// plots).
+	Updates []Update
+}
+
+// Update is one optimizer step.
+type Update struct {
+	// Step is the trainer's optimizer step count after it (1 = the first
+	// step the trainer ever took; it continues across a resume).
+	Step int
+	// LR is the learning rate the step used: LR·LRFactor(Step).
+	LR float32
+	// GradNorm is the global gradient norm before clipping.
+	GradNorm float64
+	// Loss is the objective on the minibatch before the step (the
+	// coefficient-weighted sum of its terms).
+	Loss float64
+	// TrainedTokens of the minibatch.
+	TrainedTokens int
 }
 
 // Term returns the value of the term or metric called name (0 if the

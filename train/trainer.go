@@ -33,12 +33,23 @@ type param struct {
 	name    string
 	t, grad llamacpp.Tensor
 	m, v    llamacpp.Tensor
-	group   int // 0 adapter (LR), 1 value head (ValueLR)
+	group   int // groupAdapter, groupValue, groupDecay or groupNoDecay
 	n       int // elements
 }
 
-// Trainer trains a LoRA adapter and a value head on a frozen GGUF model.
-// It is not safe for concurrent use: one goroutine drives it.
+// Parameter groups: each has its own AdamW parameters (learning rate and
+// weight decay).
+const (
+	groupAdapter = iota // LoRA A and B: LR, WeightDecay
+	groupValue          // value head: ValueLR, WeightDecay
+	groupDecay          // full mode, matrices and embeddings: LR, WeightDecay
+	groupNoDecay        // full mode, norms and biases: LR, no decay
+	nGroups
+)
+
+// Trainer trains a LoRA adapter and a value head on a frozen GGUF model or,
+// with Options.Full, every weight of the model. It is not safe for
+// concurrent use: one goroutine drives it.
 type Trainer struct {
 	opts  Options
 	hp    hparams
@@ -50,8 +61,10 @@ type Trainer struct {
 	wctx llamacpp.Context // base weights
 	wbuf llamacpp.Buffer
 	w    weights
-	// baseNames are the GGUF tensors loaded as base weights.
+	// baseNames are the GGUF tensors loaded as base weights, base the
+	// weights with their directory entries (for SaveModel).
 	baseNames []string
+	base      []fill
 
 	pctx llamacpp.Context // parameters, moments, optimizer inputs
 	pbuf llamacpp.Buffer
@@ -64,16 +77,16 @@ type Trainer struct {
 	params     []param
 	paramIndex map[llamacpp.Tensor]int
 
-	lossGrad  llamacpp.Tensor    // seed of the loss gradient (1)
-	clipScale llamacpp.Tensor    // gradient-norm clipping factor
-	adamPar   [2]llamacpp.Tensor // AdamW parameters per group
+	lossGrad  llamacpp.Tensor          // seed of the loss gradient (1)
+	clipScale llamacpp.Tensor          // gradient-norm clipping factor
+	adamPar   [nGroups]llamacpp.Tensor // AdamW parameters per group
 
 	octx      llamacpp.Context // optimizer graphs
 	normGraph llamacpp.Graph
 	normOut   llamacpp.Tensor
 	optGraph  llamacpp.Graph
-	// optGraphAdapter updates the adapter only.
-	optGraphAdapter llamacpp.Graph
+	// optGraphPolicy updates every parameter but the value head.
+	optGraphPolicy llamacpp.Graph
 
 	cache    map[graphKey]*built
 	cacheLRU []graphKey
@@ -88,11 +101,12 @@ type Trainer struct {
 
 const maxCachedGraphs = 12
 
-// New loads the model at modelPath (F32, F16 or BF16 GGUF of the llama, qwen2
-// or qwen3 architecture) onto the configured device and initialises a fresh
-// adapter (A random, B zero, so the adapted model starts equal to the base)
-// and a zero value head. It loads the llama.cpp libraries from
-// opts.LibDir when no earlier call has.
+// New loads the model at modelPath (F32, F16, BF16 or quantized GGUF of the
+// llama, qwen2 or qwen3 architecture) onto the configured device and
+// initialises a fresh adapter (A random, B zero, so the adapted model starts
+// equal to the base) and a zero value head; with opts.Full the model's own
+// weights, held in F32, are the parameters and there is no adapter. It
+// loads the llama.cpp libraries from opts.LibDir when no earlier call has.
 func New(modelPath string, opts Options) (*Trainer, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -106,7 +120,13 @@ func New(modelPath string, opts Options) (*Trainer, error) {
 	t.pcg = rand.NewPCG(opts.Seed, 0x747261696e) // "train"
 	t.rng = rand.New(t.pcg)
 	var err error
-	if t.ppo, err = NewObjective(opts.PPOLosses()...); err != nil {
+	ppo := opts.PPOLosses()
+	if opts.Full {
+		// No frozen reference: drop the KL term, which Validate has
+		// checked is off.
+		ppo = slices.DeleteFunc(ppo, func(l Loss) bool { return l.Needs().Reference })
+	}
+	if t.ppo, err = NewObjective(ppo...); err != nil {
 		return nil, err
 	}
 	if t.sft, err = NewObjective(CrossEntropy{}); err != nil {
@@ -147,6 +167,7 @@ func (t *Trainer) init() error {
 		return err
 	}
 	t.w = w
+	t.base = fills
 	for _, fl := range fills {
 		t.baseNames = append(t.baseNames, fl.info.Name)
 	}
@@ -161,17 +182,25 @@ func (t *Trainer) init() error {
 		llamacpp.SetF32(fl.t, data)
 	}
 
-	// Parameters: LoRA pairs per (layer, module), then the value head.
+	// Parameters: LoRA pairs per (layer, module) or, in full mode, the
+	// base weights; then the value head.
 	nParams := t.hp.nLayer*len(t.opts.LoRAModules)*2 + 2
+	if t.opts.Full {
+		nParams = len(fills) + 2
+	}
 	if t.pctx, err = llamacpp.NewContext(3*nParams+8, 0, 0, false); err != nil {
 		return err
 	}
 	if t.gctx, err = llamacpp.NewContext(nParams+2, 0, 0, false); err != nil {
 		return err
 	}
-	addParam := func(name string, group int, ne ...int64) llamacpp.Tensor {
-		p := param{name: name, group: group}
-		p.t = llamacpp.SetName(t.pctx.NewTensor(llamacpp.TypeF32, ne...), name)
+	// addParam makes x (a new tensor in pctx when nil) a parameter with its
+	// moments and gradient accumulator.
+	addParam := func(x llamacpp.Tensor, name string, group int, ne ...int64) llamacpp.Tensor {
+		p := param{name: name, group: group, t: x}
+		if p.t == nil {
+			p.t = llamacpp.SetName(t.pctx.NewTensor(llamacpp.TypeF32, ne...), name)
+		}
 		llamacpp.SetParam(p.t)
 		p.m = t.pctx.NewTensor(llamacpp.TypeF32, ne...)
 		p.v = t.pctx.NewTensor(llamacpp.TypeF32, ne...)
@@ -185,7 +214,18 @@ func (t *Trainer) init() error {
 		return p.t
 	}
 	r := int64(t.opts.LoRARank)
+	if t.opts.Full {
+		for _, fl := range fills {
+			if fl.t == t.w.ropeFreqs {
+				continue // a fixed property of the positional encoding
+			}
+			addParam(fl.t, fl.info.Name, fullGroup(fl.t), fl.t.Ne[:]...)
+		}
+	}
 	for l := range t.hp.nLayer {
+		if t.opts.Full {
+			break
+		}
 		for _, m := range AllModules { // fixed order, independent of the option's order
 			if !slices.Contains(t.opts.LoRAModules, m) {
 				continue
@@ -195,25 +235,28 @@ func (t *Trainer) init() error {
 			name := fmt.Sprintf("blk.%d.%s.weight", l, m)
 			lr := &lora{layer: l, module: m, nIn: int(nIn), nOut: int(nOut)}
 			lr.pa = len(t.params)
-			lr.a = addParam(name+".lora_a", 0, nIn, r)
+			lr.a = addParam(nil, name+".lora_a", groupAdapter, nIn, r)
 			lr.pb = len(t.params)
-			lr.b = addParam(name+".lora_b", 0, r, nOut)
+			lr.b = addParam(nil, name+".lora_b", groupAdapter, r, nOut)
 			t.loras = append(t.loras, lr)
 			t.loraIdx[loraKey{l, m}] = lr
 		}
 	}
-	t.vhW = addParam("value_head.weight", 1, int64(t.hp.nEmbd), 1)
-	t.vhB = addParam("value_head.bias", 1, 1)
+	t.vhW = addParam(nil, "value_head.weight", groupValue, int64(t.hp.nEmbd), 1)
+	t.vhB = addParam(nil, "value_head.bias", groupValue, 1)
 	t.lossGrad = t.pctx.NewTensor(llamacpp.TypeF32, 1)
 	t.clipScale = t.pctx.NewTensor(llamacpp.TypeF32, 1)
-	t.adamPar[0] = t.pctx.NewTensor(llamacpp.TypeF32, 7)
-	t.adamPar[1] = t.pctx.NewTensor(llamacpp.TypeF32, 7)
+	for g := range t.adamPar {
+		t.adamPar[g] = t.pctx.NewTensor(llamacpp.TypeF32, 7)
+	}
 	if t.pbuf, err = primary.AllocContextTensors(t.pctx); err != nil {
 		return fmt.Errorf("train: parameters: %w", err)
 	}
 	if t.gbuf, err = primary.AllocContextTensors(t.gctx); err != nil {
 		return fmt.Errorf("train: gradients: %w", err)
 	}
+	// Clear zeroes the whole buffer: the value head, B, the moments. The
+	// base weights of full mode live in wbuf and keep their data.
 	t.pbuf.Clear(0)
 	t.gbuf.Clear(0)
 	llamacpp.SetF32(t.lossGrad, []float32{1})
@@ -279,17 +322,17 @@ func (t *Trainer) buildOptimizer() error {
 	llamacpp.SetOutput(acc)
 	t.normGraph.BuildForward(acc)
 
-	// Two update graphs: every parameter (PPO), and the adapter alone (SFT,
-	// where the value head has no gradient and AdamW's stale moments would
-	// otherwise keep moving it).
+	// Two update graphs: every parameter (PPO), and all but the value head
+	// (SFT, where the value head has no gradient and AdamW's stale moments
+	// would otherwise keep moving it).
 	t.optGraph = t.octx.NewGraph(size, false)
-	t.optGraphAdapter = t.octx.NewGraph(size, false)
+	t.optGraphPolicy = t.octx.NewGraph(size, false)
 	for _, p := range t.params {
 		g := t.octx.Mul(p.grad, t.clipScale)
 		step := t.octx.OptStepAdamW(p.t, g, p.m, p.v, t.adamPar[p.group])
 		t.optGraph.BuildForward(step)
-		if p.group == 0 {
-			t.optGraphAdapter.BuildForward(step)
+		if p.group != groupValue {
+			t.optGraphPolicy.BuildForward(step)
 		}
 	}
 	return nil
@@ -626,6 +669,9 @@ func (t *Trainer) references(ctx context.Context, seqs []Sequence) ([][]float32,
 		miss = append(miss, s)
 		missIdx = append(missIdx, i)
 	}
+	if len(miss) > 0 && t.opts.Full {
+		return nil, fmt.Errorf("train: sequence %d has no reference logprobs, and a full-parameter trainer keeps no frozen reference model (use EvaluatePolicy, or train the saved model with LoRA)", missIdx[0])
+	}
 	if len(miss) > 0 {
 		lps, _, err := t.score(ctx, miss, kindBase)
 		if err != nil {
@@ -758,10 +804,11 @@ epochs:
 				st.EarlyStopped = true
 				break epochs
 			}
-			gn, err := t.optimize(!acc.usesValue)
+			gn, lr, err := t.optimize(!acc.usesValue)
 			if err != nil {
 				return st, err
 			}
+			st.Updates = append(st.Updates, Update{Step: t.step, LR: lr, GradNorm: gn, Loss: acc.loss, TrainedTokens: n})
 			w := float64(n)
 			weight += w
 			for i, ts := range acc.terms {
@@ -871,7 +918,8 @@ func (t *Trainer) setTrain(b *built, seqs []Sequence, p pass, wt map[int]float32
 
 // SFTStep takes one optimizer step on the mean cross-entropy of the masked
 // tokens of seqs (all of them one minibatch) and returns that loss (before
-// the step). It updates the adapter only.
+// the step). It updates the adapter (in full mode, the weights) only, not
+// the value head.
 func (t *Trainer) SFTStep(ctx context.Context, seqs []Sequence) (float64, error) {
 	seqs, err := t.prepare(ctx, t.sft, seqs)
 	if err != nil {
@@ -890,7 +938,7 @@ func (t *Trainer) SFTStep(ctx context.Context, seqs []Sequence) (float64, error)
 	if err != nil {
 		return 0, err
 	}
-	if _, err := t.optimize(!acc.usesValue); err != nil {
+	if _, _, err := t.optimize(!acc.usesValue); err != nil {
 		return acc.loss, err
 	}
 	return acc.loss, nil
@@ -904,18 +952,19 @@ const (
 )
 
 // optimize clips the accumulated gradients to MaxGradNorm, takes one AdamW
-// step on every parameter and clears the accumulators. It returns the
-// gradient norm before clipping.
-func (t *Trainer) optimize(adapterOnly bool) (float64, error) {
+// step on every parameter (but the value head when policyOnly) at the
+// scheduled learning rates and clears the accumulators. It returns the
+// gradient norm before clipping and the learning rate LR·LRFactor it used.
+func (t *Trainer) optimize(policyOnly bool) (norm float64, lr float32, err error) {
 	if err := t.run(&built{ctx: t.octx, g: t.normGraph}, func() {}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	sq := make([]float32, 1)
 	llamacpp.GetF32(t.normOut, sq)
-	norm := math.Sqrt(float64(sq[0]))
+	norm = math.Sqrt(float64(sq[0]))
 	if math.IsNaN(norm) || math.IsInf(norm, 0) {
 		t.gbuf.Clear(0)
-		return norm, fmt.Errorf("train: non-finite gradient norm at optimizer step %d", t.step+1)
+		return norm, 0, fmt.Errorf("train: non-finite gradient norm at optimizer step %d", t.step+1)
 	}
 	scale := float32(1)
 	if mg := float64(t.opts.MaxGradNorm); mg > 0 && norm > mg {
@@ -924,22 +973,31 @@ func (t *Trainer) optimize(adapterOnly bool) (float64, error) {
 	t.step++
 	b1h := float32(1 / (1 - math.Pow(beta1, float64(t.step))))
 	b2h := float32(1 / (1 - math.Pow(beta2, float64(t.step))))
-	for g, lr := range []float32{t.opts.LR, t.opts.ValueLR} {
-		llamacpp.SetF32(t.adamPar[g], []float32{lr, beta1, beta2, adamEps, t.opts.WeightDecay, b1h, b2h})
+	f := t.opts.LRFactor(t.step)
+	lr = float32(float64(t.opts.LR) * f)
+	valueLR := float32(float64(t.opts.ValueLR) * f)
+	for g, p := range [nGroups][2]float32{
+		groupAdapter: {lr, t.opts.WeightDecay},
+		groupValue:   {valueLR, t.opts.WeightDecay},
+		groupDecay:   {lr, t.opts.WeightDecay},
+		groupNoDecay: {lr, 0},
+	} {
+		llamacpp.SetF32(t.adamPar[g], []float32{p[0], beta1, beta2, adamEps, p[1], b1h, b2h})
 	}
 	llamacpp.SetF32(t.clipScale, []float32{scale})
 	g := t.optGraph
-	if adapterOnly {
-		g = t.optGraphAdapter
+	if policyOnly {
+		g = t.optGraphPolicy
 	}
-	err := t.run(&built{ctx: t.octx, g: g}, func() {})
+	err = t.run(&built{ctx: t.octx, g: g}, func() {})
 	t.gbuf.Clear(0)
-	return norm, err
+	return norm, lr, err
 }
 
-// SetLearningRates changes the adapter's and the value head's learning
-// rates from the next optimizer step on (for schedules; the checkpoint does
-// not record them).
+// SetLearningRates changes the base learning rates of the adapter (or, in
+// full mode, the weights) and of the value head from the next optimizer step
+// on; Options.LRSchedule still scales them. The checkpoint does not record
+// them.
 func (t *Trainer) SetLearningRates(lr, valueLR float32) error {
 	if !(lr > 0) || !(valueLR > 0) {
 		return fmt.Errorf("train: learning rates must be > 0 (lr %g, value lr %g)", lr, valueLR)
@@ -957,7 +1015,8 @@ func (t *Trainer) Vocab() int { return t.hp.nVocab }
 // Backend names the primary compute backend ("CPU", "CUDA0", …).
 func (t *Trainer) Backend() string { return t.backends[0].Name() }
 
-// TrainableParams is the number of trained values (adapter and value head).
+// TrainableParams is the number of trained values (adapter or, in full
+// mode, the model's weights; and the value head).
 func (t *Trainer) TrainableParams() int {
 	n := 0
 	for _, p := range t.params {
