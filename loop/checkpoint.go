@@ -44,7 +44,7 @@ func (r *Run) outputs() []struct {
 	return []struct {
 		name  string
 		bytes *int64
-	}{{MetricsFile, &r.state.MetricsBytes}, {EpisodesFile, &r.state.EpisodesBytes}, {TrajectoriesFile, &r.state.TrajectoriesBytes}}
+	}{{MetricsFile, &r.state.MetricsBytes}, {EpisodesFile, &r.state.EpisodesBytes}, {TrajectoriesFile, &r.state.TrajectoriesBytes}, {EvalFile, &r.state.EvalBytes}}
 }
 
 // restore loads the last checkpoint: the trainer's state, the run state,

@@ -478,3 +478,72 @@ func FuzzDecodeOptions(f *testing.F) {
 		}
 	})
 }
+
+// TestEvalInRun: with an eval section the starting policy and every
+// second iteration's are evaluated on held-out deals; metrics carry the
+// held-out reward, eval.jsonl an evaluation per due point, best/ the best
+// adapter; a resumed run continues the file without repeating the base
+// evaluation.
+func TestEvalInRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	o := fakeOptions(4)
+	o.Eval = EvalOptions{Every: 2, Episodes: 4, Opponents: []string{"scripted:random", "scripted:shading"}}
+	r, err := Open(dir, o, Fresh, fakeParts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	r.Hooks.Phase = func(it int, phase string) {
+		if phase == "eval" {
+			phases = append(phases, fmt.Sprint(it))
+		}
+	}
+	if _, err := r.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Resume after iteration 2 in a new process.
+	ro, err := ReadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = Open(dir, ro, Resume, fakeParts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Hooks.Phase = func(it int, phase string) {
+		if phase == "eval" {
+			phases = append(phases, fmt.Sprint(it))
+		}
+	}
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(phases, ","); got != "0,2,4" {
+		t.Errorf("evaluations after iterations %s, want 0,2,4", got)
+	}
+	evs, err := ReadEvaluations(filepath.Join(dir, EvalFile))
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("eval.jsonl: %d evaluations, %v", len(evs), err)
+	}
+	for _, ev := range evs {
+		if len(ev.Cells) != 4 || len(ev.Reward) != 2 { // 2 opponents × 2 sides (the bidders)
+			t.Errorf("evaluation %d: %d cells, rewards %v", ev.Iteration, len(ev.Cells), ev.Reward)
+		}
+	}
+	ms, _ := ReadMetrics(filepath.Join(dir, MetricsFile))
+	for _, m := range ms {
+		if (m.Eval != nil) != (m.Iteration%2 == 0) {
+			t.Errorf("iteration %d: eval %v", m.Iteration, m.Eval)
+		}
+	}
+	st := r.State()
+	if st.BestIteration != 2 && st.BestIteration != 4 {
+		t.Errorf("best iteration %d", st.BestIteration)
+	}
+	if _, err := os.Stat(filepath.Join(dir, BestDir, AdapterFile)); err != nil {
+		t.Errorf("best/: %v", err)
+	}
+}

@@ -55,6 +55,12 @@ type Metrics struct {
 	TrainedTokens   int   `json:"trained_tokens"`
 	OptimizerSteps  int   `json:"optimizer_steps"`
 
+	// Eval is the held-out mean reward per side of the policy after this
+	// iteration, EvalMean over every pairing (eval.jsonl has the
+	// intervals); absent when no evaluation was due.
+	Eval     map[string]float64 `json:"eval,omitempty"`
+	EvalMean float64            `json:"eval_mean,omitempty"`
+
 	// Seconds per phase and tokens/s per phase; they vary between runs.
 	Seconds      map[string]float64 `json:"seconds"`
 	TokensPerSec map[string]float64 `json:"tokens_per_s"`

@@ -41,6 +41,9 @@ type Options struct {
 	// EarlyStop ends the run when the policy drifts (a reward-hacking
 	// guard); zero thresholds are off.
 	EarlyStop EarlyStop `yaml:"early_stop"`
+	// Eval is the held-out evaluation every eval.every iterations (off
+	// by default); the best adapter by it is kept in best/.
+	Eval EvalOptions `yaml:"eval"`
 }
 
 // EarlyStop are the drift thresholds of a run.
@@ -95,6 +98,7 @@ func (Options) Defaults() Options {
 		EstimatorParams: selfplay.EstimatorParams{}.Defaults(),
 		Train:           t,
 		CheckpointEvery: 1,
+		Eval:            DefaultEval(),
 	}
 }
 
@@ -144,7 +148,7 @@ func (o *Options) Validate() error {
 	if err := validateTrain(o.Train); err != nil {
 		return err
 	}
-	return nil
+	return o.Eval.Validate()
 }
 
 // validateTrain adds the checks train.Options.Validate leaves to its

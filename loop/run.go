@@ -57,12 +57,14 @@ type Parts struct {
 // the goroutine that called Step.
 type Hooks struct {
 	// Phase is called as iteration it enters a phase: rollout, score,
-	// update, swap.
+	// update, swap, eval (it is 0 for the evaluation of the starting
+	// policy).
 	Phase func(it int, phase string)
 	// Episode is called after each finished episode of a rollout.
 	Episode func(it, done, total int)
-	// Iteration is called with each completed iteration's metrics, after
-	// they are written to metrics.jsonl and before the checkpoint.
+	// Iteration is called with each completed iteration's metrics (and
+	// its held-out evaluation, when one was due), after they are written
+	// to metrics.jsonl and before the checkpoint.
 	Iteration func(m *Metrics)
 }
 
@@ -83,7 +85,7 @@ const (
 
 // runFiles are removed when a run starts afresh over a previous one
 // (reward.svg is the CLI's plot).
-var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir}
+var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir, EvalFile, EvalDir, BestDir}
 
 // State is a run's own part of a checkpoint (the trainer writes its own
 // files next to it).
@@ -107,6 +109,13 @@ type State struct {
 	FirstEntropy float64 `json:"first_entropy,omitempty"`
 	// Stopped says why the run stopped early, if it did.
 	Stopped string `json:"stopped,omitempty"`
+	// Evals counts the held-out evaluations done (eval.jsonl's lines);
+	// EvalBytes is that file's length. BestIteration and BestEval are the
+	// iteration whose adapter is in best/ and its held-out mean reward.
+	Evals         int     `json:"evals,omitempty"`
+	EvalBytes     int64   `json:"eval_bytes,omitempty"`
+	BestIteration int     `json:"best_iteration,omitempty"`
+	BestEval      float64 `json:"best_eval,omitempty"`
 }
 
 // Run is one training run in one directory and everything open for it.
@@ -123,6 +132,10 @@ type Run struct {
 	swapper Swapper
 	est     selfplay.Estimator
 	state   State
+	// player is the policy (the evaluation plays it too); runnerContext
+	// the seat-stream context the runner was given.
+	player        *selfplay.Player
+	runnerContext int
 	// versionOffset turns the backend's policy versions into the run's:
 	// a resumed backend counts its swaps from the resume, the run from
 	// its start (one swap per completed iteration).
@@ -228,6 +241,7 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 	if lb, ok := r.swapper.(*llama.Backend); ok {
 		ro.Context = min(ro.Context, lb.ContextPerSequence(), lb.Model().NCtxTrain())
 	}
+	r.player, r.runnerContext = parts.Policy, ro.Context
 	if r.runner, err = selfplay.NewRunner(r.game, parts.Policy, parts.Frozen, ro); err != nil {
 		return nil, err
 	}
@@ -366,6 +380,14 @@ func (r *Run) Step(ctx context.Context) (*Metrics, error) {
 	if r.Done() {
 		return nil, errors.New("loop: the run has completed its iterations")
 	}
+	if r.state.Iteration == 0 && r.state.Evals == 0 && r.evalDue(0) {
+		// The starting policy, for comparison.
+		r.phase(0, "eval")
+		if _, err := r.evaluate(ctx, 0); err != nil {
+			return nil, err
+		}
+		r.state.Evals++
+	}
 	it := r.state.Iteration + 1
 	m, err := r.iteration(ctx, it)
 	if err != nil {
@@ -379,6 +401,24 @@ func (r *Run) Step(ctx context.Context) (*Metrics, error) {
 			return nil, context.Canceled
 		}
 		return nil, fmt.Errorf("iteration %d: %w", it, err)
+	}
+	if r.evalDue(it) {
+		r.phase(it, "eval")
+		start := time.Now()
+		ev, err := r.evaluate(context.WithoutCancel(ctx), it)
+		if err != nil {
+			return nil, fmt.Errorf("iteration %d: %w", it, err)
+		}
+		r.state.Evals++
+		m.Eval, m.EvalMean = ev.Reward, ev.Mean
+		m.Seconds["eval"] = time.Since(start).Seconds()
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := appendFile(r.Path(MetricsFile), append(b, '\n')); err != nil {
+		return nil, err
 	}
 	if r.Hooks.Iteration != nil {
 		r.Hooks.Iteration(m)
@@ -573,14 +613,6 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 	m.Seconds["swap"] = time.Since(start).Seconds()
 	m.Seconds["iteration"] = time.Since(wall).Seconds()
 	r.state.Iteration = it
-
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	if err := appendFile(r.Path(MetricsFile), append(b, '\n')); err != nil {
-		return nil, err
-	}
 	return m, nil
 }
 

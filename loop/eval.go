@@ -1,0 +1,219 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/omar-selfplay/omar/arena"
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/selfplay"
+)
+
+// EvalOptions configure the held-out evaluation inside a run (the eval
+// section): the current policy plays the opponents on the arena's
+// held-out scenarios before the first iteration and after every Every-th.
+type EvalOptions struct {
+	// Every evaluates after every Every-th iteration (0: never).
+	Every int `yaml:"every"`
+	// Episodes per pairing (player × opponent × side × environment).
+	Episodes int `yaml:"episodes"`
+	// Opponents are arena player specs of scripted policies.
+	Opponents []string `yaml:"opponents"`
+	// Envs default to the run's environment with its parameters.
+	Envs []arena.Env `yaml:"envs"`
+}
+
+// DefaultEval is a run's eval section when it has none: off; when on, 32
+// episodes per pairing against the naive and the strategic scripts.
+func DefaultEval() EvalOptions {
+	return EvalOptions{Episodes: 32, Opponents: []string{"scripted:naive", "scripted:strategic"}}
+}
+
+// Validate reports the first invalid field.
+func (e EvalOptions) Validate() error {
+	switch {
+	case e.Every < 0:
+		return fmt.Errorf("eval.every %d < 0", e.Every)
+	case e.Every == 0:
+		return nil
+	case e.Episodes < 1 || e.Episodes > 1<<20:
+		return fmt.Errorf("eval.episodes %d: want 1..%d", e.Episodes, 1<<20)
+	case len(e.Opponents) == 0:
+		return errors.New("eval.opponents: none")
+	}
+	for _, s := range e.Opponents {
+		spec, err := arena.ParseSpec(s)
+		if err != nil {
+			return fmt.Errorf("eval.opponents: %w", err)
+		}
+		if spec.Kind != arena.SpecScripted {
+			return fmt.Errorf("eval.opponents: %s: a run evaluates against scripted policies", s)
+		}
+	}
+	return nil
+}
+
+// EvalFile holds a line per evaluation of a run; EvalDir the arena's
+// files of each (eval/iter-N/).
+const (
+	EvalFile = "eval.jsonl"
+	EvalDir  = "eval"
+	BestDir  = "best"
+)
+
+// Evaluation is one held-out evaluation of a run's policy: one line of
+// eval.jsonl.
+type Evaluation struct {
+	// Iteration is the number of completed iterations (0: the starting
+	// policy).
+	Iteration int `json:"iteration"`
+	// Reward is the policy's mean held-out reward per side over
+	// opponents and environments; Mean over every pairing.
+	Reward map[string]float64 `json:"reward"`
+	Mean   float64            `json:"mean"`
+	// Cells are the arena's pairings with their confidence intervals.
+	Cells []arena.Cell `json:"cells"`
+}
+
+// ReadEvaluations reads a run's eval.jsonl (none: nil).
+func ReadEvaluations(path string) ([]Evaluation, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Evaluation
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for dec.More() {
+		var e Evaluation
+		if err := dec.Decode(&e); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// evalDue reports whether an evaluation is due after it completed
+// iterations.
+func (r *Run) evalDue(it int) bool {
+	e := r.opts.Eval
+	if e.Every == 0 || r.player == nil {
+		return false
+	}
+	return it == 0 || it%e.Every == 0 || it == r.opts.Iterations
+}
+
+// arenaOptions are the evaluation's arena options: the run's reply
+// settings, so the policy is measured as it plays.
+func (r *Run) arenaOptions() arena.Options {
+	e, ro := r.opts.Eval, r.opts.Rollout
+	a := arena.Options{}.Defaults()
+	a.Envs = e.Envs
+	if len(a.Envs) == 0 {
+		a.Envs = []arena.Env{{Name: ro.Env, Params: engine.Params(ro.Params), Game: r.game}}
+	}
+	a.Episodes, a.Seed = e.Episodes, ro.Seed
+	a.Parallel = ro.Parallel
+	a.MaxTokens, a.Context, a.MinReplyTokens = ro.MaxTokens, r.runnerContext, min(ro.MinReplyTokens, ro.MaxTokens)
+	a.Temperature, a.TopK, a.TopP, a.MinP = ro.Temperature, ro.TopK, ro.TopP, ro.MinP
+	if ro.Grammar != nil {
+		a.Grammar = *ro.Grammar
+	}
+	if ro.MaxRetries != nil {
+		a.MaxRetries = *ro.MaxRetries
+	}
+	return a
+}
+
+// evaluate plays the held-out evaluation after it completed iterations,
+// appends it to eval.jsonl and keeps the best policy so far in best/.
+func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
+	opps := make([]arena.Player, len(r.opts.Eval.Opponents))
+	for i, s := range r.opts.Eval.Opponents {
+		spec, err := arena.ParseSpec(s)
+		if err != nil {
+			return nil, err
+		}
+		opps[i] = arena.ScriptedPlayer(spec.Arg)
+	}
+	cur := arena.Player{Name: "policy", Version: "iteration " + strconv.Itoa(it), Kind: arena.SpecAdapter,
+		Model: &selfplay.Player{Label: r.player.Label, Backend: r.player.Backend, Tokenizer: r.player.Tokenizer}}
+	dir := r.Path(filepath.Join(EvalDir, "iter-"+strconv.Itoa(it)))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	rep, err := arena.Evaluate(ctx, r.arenaOptions(), dir, []arena.Player{cur}, opps, arena.Hooks{})
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	if err := rep.WriteFiles(dir); err != nil {
+		return nil, err
+	}
+	ev := &Evaluation{Iteration: it, Reward: map[string]float64{}, Cells: rep.Cells}
+	counts := map[string]int{}
+	for _, c := range rep.Cells {
+		ev.Reward[c.Side] += c.Reward.Mean
+		counts[c.Side]++
+		ev.Mean += c.Reward.Mean
+	}
+	for side := range ev.Reward {
+		ev.Reward[side] /= float64(counts[side])
+	}
+	if len(rep.Cells) > 0 {
+		ev.Mean /= float64(len(rep.Cells))
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	if err := appendFile(r.Path(EvalFile), append(b, '\n')); err != nil {
+		return nil, err
+	}
+	if it > 0 && (r.state.BestIteration == 0 || ev.Mean > r.state.BestEval) {
+		if err := r.keepBest(it, ev); err != nil {
+			return nil, err
+		}
+	}
+	return ev, nil
+}
+
+// keepBest copies the current adapter to best/ with its evaluation.
+func (r *Run) keepBest(it int, ev *Evaluation) error {
+	if err := os.MkdirAll(r.Path(BestDir), 0o755); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(r.Path(AdapterFile))
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(r.Path(filepath.Join(BestDir, AdapterFile)), b); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(ev, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(r.Path(filepath.Join(BestDir, "eval.json")), append(js, '\n')); err != nil {
+		return err
+	}
+	r.state.BestIteration, r.state.BestEval = it, ev.Mean
+	return nil
+}
+
+// writeFileAtomic writes path through a temporary file and a rename.
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
