@@ -104,6 +104,17 @@ type Request struct {
 	// The llama backend rejects names it does not know; backends without
 	// adapters (ollama, scripted) ignore the field.
 	Adapter string
+	// TopLogprobs asks for the n most likely tokens of the model's raw
+	// softmax at every generated position (Response.TopLogprobs), as
+	// OpenAI's top_logprobs; 0 asks for none. Backends that cannot compute
+	// them leave the response's field nil.
+	TopLogprobs int
+}
+
+// TokenLogprob is a token and its log-probability.
+type TokenLogprob struct {
+	Token   int32   `json:"token"`
+	Logprob float32 `json:"logprob"`
 }
 
 // AdapterBase is the Request.Adapter that selects a model's base weights.
@@ -136,6 +147,10 @@ type Response struct {
 	PolicyVersion int
 	// ReusedTokens counts prompt tokens served from the KV cache.
 	ReusedTokens int
+	// TopLogprobs[i] are the Request.TopLogprobs most likely tokens at
+	// position i under the raw softmax (RawLogprobs' distribution), most
+	// likely first; nil when none were asked for.
+	TopLogprobs [][]TokenLogprob
 }
 
 // Backend generates continuations. Generate is safe for concurrent use:
