@@ -13,11 +13,12 @@ import (
 
 // A llama context applies one set of LoRA adapters to a whole decode, so
 // sequences decoded with different adapters cannot share a llama_decode.
-// The loop groups each step's sequences by adapter and decodes the groups
-// one after the other, switching the context's adapter between them; a
-// sequence's cached keys and values are only reused under the adapter they
-// were computed with (slot.adapter). With one adapter nothing switches and
-// a step is one decode, as before.
+// The loop groups the running sequences by adapter and decodes one group
+// per step, a few steps in a row (adapterSlice) before it switches the
+// context to the next group: the first decode after a switch costs about
+// two plain ones. A sequence's cached keys and values are only reused
+// under the adapter they were computed with (slot.adapter). With one
+// adapter nothing switches and a step decodes every sequence, as before.
 
 // Adapter keys of a job and a slot: "" is the backend's current adapter
 // (New's Options.Adapter or the last SetAdapter, possibly none),
@@ -42,6 +43,9 @@ type adapterSet struct {
 	// Options.AdapterScale).
 	scale    float32
 	scaleSet bool
+	// slice counts the steps decoded with the active adapter while
+	// sequences of other adapters waited.
+	slice int
 	// switches counts the context's adapter changes.
 	switches atomic.Int64
 }
