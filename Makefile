@@ -4,7 +4,8 @@
 #   make test   the whole test suite (vet, gofmt, race detector on the engine)
 #
 # Needs Go ≥ 1.26 and npm (for the prebuilt llama.cpp libraries); everything
-# else is fetched from the Go module proxy and the npm registry.
+# else is fetched from the Go module proxy and the npm registry (and, where
+# apt-get runs as root, Debian's chromium for the web page's browser tests).
 
 GO        ?= go
 FLAVOR    ?= cpu
@@ -16,8 +17,11 @@ PKGS      := ./...
 RACE_PKGS := ./engine/...
 
 export OMAR_LLAMA_LIB ?= $(CURDIR)/$(LLAMA_DIR)
+# Where apt-get runs as root, install-browser.sh installs Chromium, so a
+# browser test that finds none fails instead of skipping.
+REQUIRE_BROWSER := $(shell command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && echo 1)
 
-.PHONY: all run test build deps llama check-go check-npm fmt-check vet bench clean
+.PHONY: all run test build deps llama browser check-go check-npm fmt-check vet bench clean
 
 all: build
 
@@ -42,6 +46,10 @@ $(LLAMA_DIR)/.stamp: scripts/install-llama.sh
 deps: check-go llama
 	$(GO) mod download
 
+# Chromium for the web page's browser tests (Debian's package).
+browser:
+	@bash scripts/install-browser.sh
+
 build: deps
 	$(GO) build -o $(BIN) ./cmd/omar
 
@@ -55,9 +63,9 @@ fmt-check: check-go
 vet: deps
 	$(GO) vet $(PKGS)
 
-test: deps fmt-check vet
+test: deps browser fmt-check vet
 	$(GO) test -race -count=1 $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	OMAR_REQUIRE_BROWSER=$(REQUIRE_BROWSER) $(GO) test -count=1 -timeout 20m $(PKGS)
 
 bench: build
 	$(GO) test -run XXX -bench . -benchtime 2s ./engine/

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/selfplay"
+	"github.com/omar-selfplay/omar/web"
 )
 
 func init() {
@@ -50,6 +52,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	resume := fs.String("resume", "", "run directory to continue from its last checkpoint")
 	out := fs.String("out", "", "run directory (default runs/selfplay-<time>)")
 	overwrite := fs.Bool("overwrite", false, "start afresh in an --out directory that holds a previous run (its files are replaced)")
+	ui := fs.String("ui", "", "serve a live training dashboard on this address, e.g. 127.0.0.1:8090 (its secret: $"+serveSecretEnv+", else drawn and printed)")
 	of := newOptionFlags[loop.Options](fs)
 	bindSelfplay(of)
 	if err := fs.Parse(args); err != nil {
@@ -123,6 +126,14 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	attachSelfplay(run, env)
+	if *ui != "" {
+		d, err := web.AttachDashboard(run, *ui, os.Getenv(serveSecretEnv))
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		fmt.Fprintf(env.stdout, "dashboard: %s\n", d.URL)
+	}
 	err = run.Train(ctx)
 	st := run.State()
 	switch {

@@ -9,8 +9,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine/remote"
+	"github.com/omar-selfplay/omar/web"
 )
 
 func init() {
@@ -30,6 +31,17 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	retries := fs.Int("max-retries", def.MaxRetries, "retries after an invalid action")
 	perClient := fs.Int("max-per-client", def.MaxPerClient, "running episodes one client address may create")
 	secret := fs.String("secret", "", "bearer token that creates and lists episodes (default: $"+serveSecretEnv+", else a random one printed at start)")
+	so := web.ServeOptions{Seat: web.SeatOptions{}.Defaults(), Find: findGame}
+	fs.StringVar(&so.Records, "records", "", "episode records (JSONL) the web page replays")
+	fs.StringVar(&so.RunDir, "run", "", "run directory whose metrics.jsonl and episodes.jsonl the dashboard charts")
+	fs.StringVar(&so.Model, "model", "", "base model (GGUF) of the base and adapter: players")
+	players := fs.String("players", "", "model players seats can be given to (base, adapter:PATH, model:PATH, ollama:NAME; default base with --model); the first is also \"model\"")
+	fs.StringVar(&so.LlamaLib, "llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
+	fs.IntVar(&so.Threads, "threads", 2, "CPU threads of the llama backends")
+	fs.IntVar(&so.Slots, "slots", 8, "model sequences decoded together per backend")
+	fs.IntVar(&so.Context, "context", 2048, "tokens per model seat (prompt and reply)")
+	fs.IntVar(&so.Seat.MaxTokens, "max-tokens", so.Seat.MaxTokens, "longest model reply in tokens")
+	fs.StringVar(&so.OllamaHost, "ollama", os.Getenv("OLLAMA_HOST"), "Ollama server of ollama: players (default $OLLAMA_HOST, else Ollama's default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -40,15 +52,23 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		*secret = os.Getenv(serveSecretEnv)
 	}
 	given := *secret != ""
-	opts := remote.ServerOptions{MaxBodyBytes: *maxBody, MaxWait: *maxWait, ActionTimeout: *actionTimeout, MaxRetries: *retries,
-		MaxEpisodes: def.MaxEpisodes, MaxPerClient: *perClient, Secret: *secret}
-	if err := opts.Validate(); err != nil {
+	so.API = remote.ServerOptions{MaxBodyBytes: *maxBody, MaxWait: *maxWait, ActionTimeout: *actionTimeout, MaxRetries: *retries,
+		MaxEpisodes: def.MaxEpisodes, MaxPerClient: *perClient, Secret: *secret, Catalog: games}
+	if *players == "" && so.Model != "" {
+		*players = arena.SpecBase
+	}
+	var err error
+	if so.Players, err = arena.ParseSpecs(*players); err != nil {
 		return usageError{err}
 	}
-	srv, err := remote.NewServer(ctx, func(id string) (engine.Game, error) { return findGame(id) }, opts)
+	if err := so.Validate(); err != nil {
+		return usageError{err}
+	}
+	srv, closeModels, err := web.Serve(ctx, so)
 	if err != nil {
 		return err
 	}
+	defer closeModels.Close()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -56,13 +76,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
 		fmt.Fprintf(env.stderr, "warning: listening on %s, which is not a loopback address\n", ln.Addr())
 	}
-	fmt.Fprintf(env.stdout, "omar serve: listening on http://%s (POST /v1/episodes; GET /v1/episodes/{id}/events; POST /v1/episodes/{id}/actions)\n", ln.Addr())
+	fmt.Fprintf(env.stdout, "omar serve: listening on http://%s (web page /ui/; POST /v1/episodes; GET /v1/episodes/{id}/events; POST /v1/episodes/{id}/actions)\n", ln.Addr())
 	// A secret the operator chose is not echoed (it may be in a log); a
 	// drawn one must be, or nobody could create an episode.
 	if given {
 		fmt.Fprintln(env.stdout, "omar serve: creating and listing episodes needs the secret given by --secret or $"+serveSecretEnv+" (Authorization: Bearer …)")
 	} else {
 		fmt.Fprintf(env.stdout, "omar serve: secret for creating and listing episodes (Authorization: Bearer …): %s\n", srv.Secret())
+		fmt.Fprintf(env.stdout, "omar serve: web page with the secret: http://%s/ui/#secret=%s\n", ln.Addr(), srv.Secret())
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -96,4 +98,56 @@ func TestServeSecret(t *testing.T) {
 			t.Errorf("got %v, want a usage error about the secret's length", err)
 		}
 	})
+}
+
+// TestServeWebFlags: --records and --run reach the web page's feeds, the
+// page is served, and a bad player spec or run directory is a usage error.
+func TestServeWebFlags(t *testing.T) {
+	dir := t.TempDir()
+	records := filepath.Join(dir, "r.jsonl")
+	if _, _, code := runCLI(t, "play", "--env", "sealedbid", "--episodes", "3", "--out", records); code != 0 {
+		t.Fatalf("omar play exited %d", code)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, &cliEnv{stdout: &out, stderr: &errb}, []string{"--addr", "127.0.0.1:0", "--records", records, "--run", dir})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	var link []string
+	for range 200 {
+		if link = regexp.MustCompile(`(http://\S+)/ui/#secret=(\S+)`).FindStringSubmatch(out.String()); link != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if link == nil {
+		t.Fatalf("no link to the page printed: %q", out.String())
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"/v1/site", `"records":3`},
+		{"/v1/site", `"run":true`},
+		{"/ui/", "New episode"},
+	} {
+		resp, err := http.Get(link[1] + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), tc.want) {
+			t.Errorf("GET %s = %s, want it to contain %s", tc.path, body, tc.want)
+		}
+	}
+	for _, args := range [][]string{{"--players", "nonsense"}, {"--run", filepath.Join(dir, "missing")}} {
+		if err := runServe(context.Background(), &cliEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, append([]string{"--addr", "127.0.0.1:0"}, args...)); !errors.Is(err, errUsage) {
+			t.Errorf("%v: got %v, want a usage error", args, err)
+		}
+	}
 }

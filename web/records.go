@@ -1,0 +1,164 @@
+package web
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/omar-selfplay/omar/engine"
+)
+
+// RecordSummary is one record of a records file as the replay list shows
+// it: no events, no scenario.
+type RecordSummary struct {
+	Index   int                 `json:"index"`
+	Env     string              `json:"env"`
+	Seed    uint64              `json:"seed"`
+	Seats   []engine.SeatRecord `json:"seats"`
+	Result  string              `json:"result"`
+	Rewards []float64           `json:"rewards"`
+	Events  int                 `json:"events"`
+}
+
+// Records is an episode-records file opened for replay. It keeps each
+// line's offset and a summary, not the records: a record is read again
+// from the file when it is asked for, so a large file costs little
+// memory.
+type Records struct {
+	path      string
+	offsets   []int64
+	summaries []RecordSummary
+}
+
+// MaxRecordLine bounds one record's line (a Werewolf game of 15 seats is
+// well under 1 MiB).
+const MaxRecordLine = 64 << 20
+
+// OpenRecords indexes the records file at path. A line that is not a
+// record is an error naming the line.
+func OpenRecords(path string) (*Records, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rs := &Records{path: path}
+	r := bufio.NewReaderSize(f, 1<<20)
+	var off int64
+	for line := 1; ; line++ {
+		b, err := readLine(r)
+		if len(bytes.TrimSpace(b)) > 0 {
+			var rec engine.Record
+			if jerr := json.Unmarshal(b, &rec); jerr != nil {
+				return nil, fmt.Errorf("web: %s:%d: %w", path, line, jerr)
+			}
+			rs.offsets = append(rs.offsets, off)
+			rs.summaries = append(rs.summaries, summarize(len(rs.summaries), &rec))
+		}
+		off += int64(len(b))
+		if errors.Is(err, io.EOF) {
+			return rs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("web: %s:%d: %w", path, line, err)
+		}
+	}
+}
+
+// readLine reads one line (with its newline) of at most MaxRecordLine
+// bytes.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var out []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		out = append(out, chunk...)
+		if len(out) > MaxRecordLine {
+			return nil, fmt.Errorf("a line longer than %d bytes", MaxRecordLine)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return out, err
+		}
+	}
+}
+
+func summarize(i int, rec *engine.Record) RecordSummary {
+	return RecordSummary{Index: i, Env: rec.Env, Seed: rec.Seed, Seats: rec.Seats, Result: rec.Outcome.Result,
+		Rewards: rec.Outcome.Rewards, Events: len(rec.Events)}
+}
+
+// Len is the number of records.
+func (rs *Records) Len() int { return len(rs.offsets) }
+
+// Summaries lists the records.
+func (rs *Records) Summaries() []RecordSummary { return rs.summaries }
+
+// Record reads record i again from the file.
+func (rs *Records) Record(i int) (*engine.Record, error) {
+	if i < 0 || i >= len(rs.offsets) {
+		return nil, fmt.Errorf("web: no record %d (the file has %d)", i, len(rs.offsets))
+	}
+	f, err := os.Open(rs.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(rs.offsets[i], io.SeekStart); err != nil {
+		return nil, err
+	}
+	b, err := readLine(bufio.NewReader(f))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	var rec engine.Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("web: %s record %d: %w (was the file rewritten?)", rs.path, i, err)
+	}
+	return &rec, nil
+}
+
+// tailLines returns the last n complete, non-empty lines of the file at
+// path, reading at most maxBytes from its end; a missing file has none.
+func tailLines(path string, n int, maxBytes int64) ([][]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	start := max(0, st.Size()-maxBytes)
+	b := make([]byte, st.Size()-start)
+	if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	// A line being written has no newline yet; one cut by the window has
+	// no start.
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		return nil, nil
+	}
+	if start > 0 {
+		i := bytes.IndexByte(b, '\n')
+		b = b[i+1:]
+	}
+	var lines [][]byte
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines, nil
+}

@@ -1,0 +1,199 @@
+package web
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/omar-selfplay/omar/loop"
+)
+
+// RunStatus is what a live run reports between iterations.
+type RunStatus struct {
+	// Live is true while a run in this process feeds the dashboard (omar
+	// selfplay --ui); false when a finished or foreign run directory is
+	// read (omar serve --run).
+	Live      bool   `json:"live"`
+	Iteration int    `json:"iteration"`
+	Phase     string `json:"phase,omitempty"`
+	Episodes  int    `json:"episodes"`
+	Total     int    `json:"total"`
+	// Iterations is the run's planned number of iterations (0 unknown).
+	Iterations int       `json:"iterations"`
+	Updated    time.Time `json:"updated"`
+}
+
+// RunFeed is the dashboard's data: a run directory's metrics.jsonl and
+// episodes.jsonl, read when asked for (so a run that another process
+// writes shows its new lines), and the live status a run's hooks report.
+type RunFeed struct {
+	dir string
+
+	mu     sync.Mutex
+	status RunStatus
+}
+
+// NewRunFeed reads the run directory dir.
+func NewRunFeed(dir string) *RunFeed { return &RunFeed{dir: dir} }
+
+// Attach chains the feed's updates after the hooks already set on h: the
+// phase, the episodes of the rollout and each finished iteration.
+func (f *RunFeed) Attach(h *loop.Hooks, iterations int) {
+	f.update(func(s *RunStatus) { s.Live, s.Iterations = true, iterations })
+	phase, episode, iteration := h.Phase, h.Episode, h.Iteration
+	h.Phase = func(it int, name string) {
+		if phase != nil {
+			phase(it, name)
+		}
+		f.update(func(s *RunStatus) { s.Iteration, s.Phase = it, name })
+	}
+	h.Episode = func(it, done, total int) {
+		if episode != nil {
+			episode(it, done, total)
+		}
+		f.update(func(s *RunStatus) { s.Iteration, s.Episodes, s.Total = it, done, total })
+	}
+	h.Iteration = func(m *loop.Metrics) {
+		if iteration != nil {
+			iteration(m)
+		}
+		f.update(func(s *RunStatus) { s.Iteration, s.Phase = m.Iteration, "done" })
+	}
+}
+
+func (f *RunFeed) update(change func(*RunStatus)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(&f.status)
+	f.status.Updated = time.Now().UTC()
+}
+
+// RunPage is the answer of GET /v1/run.
+type RunPage struct {
+	Dir    string    `json:"dir"`
+	Status RunStatus `json:"status"`
+	// Metrics are metrics.jsonl's lines after the request's iteration
+	// cursor, as written (fields the dashboard does not know, such as a
+	// held-out evaluation's, are kept).
+	Metrics []json.RawMessage `json:"metrics"`
+	// Episodes are the last episode records of episodes.jsonl.
+	Episodes []json.RawMessage `json:"episodes"`
+}
+
+// The most a dashboard request reads.
+const (
+	maxDashboardEpisodes = 10
+	maxEpisodesTail      = 16 << 20
+)
+
+// Page reads the lines of metrics.jsonl whose iteration is above after,
+// and the last episodes records.
+func (f *RunFeed) Page(after, episodes int) (RunPage, error) {
+	f.mu.Lock()
+	p := RunPage{Dir: f.dir, Status: f.status, Metrics: []json.RawMessage{}, Episodes: []json.RawMessage{}}
+	f.mu.Unlock()
+	b, err := os.ReadFile(filepath.Join(f.dir, loop.MetricsFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return p, err
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1] // a line being written is not whole yet
+	} else {
+		b = nil
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 16<<20)
+	for line := 1; sc.Scan(); line++ {
+		raw := bytes.TrimSpace(sc.Bytes())
+		if len(raw) == 0 {
+			continue
+		}
+		var it struct {
+			Iteration int `json:"iteration"`
+		}
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return p, fmt.Errorf("web: %s:%d: %w", loop.MetricsFile, line, err)
+		}
+		if it.Iteration > after {
+			p.Metrics = append(p.Metrics, json.RawMessage(bytes.Clone(raw)))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return p, err
+	}
+	lines, err := tailLines(filepath.Join(f.dir, loop.EpisodesFile), min(max(episodes, 0), maxDashboardEpisodes), maxEpisodesTail)
+	if err != nil {
+		return p, err
+	}
+	for _, l := range lines {
+		if json.Valid(l) {
+			p.Episodes = append(p.Episodes, json.RawMessage(l))
+		}
+	}
+	if !p.Status.Live && len(p.Metrics) > 0 {
+		var last struct {
+			Iteration int `json:"iteration"`
+		}
+		_ = json.Unmarshal(p.Metrics[len(p.Metrics)-1], &last)
+		p.Status.Iteration = last.Iteration
+	}
+	return p, nil
+}
+
+// Dashboard is a training dashboard served while a run trains.
+type Dashboard struct {
+	// URL opens the dashboard; its fragment holds the secret.
+	URL    string
+	server *http.Server
+	errc   chan error
+}
+
+// AttachDashboard serves run's dashboard on addr (loopback by default in
+// omar selfplay --ui): it chains a feed onto run.Hooks, keeping the hooks
+// already set, and listens until Close. The dashboard needs secret, as
+// episodes show every seat's private information; "" draws one, which
+// URL carries (a given one it does not).
+func AttachDashboard(run *loop.Run, addr, secret string) (*Dashboard, error) {
+	feed := NewRunFeed(run.Path(""))
+	feed.Attach(&run.Hooks, run.Options().Iterations)
+	site, err := New(Options{Secret: secret, Run: feed})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("web: dashboard: %w", err)
+	}
+	d := &Dashboard{URL: "http://" + ln.Addr().String() + "/ui/dashboard", errc: make(chan error, 1),
+		server: &http.Server{Handler: site, ReadHeaderTimeout: 10 * time.Second}}
+	if secret == "" {
+		// A drawn secret must be shown or nobody could open the page; a
+		// chosen one is not echoed (it may end up in a log).
+		d.URL += "#secret=" + site.Secret()
+	}
+	go func() { d.errc <- d.server.Serve(ln) }()
+	return d, nil
+}
+
+// Close stops serving.
+func (d *Dashboard) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := d.server.Shutdown(ctx)
+	if serr := <-d.errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+var _ io.Closer = (*Dashboard)(nil)

@@ -1,0 +1,432 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/engine/remote"
+	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/seeds"
+	"github.com/omar-selfplay/omar/selfplay"
+)
+
+const testSecret = "web-test-secret-0123456789"
+
+// writeRecords plays n scripted episodes of env and writes their records.
+func writeRecords(t *testing.T, env string, params engine.Params, n int) (string, []*engine.Record) {
+	t.Helper()
+	g, err := envs.Find(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "records.jsonl")
+	w, err := engine.CreateJSONL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []*engine.Record
+	for k := range n {
+		seed := seeds.Derive(11, uint64(k))
+		cast, err := engine.ScriptedCast(g, nil, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := engine.Play(context.Background(), g, seed, params, cast, engine.DefaultOptions(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, recs
+}
+
+// newSite serves a site with an API server over every environment.
+func newSite(t *testing.T, o Options, agents remote.Agents) (*httptest.Server, *Site) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	opts := remote.ServerOptions{}.Defaults()
+	opts.Secret, opts.Catalog, opts.Agents = testSecret, envs.All(), agents
+	api, err := remote.NewServer(ctx, envs.Find, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.API = api
+	site, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(site)
+	t.Cleanup(func() { cancel(); ts.Close() })
+	return ts, site
+}
+
+func get(t *testing.T, url, token string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// TestWebPages: every page is served with the content policy and loads
+// only the site's own scripts, which all exist; / leads to the episodes
+// page.
+func TestWebPages(t *testing.T) {
+	ts, _ := newSite(t, Options{}, nil)
+	for _, page := range []string{"/ui/", "/ui/episode", "/ui/replay", "/ui/dashboard"} {
+		resp, body := get(t, ts.URL+page, "")
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: HTTP %d", page, resp.StatusCode)
+		}
+		if got := resp.Header.Get("Content-Security-Policy"); got != contentPolicy {
+			t.Errorf("%s: content policy %q, want %q", page, got, contentPolicy)
+		}
+		if strings.Contains(string(body), "<script>") || strings.Contains(string(body), " on") && strings.Contains(string(body), "onclick=") {
+			t.Errorf("%s has inline script, which the content policy blocks", page)
+		}
+		for _, src := range scriptSources(string(body)) {
+			if r, _ := get(t, ts.URL+src, ""); r.StatusCode != 200 || !strings.Contains(r.Header.Get("Content-Type"), "javascript") {
+				t.Errorf("%s: script %s: HTTP %d, %s", page, src, r.StatusCode, r.Header.Get("Content-Type"))
+			}
+		}
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(ts.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/" {
+		t.Errorf("GET /: %d to %q, want 303 to /ui/", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+func scriptSources(html string) []string {
+	var out []string
+	for _, part := range strings.Split(html, `<script src="`)[1:] {
+		out = append(out, part[:strings.IndexByte(part, '"')])
+	}
+	return out
+}
+
+// TestWebSecret: records and run data need the secret, the API's own
+// rules hold behind the site, and a site refuses a secret that is not
+// its API's.
+func TestWebSecret(t *testing.T) {
+	path, _ := writeRecords(t, "sealedbid", nil, 2)
+	rs, err := OpenRecords(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := newSite(t, Options{Records: rs, Run: NewRunFeed(t.TempDir())}, nil)
+	tests := []struct {
+		path, token string
+		want        int
+	}{
+		{"/v1/site", "", 200},
+		{"/v1/envs", "", 200},
+		{"/v1/records", "", 401},
+		{"/v1/records", "wrong-secret-0123456789", 401},
+		{"/v1/records", testSecret, 200},
+		{"/v1/records/0", "", 401},
+		{"/v1/records/1", testSecret, 200},
+		{"/v1/records/2", testSecret, 404},
+		{"/v1/records/x", testSecret, 404},
+		{"/v1/run", "", 401},
+		{"/v1/run", testSecret, 200},
+		{"/v1/run?after=x", testSecret, 400},
+		{"/v1/episodes", "", 401},
+		{"/v1/episodes", testSecret, 200},
+	}
+	for _, tt := range tests {
+		resp, body := get(t, ts.URL+tt.path, tt.token)
+		if resp.StatusCode != tt.want {
+			t.Errorf("GET %s with %q: got HTTP %d (%s), want %d", tt.path, tt.token, resp.StatusCode, body, tt.want)
+		}
+		if resp.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("GET %s: Cache-Control %q, want no-store", tt.path, resp.Header.Get("Cache-Control"))
+		}
+	}
+	api, err := remote.NewServer(context.Background(), envs.Find, remote.ServerOptions{}.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Options{API: api, Secret: testSecret}); err == nil {
+		t.Error("a site took a secret that is not its API server's")
+	}
+	if _, err := New(Options{Secret: "short"}); err == nil {
+		t.Error("a site took a 5-byte secret")
+	}
+}
+
+// TestRecords: the index of a records file gives back each record as
+// written, and refuses a line that is not a record.
+func TestRecords(t *testing.T) {
+	path, recs := writeRecords(t, "werewolf", nil, 3)
+	rs, err := OpenRecords(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Len() != len(recs) {
+		t.Fatalf("got %d records, want %d", rs.Len(), len(recs))
+	}
+	for i, want := range recs {
+		got, err := rs.Record(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gb, _ := json.Marshal(got)
+		// As read back from JSON: data payloads are generic maps.
+		var back engine.Record
+		wb, _ := json.Marshal(want)
+		json.Unmarshal(wb, &back)
+		wb, _ = json.Marshal(&back)
+		if !bytes.Equal(gb, wb) {
+			t.Errorf("record %d differs from what was written", i)
+		}
+		if s := rs.Summaries()[i]; s.Events != len(want.Events) || s.Result != want.Outcome.Result || s.Seed != want.Seed {
+			t.Errorf("summary %d = %+v, want %d events, result %s, seed %d", i, s, len(want.Events), want.Outcome.Result, want.Seed)
+		}
+	}
+	if _, err := rs.Record(3); err == nil {
+		t.Error("record 3 of 3 was found")
+	}
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	b, _ := os.ReadFile(path)
+	os.WriteFile(bad, append(b, []byte("{not json\n")...), 0o644)
+	if _, err := OpenRecords(bad); err == nil || !strings.Contains(err.Error(), ":4:") {
+		t.Errorf("got %v, want an error naming line 4", err)
+	}
+}
+
+// naiveTail is tailLines by splitting the whole file.
+func naiveTail(b []byte, n int) [][]byte {
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		return nil
+	}
+	var lines [][]byte
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+// FuzzTailLines: with a window that holds the whole file, tailLines is the
+// naive split; with a small window it returns a suffix of it, whole lines
+// only.
+func FuzzTailLines(f *testing.F) {
+	for _, s := range []string{"", "a\n", "a\nb\n", "a\nb", "\n\n x \n", "one\ntwo\nthree\n"} {
+		f.Add([]byte(s), 2, int64(3))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, n int, window int64) {
+		if n < 0 || n > 100 || window < 1 {
+			return
+		}
+		path := filepath.Join(t.TempDir(), "f")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tailLines(path, n, int64(len(data))+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := naiveTail(data, n); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		part, err := tailLines(path, n, window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := naiveTail(data, len(data)+1)
+		if len(part) > len(all) {
+			t.Fatalf("%d lines from a window, the file has %d", len(part), len(all))
+		}
+		for i, l := range part {
+			if !bytes.Equal(l, all[len(all)-len(part)+i]) {
+				t.Fatalf("window line %d = %q, not the file's", i, l)
+			}
+		}
+	})
+}
+
+// TestRunFeed: the feed returns the metrics lines after the cursor as
+// written (unknown fields kept), skips a line being written, gives the
+// last episodes, and its hooks run after the ones already set.
+func TestRunFeed(t *testing.T) {
+	dir := t.TempDir()
+	var metrics bytes.Buffer
+	for it := 1; it <= 3; it++ {
+		fmt.Fprintf(&metrics, `{"iteration":%d,"reward":{"buyer":0.%d},"kl":0.01,"heldout_reward":{"buyer":0.5}}`+"\n", it, it)
+	}
+	metrics.WriteString(`{"iteration":4,"rew`) // being written
+	os.WriteFile(filepath.Join(dir, loop.MetricsFile), metrics.Bytes(), 0o644)
+	_, recs := writeRecords(t, "sealedbid", nil, 4)
+	var eps bytes.Buffer
+	for _, r := range recs {
+		b, _ := json.Marshal(r)
+		eps.Write(append(b, '\n'))
+	}
+	os.WriteFile(filepath.Join(dir, loop.EpisodesFile), eps.Bytes(), 0o644)
+	f := NewRunFeed(dir)
+	for _, tt := range []struct{ after, episodes, wantMetrics, wantEpisodes int }{
+		{-1, 3, 3, 3}, {1, 1, 2, 1}, {3, 0, 0, 0}, {0, 99, 3, 4},
+	} {
+		p, err := f.Page(tt.after, tt.episodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Metrics) != tt.wantMetrics || len(p.Episodes) != tt.wantEpisodes {
+			t.Errorf("after %d, %d episodes: got %d metrics, %d episodes; want %d, %d", tt.after, tt.episodes, len(p.Metrics), len(p.Episodes), tt.wantMetrics, tt.wantEpisodes)
+		}
+		if tt.wantMetrics > 0 && !strings.Contains(string(p.Metrics[0]), "heldout_reward") {
+			t.Errorf("metrics line %s lost its held-out field", p.Metrics[0])
+		}
+		if tt.wantEpisodes > 0 {
+			var last engine.Record
+			json.Unmarshal(p.Episodes[len(p.Episodes)-1], &last)
+			if last.Seed != recs[len(recs)-1].Seed {
+				t.Errorf("last episode has seed %d, want the file's last (%d)", last.Seed, recs[len(recs)-1].Seed)
+			}
+		}
+	}
+	var calls []string
+	h := loop.Hooks{
+		Phase:     func(it int, p string) { calls = append(calls, "phase "+p) },
+		Iteration: func(m *loop.Metrics) { calls = append(calls, fmt.Sprint("iteration ", m.Iteration)) },
+	}
+	f.Attach(&h, 5)
+	h.Phase(4, "rollout")
+	h.Episode(4, 2, 8)
+	p, _ := f.Page(3, 0)
+	if want := (RunStatus{Live: true, Iteration: 4, Phase: "rollout", Episodes: 2, Total: 8, Iterations: 5}); p.Status.Updated.IsZero() || func() bool { p.Status.Updated = want.Updated; return p.Status != want }() {
+		t.Errorf("status %+v, want %+v", p.Status, want)
+	}
+	h.Iteration(&loop.Metrics{Iteration: 4})
+	if want := []string{"phase rollout", "iteration 4"}; !reflect.DeepEqual(calls, want) {
+		t.Errorf("the hooks set before ran %v, want %v", calls, want)
+	}
+}
+
+// echoBackend is a message-level backend that answers with the last legal
+// reply it finds in the prompt and records the requests.
+type echoBackend struct{ reqs []inference.Request }
+
+func (b *echoBackend) Generate(_ context.Context, reqs []inference.Request) ([]inference.Response, error) {
+	b.reqs = append(b.reqs, reqs...)
+	out := make([]inference.Response, len(reqs))
+	for i, r := range reqs {
+		last := r.Messages[len(r.Messages)-1].Content
+		_, legal, _ := strings.Cut(last, "Legal replies: ")
+		out[i] = inference.Response{Text: strings.Split(legal, " | ")[0]}
+	}
+	return out, nil
+}
+
+func (*echoBackend) Close() error { return nil }
+
+// TestModelAgents: names are checked, the first player is also "model",
+// and a message-level player plays a whole episode through the API with
+// its conversation growing by the seat's view only.
+func TestModelAgents(t *testing.T) {
+	b := &echoBackend{}
+	p := &selfplay.Player{Label: "echo", Backend: b}
+	for _, tt := range []struct {
+		names []string
+		ok    bool
+	}{{[]string{"a"}, true}, {[]string{"remote"}, false}, {[]string{"scripted:x"}, false}, {[]string{""}, false}, {[]string{"a", "a"}, false}} {
+		players := make([]*selfplay.Player, len(tt.names))
+		for i := range players {
+			players[i] = p
+		}
+		if _, err := NewModelAgents(tt.names, players, SeatOptions{}.Defaults()); (err == nil) != tt.ok {
+			t.Errorf("names %q: err %v, want ok %v", tt.names, err, tt.ok)
+		}
+	}
+	ag, err := NewModelAgents([]string{"ollama:echo"}, []*selfplay.Player{p}, SeatOptions{}.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ag.Names(), []string{"model", "ollama:echo"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("names %v, want %v", got, want)
+	}
+	ts, _ := newSite(t, Options{}, ag)
+	c := &remote.Client{BaseURL: ts.URL, Secret: testSecret}
+	ctx := context.Background()
+	seed := uint64(5)
+	info, err := c.Create(ctx, remote.CreateRequest{Env: "dealornodeal", Seed: &seed, Params: engine.Params{"structured_only": true}, Agents: []string{"model", "scripted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.Events(ctx, info.ID, -1, testSecret, 0, 30)
+	for err == nil && !page.Done {
+		var more remote.EventsPage
+		more, err = c.Events(ctx, info.ID, -1, testSecret, page.Next, 30)
+		more.Events = append(page.Events, more.Events...)
+		page = more
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.reqs) == 0 {
+		t.Fatal("the model seat was never asked")
+	}
+	acks := 0
+	for _, e := range page.Events {
+		if e.Seat == 0 && e.Kind == engine.KindAck {
+			acks++
+		}
+		if e.Kind == engine.KindBriefing && !e.Audience.Includes(0) {
+			for _, r := range b.reqs {
+				for _, m := range r.Messages {
+					if strings.Contains(m.Content, e.Text) {
+						t.Fatalf("seat 1's briefing reached the model of seat 0")
+					}
+				}
+			}
+		}
+	}
+	if acks != len(b.reqs) {
+		t.Errorf("%d acks for %d requests: the echoed legal replies should all be taken", acks, len(b.reqs))
+	}
+	for i := 1; i < len(b.reqs); i++ {
+		if len(b.reqs[i].Messages) <= len(b.reqs[i-1].Messages) {
+			t.Errorf("request %d has %d messages, after %d: the conversation should grow", i, len(b.reqs[i].Messages), len(b.reqs[i-1].Messages))
+		}
+	}
+	if b.reqs[0].Sampling.Seed == b.reqs[len(b.reqs)-1].Sampling.Seed && len(b.reqs) > 1 {
+		t.Error("every turn sampled with one seed")
+	}
+}
