@@ -21,6 +21,7 @@ import (
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/werewolf"
 )
@@ -470,4 +471,48 @@ func TestUIDashboard(t *testing.T) {
 	if got := points("eval"); got != 2 {
 		t.Errorf("after iteration 4 the evaluation chart has %d points, want 2", got)
 	}
+}
+
+// TestUIDashboardLive trains the built-in tiny run for two iterations with
+// the dashboard attached (omar selfplay --ui): the page follows the run's
+// hooks live, draws both iterations without a reload, and the hooks that
+// were set before still run.
+func TestUIDashboardLive(t *testing.T) {
+	lib := llamatest.LibDir()
+	if lib == "" {
+		t.Skip("no llama.cpp libraries in lib/llama/cpu (make llama installs them)")
+	}
+	ctx := newBrowser(t)
+	o := loop.Options{}.Defaults()
+	o.Iterations, o.Rollout.Episodes, o.Rollout.LlamaLib = 2, 4, lib
+	run, err := loop.Open(filepath.Join(t.TempDir(), "run"), o, loop.Fresh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	var iterations []int
+	run.Hooks.Iteration = func(m *loop.Metrics) { iterations = append(iterations, m.Iteration) }
+	d, err := AttachDashboard(run, "127.0.0.1:0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if !strings.Contains(d.URL, "/ui/dashboard#secret=") {
+		t.Fatalf("dashboard link %q carries no secret", d.URL)
+	}
+	do(t, ctx, chromedp.Navigate(d.URL))
+	waitJS(t, ctx, `document.getElementById("status").textContent.startsWith("live")`, 20*time.Second)
+	trained := make(chan error, 1)
+	go func() { trained <- run.Train(context.Background()) }()
+	waitJS(t, ctx, `document.getElementById("status").dataset.iterations === "2"`, 3*time.Minute)
+	if err := <-trained; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(iterations, []int{1, 2}) {
+		t.Errorf("the hook set before the dashboard saw iterations %v, want [1 2]", iterations)
+	}
+	if got := eval[int](t, ctx, `Number(document.getElementById("chart-reward").dataset.points)`); got < 2 {
+		t.Errorf("the reward chart has %d points after two iterations", got)
+	}
+	waitJS(t, ctx, `document.querySelectorAll("#episodes details").length === 3`, 10*time.Second)
 }
