@@ -204,6 +204,9 @@ type RolloutOptions struct {
 	Grammar        *bool   `yaml:"grammar"`
 	BatchWindowMS  float64 `yaml:"batch_window_ms"`
 	MaxRetries     *int    `yaml:"max_retries"`
+	// MaxLegal is the most legal replies a notification may have for the
+	// prompt to list them (0: selfplay.DefaultMaxLegal, -1: never).
+	MaxLegal int `yaml:"max_legal"`
 
 	// Guard flags degenerate turns (a reward-hacking guard: the
 	// estimators zero their credit); guard: {enabled: false} turns it off.
@@ -270,6 +273,8 @@ func (c *RolloutOptions) Validate() error {
 		return fmt.Errorf("max_retries %d: want 0..1000", *c.MaxRetries)
 	case c.JudgeContext < 0:
 		return fmt.Errorf("judge_context %d < 0", c.JudgeContext)
+	case c.MaxLegal < -1:
+		return fmt.Errorf("max_legal %d: want -1 (never), 0 (the default) or a count", c.MaxLegal)
 	}
 	// llama.cpp aborts on some sampler settings (an infinite temperature
 	// with a grammar): refuse them before any backend sees them.
@@ -332,6 +337,7 @@ func (c *RolloutOptions) RunnerOptions() (selfplay.Options, error) {
 	}
 	o.BatchWindow = time.Duration(c.BatchWindowMS * float64(time.Millisecond))
 	o.Agents = c.Agents
+	o.MaxLegal = c.MaxLegal
 	if c.Guard != nil && c.Guard.Enabled {
 		g, err := selfplay.NewRuleGuard(*c.Guard)
 		if err != nil {

@@ -49,7 +49,7 @@ func (cs *chatSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, erro
 	}
 	// Text from other seats is not defanged: there is no tokenizer to list
 	// special tokens, and the server renders message contents as text.
-	cs.msgs = append(cs.msgs, RenderEvents(unseen, len(cs.msgs) > 0, nil)...)
+	cs.msgs = append(cs.msgs, renderEvents(unseen, len(cs.msgs) > 0, nil, cs.run.opts.maxLegal())...)
 	req := inference.Request{
 		Key:       fmt.Sprintf("%s/e%d/s%d", run.key, run.index, cs.seat.Index),
 		Messages:  slices.Clone(cs.msgs),

@@ -19,6 +19,17 @@ import (
 // It is the rule a model seat renders its prompt by, exported so that
 // dataset exports give a seat the same conversation it played.
 func RenderEvents(view []engine.Event, started bool, defang func(string) string) []inference.Message {
+	return renderEvents(view, started, defang, DefaultMaxLegal)
+}
+
+// DefaultMaxLegal is how many legal replies a notification may have for a
+// seat's prompt to list them (Options.MaxLegal): a short menu (ACCEPT |
+// REJECT | WALK) helps a small model, a long one (every split of an item
+// pool) only lengthens every prompt, and the notification already states
+// the move syntax.
+const DefaultMaxLegal = 8
+
+func renderEvents(view []engine.Event, started bool, defang func(string) string, maxLegal int) []inference.Message {
 	var out []inference.Message
 	add := func(role, text string) {
 		if text == "" {
@@ -46,7 +57,7 @@ func RenderEvents(view []engine.Event, started bool, defang func(string) string)
 			add("user", "Your reply was rejected: "+e.Text)
 		case engine.KindNotification:
 			text := e.Text
-			if len(e.Legal) > 0 && len(e.Legal) <= 30 {
+			if len(e.Legal) > 0 && len(e.Legal) <= maxLegal {
 				text += "\nLegal replies: " + strings.Join(e.Legal, " | ")
 			}
 			add("user", text)

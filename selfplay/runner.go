@@ -76,6 +76,9 @@ type Options struct {
 	// Guard flags degenerate turns of the kept trajectories after each
 	// episode (Trajectory.TurnFlags); nil runs none.
 	Guard TurnGuard
+	// MaxLegal is the most legal replies a notification may have for a
+	// seat's prompt to list them (0: DefaultMaxLegal; -1: never).
+	MaxLegal int
 }
 
 // Defaults returns the runner defaults.
@@ -122,6 +125,14 @@ func (o Options) Validate() error {
 // reservedAgent reports whether v is one of the built-in agent kinds.
 func reservedAgent(v string) bool {
 	return v == AgentPolicy || v == AgentFrozen || v == AgentScripted || strings.HasPrefix(v, AgentScripted+":")
+}
+
+// maxLegal is MaxLegal with its default.
+func (o Options) maxLegal() int {
+	if o.MaxLegal == 0 {
+		return DefaultMaxLegal
+	}
+	return o.MaxLegal
 }
 
 // agentFor returns the agent kind of a seat.

@@ -86,45 +86,19 @@ func (ms *modelSeat) newTrajectory(segment int) *Trajectory {
 // acknowledgements are skipped because its reply is already in the stream
 // as the assistant message.
 func (ms *modelSeat) render(view []engine.Event) []inference.Message {
-	var out []inference.Message
-	add := func(role, text string) {
-		if text == "" {
-			return
-		}
-		text = ms.player.defang(text)
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Content += "\n" + text
-			return
-		}
-		out = append(out, inference.Message{Role: role, Content: text})
-	}
 	started := len(ms.msgs) > 0
+	var unseen []engine.Event
 	for _, e := range view {
-		if e.Seq <= ms.cursor {
-			continue
-		}
-		ms.cursor = e.Seq
-		switch e.Kind {
-		case engine.KindBriefing:
-			if !started && (len(out) == 0 || out[len(out)-1].Role == "system") {
-				add("system", e.Text)
-			} else {
-				add("user", e.Text)
-			}
-		case engine.KindAction, engine.KindAck:
-		case engine.KindValidationError:
-			add("user", "Your reply was rejected: "+e.Text)
-		case engine.KindNotification:
-			text := e.Text
-			if len(e.Legal) > 0 && len(e.Legal) <= 30 {
-				text += "\nLegal replies: " + strings.Join(e.Legal, " | ")
-			}
-			add("user", text)
-		default:
-			add("user", e.Text)
+		if e.Seq > ms.cursor {
+			unseen = append(unseen, e)
+			ms.cursor = e.Seq
 		}
 	}
-	return out
+	maxLegal := DefaultMaxLegal
+	if ms.run != nil && ms.run.opts != nil {
+		maxLegal = ms.run.opts.maxLegal()
+	}
+	return renderEvents(unseen, started, ms.player.defang, maxLegal)
 }
 
 // Act implements engine.Agent.
