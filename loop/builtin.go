@@ -62,12 +62,12 @@ func DefaultBuiltin() BuiltinOptions {
 	)
 	t := train.Options{}.FullDefaults()
 	t.LR = 2e-3
-	t.LRSchedule, t.WarmupSteps, t.MinLRRatio = "cosine", 40, 0.1
+	t.LRSchedule, t.WarmupSteps, t.MinLRRatio = "cosine", 20, 0.1
 	t.BatchTokens = 4096
 	o := BuiltinOptions{
 		Corpus: CorpusOptions{Envs: es, Seed: 1, MaxTokens: 64, Context: 4096},
 		Arch:   "llama", Preset: "base", Vocab: 1024,
-		Steps: 600, Batch: 8, Train: t, CheckpointEvery: 50, Seed: 1,
+		Steps: 300, Batch: 8, Train: t, CheckpointEvery: 25, Seed: 1,
 	}
 	o.Train.TotalSteps = o.Steps
 	return o
