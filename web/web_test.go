@@ -340,8 +340,8 @@ func TestRunFeed(t *testing.T) {
 	}
 }
 
-// echoBackend is a message-level backend that answers with the last legal
-// reply it finds in the prompt and records the requests.
+// echoBackend is a message-level backend that answers with the first legal
+// reply it finds in the prompt (else REJECT) and records the requests.
 type echoBackend struct{ reqs []inference.Request }
 
 func (b *echoBackend) Generate(_ context.Context, reqs []inference.Request) ([]inference.Response, error) {
@@ -349,8 +349,13 @@ func (b *echoBackend) Generate(_ context.Context, reqs []inference.Request) ([]i
 	out := make([]inference.Response, len(reqs))
 	for i, r := range reqs {
 		last := r.Messages[len(r.Messages)-1].Content
-		_, legal, _ := strings.Cut(last, "Legal replies: ")
-		out[i] = inference.Response{Text: strings.Split(legal, " | ")[0]}
+		// The prompt lists the legal replies when there are at most 30;
+		// REJECT is always one of them in a structured negotiation.
+		text := "REJECT"
+		if _, legal, ok := strings.Cut(last, "Legal replies: "); ok {
+			text = strings.Split(legal, " | ")[0]
+		}
+		out[i] = inference.Response{Text: text}
 	}
 	return out, nil
 }
