@@ -79,6 +79,12 @@ type Options struct {
 	// MaxLegal is the most legal replies a notification may have for a
 	// seat's prompt to list them (0: DefaultMaxLegal; -1: never).
 	MaxLegal int
+	// Cast, when set, chooses the agents of episode i's seats instead of
+	// Agents (a league: which seats the policy plays and who sits in the
+	// others): seat index → agent, as Agents' values; seats it leaves out
+	// fall back to Agents. It must be a function of i alone (replays and
+	// resumed runs draw the same casts).
+	Cast func(i int) map[int]string
 }
 
 // Defaults returns the runner defaults.
@@ -163,6 +169,8 @@ type Runner struct {
 	// key distinguishes the sequences of different Run calls in the
 	// backend's cache (a new policy version must not reuse old KV).
 	calls atomic.Int64
+	// players are Options.Players and those AddPlayer added.
+	players map[string]*Player
 }
 
 // NewRunner returns a runner. frozen may be nil when no seat is "frozen";
@@ -191,7 +199,24 @@ func NewRunner(g engine.Game, policy, frozen *Player, opts Options) (*Runner, er
 			}
 		}
 	}
-	return &Runner{game: g, policy: policy, frozen: frozen, opts: opts}, nil
+	players := make(map[string]*Player, len(opts.Players))
+	for name, p := range opts.Players {
+		players[name] = p
+	}
+	return &Runner{game: g, policy: policy, frozen: frozen, opts: opts, players: players}, nil
+}
+
+// AddPlayer adds a named player between runs (a league's new snapshot);
+// Cast may name it from the next Run on.
+func (r *Runner) AddPlayer(name string, p *Player) error {
+	switch {
+	case reservedAgent(name):
+		return fmt.Errorf("selfplay: player name %q is reserved", name)
+	case p == nil || p.Backend == nil:
+		return fmt.Errorf("selfplay: player %q has no backend", name)
+	}
+	r.players[name] = p
+	return nil
 }
 
 // Stats are the counters of a Run.
@@ -352,17 +377,17 @@ func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResul
 	return st, firstErr
 }
 
-// named returns Options.Players in name order (a deterministic order for
-// the batchers).
+// named returns the named players in name order (a deterministic order
+// for the batchers).
 func (r *Runner) named() []*Player {
-	names := make([]string, 0, len(r.opts.Players))
-	for n := range r.opts.Players {
+	names := make([]string, 0, len(r.players))
+	for n := range r.players {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	out := make([]*Player, len(names))
 	for i, n := range names {
-		out[i] = r.opts.Players[n]
+		out[i] = r.players[n]
 	}
 	return out
 }
@@ -382,9 +407,16 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 		gen:          gen,
 	}
 	var seats []*modelSeat
+	var drawn map[int]string
+	if r.opts.Cast != nil {
+		drawn = r.opts.Cast(i)
+	}
 	cast := func(s engine.Seat) (engine.Agent, string, error) {
-		kind := r.opts.agentFor(s)
-		if p := r.opts.Players[kind]; p != nil {
+		kind, ok := drawn[s.Index]
+		if !ok {
+			kind = r.opts.agentFor(s)
+		}
+		if p := r.players[kind]; p != nil {
 			if p.Tokenizer == nil {
 				return newChatSeat(run, p, s), p.Label, nil
 			}
