@@ -140,6 +140,7 @@ type fakeSwapper struct {
 	mu      sync.Mutex
 	version int
 	loaded  []string
+	named   []string
 }
 
 func (s *fakeSwapper) SetAdapter(_ context.Context, path string, _ float32) (int, error) {
@@ -545,5 +546,125 @@ func TestEvalInRun(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, BestDir, AdapterFile)); err != nil {
 		t.Errorf("best/: %v", err)
+	}
+}
+
+func (s *fakeSwapper) LoadAdapter(_ context.Context, name, path string, _ float32) error {
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.named = append(s.named, name)
+	return nil
+}
+
+func leagueOptions(iterations int) Options {
+	o := fakeOptions(iterations)
+	o.Rollout.Episodes = 8
+	o.League = DefaultLeague()
+	o.League.Enabled = true
+	o.League.Scripted = []string{"random", "shading"}
+	return o
+}
+
+// TestLeague: with a league the policy meets scripts, the base model and
+// its own snapshots; the draws follow the pool, snapshots join it every
+// second iteration, and a run interrupted and resumed draws and learns the
+// same as a straight one.
+func TestLeague(t *testing.T) {
+	dir := t.TempDir()
+	straight := filepath.Join(dir, "straight")
+	parts := fakeParts(t)
+	r, err := Open(straight, leagueOptions(5), Fresh, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := ReadMetrics(r.Path(MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	met := map[string]int{}
+	for _, m := range ms {
+		for name, st := range m.League {
+			met[name] += st.Episodes
+		}
+	}
+	for _, want := range []string{"scripted:random", "scripted:shading", "base", "iter-2"} {
+		if met[want] == 0 {
+			t.Errorf("the policy never met %s (met %v)", want, met)
+		}
+	}
+	if st := r.State(); fmt.Sprint(st.League.Snapshots) != "[2 4]" || len(st.League.Reward) == 0 {
+		t.Errorf("league state %+v", st.League)
+	}
+	if sw := parts.Swapper.(*fakeSwapper); fmt.Sprint(sw.named) != "[iter-2 iter-4]" {
+		t.Errorf("named adapters loaded %v", sw.named)
+	}
+	// Episodes against an opponent keep only the policy's seat.
+	trajs := 0
+	for _, m := range ms {
+		trajs += m.Episodes
+	}
+	if trajs == 0 {
+		t.Fatal("no episodes")
+	}
+
+	broken := filepath.Join(dir, "broken")
+	r, err = Open(broken, leagueOptions(5), Fresh, fakeParts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.Hooks.Phase = func(it int, phase string) {
+		if it == 4 && phase == "rollout" {
+			cancel()
+		}
+	}
+	if err := r.Train(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted: %v", err)
+	}
+	o, _ := ReadConfig(broken)
+	resumed := fakeParts(t)
+	r, err = Open(broken, o, Resume, resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := stable(t, filepath.Join(straight, MetricsFile)), stable(t, filepath.Join(broken, MetricsFile)); a != b {
+		t.Errorf("league metrics after resume:\n%s\nwant\n%s", b, a)
+	}
+	if sw := resumed.Swapper.(*fakeSwapper); fmt.Sprint(sw.named) != "[iter-2 iter-4]" {
+		t.Errorf("the resumed run loaded %v, want its snapshot and the next", sw.named)
+	}
+}
+
+func TestLeagueValidate(t *testing.T) {
+	l := DefaultLeague()
+	l.Enabled = true
+	for _, tc := range []struct {
+		name string
+		mod  func(*LeagueOptions)
+		want string
+	}{
+		{"self play", func(l *LeagueOptions) { l.SelfPlay = 1.5 }, "self_play"},
+		{"priority", func(l *LeagueOptions) { l.Priority = math.NaN() }, "priority"},
+		{"empty pool", func(l *LeagueOptions) { l.Scripted, l.Base, l.SnapshotEvery = nil, false, 0 }, "empty pool"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := l
+			tc.mod(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if err := l.Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
 	}
 }

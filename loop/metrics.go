@@ -61,6 +61,10 @@ type Metrics struct {
 	Eval     map[string]float64 `json:"eval,omitempty"`
 	EvalMean float64            `json:"eval_mean,omitempty"`
 
+	// League is the policy's record against each opponent of the league
+	// in this iteration ("self": the self-play episodes).
+	League map[string]*LeagueStat `json:"league,omitempty"`
+
 	// Seconds per phase and tokens/s per phase; they vary between runs.
 	Seconds      map[string]float64 `json:"seconds"`
 	TokensPerSec map[string]float64 `json:"tokens_per_s"`
@@ -143,6 +147,10 @@ func (g GuardCounts) String() string {
 // Tally accumulates what metrics report of a rollout's episodes: rewards
 // per role, rejected and defaulted decisions, guard flags.
 type Tally struct {
+	// Agent, when set, counts only the rewards of seats this agent label
+	// played (a league run's policy; its opponents' rewards are not the
+	// policy's).
+	Agent     string
 	sums      map[string]float64
 	counts    map[string]int
 	roles     []string // in order of first appearance
@@ -161,6 +169,9 @@ func (t *Tally) Add(res *selfplay.EpisodeResult) {
 	}
 	t.Guard.Add(res.Trajectories)
 	for _, s := range res.Record.Seats {
+		if t.Agent != "" && s.Agent != t.Agent {
+			continue
+		}
 		rw := res.Record.Outcome.Rewards[s.Index]
 		if _, ok := t.counts[s.Role]; !ok {
 			t.roles = append(t.roles, s.Role)

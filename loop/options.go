@@ -44,6 +44,9 @@ type Options struct {
 	// Eval is the held-out evaluation every eval.every iterations (off
 	// by default); the best adapter by it is kept in best/.
 	Eval EvalOptions `yaml:"eval"`
+	// League draws the policy's opponents from a pool (off by default:
+	// the policy plays every seat).
+	League LeagueOptions `yaml:"league"`
 }
 
 // EarlyStop are the drift thresholds of a run.
@@ -99,6 +102,7 @@ func (Options) Defaults() Options {
 		Train:           t,
 		CheckpointEvery: 1,
 		Eval:            DefaultEval(),
+		League:          DefaultLeague(),
 	}
 }
 
@@ -148,7 +152,10 @@ func (o *Options) Validate() error {
 	if err := validateTrain(o.Train); err != nil {
 		return err
 	}
-	return o.Eval.Validate()
+	if err := o.Eval.Validate(); err != nil {
+		return err
+	}
+	return o.League.Validate()
 }
 
 // validateTrain adds the checks train.Options.Validate leaves to its

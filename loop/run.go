@@ -85,7 +85,7 @@ const (
 
 // runFiles are removed when a run starts afresh over a previous one
 // (reward.svg is the CLI's plot).
-var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir, EvalFile, EvalDir, BestDir}
+var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir, EvalFile, EvalDir, BestDir, LeagueDir}
 
 // State is a run's own part of a checkpoint (the trainer writes its own
 // files next to it).
@@ -116,6 +116,8 @@ type State struct {
 	EvalBytes     int64   `json:"eval_bytes,omitempty"`
 	BestIteration int     `json:"best_iteration,omitempty"`
 	BestEval      float64 `json:"best_eval,omitempty"`
+	// League is the opponent league's pool and running means.
+	League LeagueState `json:"league"`
 }
 
 // Run is one training run in one directory and everything open for it.
@@ -136,6 +138,7 @@ type Run struct {
 	// the seat-stream context the runner was given.
 	player        *selfplay.Player
 	runnerContext int
+	league        *league
 	// versionOffset turns the backend's policy versions into the run's:
 	// a resumed backend counts its swaps from the resume, the run from
 	// its start (one swap per completed iteration).
@@ -242,6 +245,9 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 		ro.Context = min(ro.Context, lb.ContextPerSequence(), lb.Model().NCtxTrain())
 	}
 	r.player, r.runnerContext = parts.Policy, ro.Context
+	if o.League.Enabled {
+		ro.Cast = func(i int) map[int]string { return r.league.cast(i) }
+	}
 	if r.runner, err = selfplay.NewRunner(r.game, parts.Policy, parts.Frozen, ro); err != nil {
 		return nil, err
 	}
@@ -252,6 +258,9 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 		if err := r.restore(); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.newLeague(context.Background()); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -470,8 +479,17 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 	tw := selfplay.NewTrajectoryWriter(&trajBuf)
 	enc := json.NewEncoder(&eps)
 	var tally Tally
+	var leagueStats map[string]*LeagueStat
+	if r.league != nil {
+		r.league.prepare(r.state.League)
+		leagueStats = map[string]*LeagueStat{}
+		tally.Agent = r.player.Label
+	}
 	done := 0
 	st, err := r.runner.Run(ctx, r.state.Cursor, n, func(res *selfplay.EpisodeResult) error {
+		if r.league != nil {
+			r.league.tally(res, leagueStats)
+		}
 		for i := range res.Trajectories {
 			for k := range res.Trajectories[i].PolicyVersions {
 				res.Trajectories[i].PolicyVersions[k] += r.versionOffset
@@ -508,6 +526,10 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 	tally.fill(m)
 	// From here on the iteration completes even when interrupted.
 	ctx = context.WithoutCancel(ctx)
+	if r.league != nil {
+		m.League = leagueStats
+		r.league.update(&r.state.League, leagueStats)
+	}
 	if err := tw.Flush(); err != nil {
 		return nil, err
 	}
@@ -610,6 +632,9 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 		return nil, err
 	}
 	r.state.Adapter = true
+	if err := r.snapshot(ctx, it); err != nil {
+		return nil, err
+	}
 	m.Seconds["swap"] = time.Since(start).Seconds()
 	m.Seconds["iteration"] = time.Since(wall).Seconds()
 	r.state.Iteration = it

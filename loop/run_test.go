@@ -129,3 +129,41 @@ func TestInterruptCheckpointFails(t *testing.T) {
 		t.Errorf("got %v, want the checkpoint's failure, not an interrupt", err)
 	}
 }
+
+// TestLeagueLlama: a league run on the tiny model: the base model and the
+// policy's snapshots play from the policy's own backend as named adapters.
+func TestLeagueLlama(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the tiny model")
+	}
+	dir := t.TempDir()
+	o := tinyOptions(t, dir, 3)
+	o.Rollout.Episodes = 4
+	o.League = DefaultLeague()
+	o.League.Enabled, o.League.SnapshotEvery = true, 1
+	o.League.Scripted = []string{"shading"}
+	r, err := Open(filepath.Join(dir, "run"), o, Fresh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := ReadMetrics(r.Path(MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	met := map[string]bool{}
+	for _, m := range ms {
+		for name := range m.League {
+			met[name] = true
+		}
+	}
+	if !met["base"] && !met["iter-1"] && !met["iter-2"] {
+		t.Errorf("no model opponent was met: %v", met)
+	}
+	if got := r.State().League.Snapshots; len(got) != 3 {
+		t.Errorf("snapshots %v, want one per iteration", got)
+	}
+}
