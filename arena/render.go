@@ -260,7 +260,7 @@ func ownMetrics(m map[string]float64, side string, sides []string) map[string]fl
 // SVG draws every pairing's mean reward as a horizontal bar per player,
 // with its confidence interval as a whisker.
 func (r *Report) SVG() []byte {
-	const W, L, R, T, barH, gap = 760.0, 300.0, 30.0, 60.0, 12.0, 10.0
+	const W, L, R, T, barH, gap = 800.0, 340.0, 30.0, 60.0, 12.0, 10.0
 	lo, hi := 0.0, 1.0
 	for i, e := range r.Envs {
 		if i == 0 {
