@@ -11,6 +11,7 @@ import (
 
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine/remote"
+	"github.com/omar-selfplay/omar/proxy"
 	"github.com/omar-selfplay/omar/web"
 )
 
@@ -42,6 +43,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs.IntVar(&so.Context, "context", 2048, "tokens per model seat (prompt and reply)")
 	fs.IntVar(&so.Seat.MaxTokens, "max-tokens", so.Seat.MaxTokens, "longest model reply in tokens")
 	fs.StringVar(&so.OllamaHost, "ollama", os.Getenv("OLLAMA_HOST"), "Ollama server of ollama: players (default $OLLAMA_HOST, else Ollama's default)")
+	policy := fs.String("policy", "", "policy model (GGUF) also served on OpenAI-compatible /v1/chat/completions and /v1/completions; calls are recorded for training (docs/proxy.md)")
+	policyAdapter := fs.String("policy-adapter", "", "LoRA adapter of --policy")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,7 +88,18 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "omar serve: secret for creating and listing episodes (Authorization: Bearer …): %s\n", srv.Secret())
 		fmt.Fprintf(env.stdout, "omar serve: web page with the secret: http://%s/ui/#secret=%s\n", ln.Addr(), srv.Secret())
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	var handler http.Handler = srv
+	if *policy != "" {
+		po := proxy.PolicyOptions{Model: *policy, Adapter: *policyAdapter, LibDir: so.LlamaLib, Threads: so.Threads,
+			Slots: so.Slots, Context: so.Context, MaxTokens: so.Seat.MaxTokens}
+		h, closer, err := proxy.Mount(po, "http://"+ln.Addr().String(), srv.Secret(), srv, env.stdout)
+		if err != nil {
+			return err
+		}
+		defer closer.Close()
+		handler = h
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -1,0 +1,79 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/omar-selfplay/omar/engine/remote"
+	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/inference/llama"
+)
+
+// PolicyOptions are the settings of a proxy served with its own policy
+// model (omar serve --policy).
+type PolicyOptions struct {
+	Model, Adapter, LibDir string
+	Threads, Slots         int
+	Context, MaxTokens     int
+}
+
+// policyServer is the rollout proxy and the backend it generates with.
+type policyServer struct {
+	backend *llama.Backend
+	proxy   *Proxy
+}
+
+// Close stops the proxy's episode watchers, then frees the model.
+func (s *policyServer) Close() error {
+	s.proxy.Close()
+	return s.backend.Close()
+}
+
+// Mount loads the policy model and returns a handler that serves the
+// proxy's routes (/v1/chat/completions, /v1/completions, /v1/models,
+// /v1/omar/…) and passes every other request to next (the engine API).
+// The proxy reaches the engine through engineURL with the server's secret,
+// which also guards the proxy's management API.
+func Mount(o PolicyOptions, engineURL, secret string, next http.Handler, log io.Writer) (http.Handler, io.Closer, error) {
+	lo := llama.Options{}.Defaults()
+	lo.Model, lo.Adapter = o.Model, o.Adapter
+	if o.LibDir != "" {
+		lo.LibDir = o.LibDir
+	}
+	if o.Threads > 0 {
+		lo.Threads, lo.ThreadsBatch = o.Threads, o.Threads
+	}
+	if o.Slots > 0 {
+		lo.Parallel, lo.Batch = o.Slots, max(lo.Batch, o.Slots)
+	}
+	if o.Context > 0 {
+		lo.Context = o.Context
+	}
+	b, err := llama.New(lo)
+	if err != nil {
+		return nil, nil, err
+	}
+	po := Options{}.Defaults()
+	po.Model = o.Model
+	po.Vocab = b.Model().Vocab().NTokens()
+	if o.MaxTokens > 0 {
+		po.MaxTokens = o.MaxTokens
+	}
+	po.Secret = secret
+	po.Poll = time.Second
+	po.Games = envs.Find
+	p, err := New(b, b, &remote.Client{BaseURL: engineURL, Secret: secret}, po)
+	if err != nil {
+		b.Close()
+		return nil, nil, err
+	}
+	mux := http.NewServeMux()
+	for _, route := range []string{"/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/omar/"} {
+		mux.Handle(route, p)
+	}
+	mux.Handle("/", next)
+	fmt.Fprintf(log, "omar serve: policy %s on /v1/chat/completions and /v1/completions (sessions: X-Omar-Session or user; seats: X-Omar-Episode, X-Omar-Seat, X-Omar-Seat-Token)\n", o.Model)
+	return mux, &policyServer{backend: b, proxy: p}, nil
+}
