@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
+	"github.com/omar-selfplay/omar/sotopia"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -527,4 +529,51 @@ func FuzzReadResults(f *testing.F) {
 			t.Fatalf("round trip: %d results → %d, %v", len(rs), len(again), err)
 		}
 	})
+}
+
+// TestSotopiaJudged: with a judge attached (Env.Game), the judge's scores
+// are the players' rewards and their own behaviour metrics.
+func TestSotopiaJudged(t *testing.T) {
+	// Agent 1 scores the top of every dimension, agent 2 the bottom.
+	reply := func() string {
+		var b strings.Builder
+		b.WriteString("{")
+		for a := range 2 {
+			if a > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"agent_%d":{`, a+1)
+			for i, d := range sotopia.EvalDimensions {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				s := d.Hi
+				if a == 1 {
+					s = d.Lo
+				}
+				fmt.Fprintf(&b, `"%s":{"reasoning":"r","score":%d}`, d.Key, s)
+			}
+			b.WriteString("}")
+		}
+		return b.String() + "}"
+	}()
+	j, err := sotopia.NewJudge(sotopia.CompleterFunc(func(context.Context, sotopia.Completion) (string, error) { return reply, nil }), sotopia.JudgeOptions{}.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := scriptedOptions(4, Env{Name: "sotopia", Game: sotopia.New().WithJudge(j)})
+	rep := evaluate(t, o, "", []Player{ScriptedPlayer("scripted")}, []Player{ScriptedPlayer("random")})
+	first := cellOf(t, rep, "sotopia", "agent_1", "scripted", "scripted:random")
+	second := cellOf(t, rep, "sotopia", "agent_2", "scripted", "scripted:random")
+	if first.Results["judged"] != 1 || first.Metrics["agent_1/goal"] != 10 || second.Metrics["agent_2/goal"] != 0 {
+		t.Fatalf("judge scores missing: %v / %v", first.Metrics, second.Metrics)
+	}
+	if !(first.Reward.Mean > second.Reward.Mean) {
+		t.Errorf("agent_1 (top scores) reward %v, agent_2 (bottom) %v", first.Reward, second.Reward)
+	}
+	var md bytes.Buffer
+	rep.Markdown(&md)
+	if !strings.Contains(md.String(), "## Behaviour: sotopia") || !strings.Contains(md.String(), "| goal |") {
+		t.Errorf("the judge's goal score is not a behaviour column:\n%s", md.String())
+	}
 }
