@@ -12,6 +12,7 @@ import (
 
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -216,4 +217,45 @@ func writeFileAtomic(path string, b []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// CompareDir holds the before-and-after comparison of a run.
+const CompareDir = "compare"
+
+// Compare plays the starting model (the base weights) and the trained
+// policy side by side against the eval section's opponents on the same
+// held-out scenarios, so the report's paired differences are the run's
+// held-out gain with its confidence intervals. The report is also written
+// to compare/ in the run directory.
+func (r *Run) Compare(ctx context.Context, h arena.Hooks) (*arena.Report, error) {
+	e := r.opts.Eval
+	if e.Every == 0 {
+		return nil, errors.New("compare: the run has no eval section (eval.every = 0)")
+	}
+	opps := make([]arena.Player, len(e.Opponents))
+	for i, s := range e.Opponents {
+		spec, err := arena.ParseSpec(s)
+		if err != nil {
+			return nil, err
+		}
+		opps[i] = arena.ScriptedPlayer(spec.Arg)
+	}
+	model := func(adapter string) *selfplay.Player {
+		return &selfplay.Player{Label: r.player.Label, Backend: r.player.Backend, Tokenizer: r.player.Tokenizer, Adapter: adapter}
+	}
+	players := []arena.Player{
+		{Name: "base", Version: "start", Kind: arena.SpecBase, Model: model(inference.AdapterBase)},
+		{Name: "trained", Version: "iteration " + strconv.Itoa(r.state.Iteration), Kind: arena.SpecAdapter, Model: model("")},
+	}
+	o := r.arenaOptions()
+	o.Reference = "base"
+	dir := r.Path(CompareDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	rep, err := arena.Evaluate(ctx, o, dir, players, opps, h)
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	return rep, rep.WriteFiles(dir)
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/scripted"
@@ -666,5 +667,42 @@ func TestLeagueValidate(t *testing.T) {
 	}
 	if err := l.Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
+	}
+}
+
+// TestCompare: the before-and-after table pairs the base weights and the
+// trained policy on the same deals (here both play the same scripted
+// backend, so the paired gain is exactly 0).
+func TestCompare(t *testing.T) {
+	o := fakeOptions(1)
+	o.Eval = EvalOptions{Every: 1, Episodes: 4, Opponents: []string{"scripted:random"}}
+	r, err := Open(filepath.Join(t.TempDir(), "run"), o, Fresh, fakeParts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Compare(context.Background(), arena.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(rep.Players) != "[base trained]" || rep.Reference != "base" {
+		t.Fatalf("players %v, reference %q", rep.Players, rep.Reference)
+	}
+	found := false
+	for _, d := range rep.Differences {
+		if d.Env == "" && d.Player == "trained" {
+			found = true
+			if d.Diff.Mean != 0 || !d.Diff.Contains(0) {
+				t.Errorf("overall gain %+v, want exactly 0", d.Diff)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no overall difference in %+v", rep.Differences)
+	}
+	if _, err := os.Stat(filepath.Join(r.Dir(), CompareDir, arena.MarkdownFile)); err != nil {
+		t.Errorf("compare/: %v", err)
 	}
 }

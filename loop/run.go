@@ -85,7 +85,7 @@ const (
 
 // runFiles are removed when a run starts afresh over a previous one
 // (reward.svg is the CLI's plot).
-var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir, EvalFile, EvalDir, BestDir, LeagueDir}
+var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir, EvalFile, EvalDir, BestDir, LeagueDir, CompareDir}
 
 // State is a run's own part of a checkpoint (the trainer writes its own
 // files next to it).
