@@ -3,7 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/omar-selfplay/omar/seeds"
 )
@@ -99,4 +102,29 @@ func SortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// Write prints the summary as omar play closes: mean reward by role and
+// agent, the results' shares, the metrics' means.
+func (s *Summary) Write(w io.Writer, id string) {
+	fmt.Fprintf(w, "%s: %d episodes\n", id, s.Episodes)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "role (agent)\tmean reward\tn")
+	for _, k := range SortedKeys(s.Reward) {
+		fmt.Fprintf(tw, "%s\t%.4f\t%d\n", k, s.Reward[k].Value(), s.Reward[k].N)
+	}
+	tw.Flush()
+	var res []string
+	for _, k := range SortedKeys(s.Results) {
+		res = append(res, fmt.Sprintf("%s %.1f%%", k, 100*float64(s.Results[k])/float64(s.Episodes)))
+	}
+	fmt.Fprintf(w, "results: %s\n", strings.Join(res, ", "))
+	if len(s.Metrics) > 0 {
+		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "metric\tmean")
+		for _, k := range SortedKeys(s.Metrics) {
+			fmt.Fprintf(tw, "%s\t%.4f\n", k, s.Metrics[k].Value())
+		}
+		tw.Flush()
+	}
 }

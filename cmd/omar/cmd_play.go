@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/omar-selfplay/omar/engine"
 )
@@ -156,35 +154,11 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	if cfg.Out == "-" {
 		report = env.stderr
 	}
-	printSummary(report, sum, g.ID())
+	sum.Write(report, g.ID())
 	if cfg.Out != "" && cfg.Out != "-" {
 		fmt.Fprintf(report, "episode records: %s\n", cfg.Out)
 	}
 	return nil
-}
-
-// printSummary writes the closing report of omar play.
-func printSummary(w io.Writer, s *engine.Summary, id string) {
-	fmt.Fprintf(w, "%s: %d episodes\n", id, s.Episodes)
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "role (agent)\tmean reward\tn")
-	for _, k := range engine.SortedKeys(s.Reward) {
-		fmt.Fprintf(tw, "%s\t%.4f\t%d\n", k, s.Reward[k].Value(), s.Reward[k].N)
-	}
-	tw.Flush()
-	var res []string
-	for _, k := range engine.SortedKeys(s.Results) {
-		res = append(res, fmt.Sprintf("%s %.1f%%", k, 100*float64(s.Results[k])/float64(s.Episodes)))
-	}
-	fmt.Fprintf(w, "results: %s\n", strings.Join(res, ", "))
-	if len(s.Metrics) > 0 {
-		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "metric\tmean")
-		for _, k := range engine.SortedKeys(s.Metrics) {
-			fmt.Fprintf(tw, "%s\t%.4f\n", k, s.Metrics[k].Value())
-		}
-		tw.Flush()
-	}
 }
 
 // isSotopia reports whether g is SOTOPIA, whose rewards come from an LLM
