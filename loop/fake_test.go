@@ -189,6 +189,7 @@ func fakeOptions(iterations int) Options {
 	o.Rollout.Episodes, o.Rollout.Parallel = 4, 2
 	o.Rollout.MaxTokens, o.Rollout.MinReplyTokens, o.Rollout.Context = 8, 4, 512
 	o.Estimator = "rae"
+	o.League.Enabled, o.Eval.Every = false, 0 // the tests that want them turn them on
 	return o
 }
 

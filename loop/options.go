@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -24,8 +26,10 @@ type Options struct {
 	// Rollout configures the episodes of one iteration (episodes is per
 	// iteration; first_episode is ignored: the run keeps a cursor).
 	Rollout RolloutOptions `yaml:"rollout"`
-	// ModelPreset and ModelArch name the model generated into the run
-	// directory when rollout.model is empty (see package model).
+	// ModelPreset and ModelArch name the model written into the run
+	// directory when rollout.model is empty: "builtin" (the built-in
+	// model, package model/builtin) or a random model of package model
+	// ("tiny", "base", "small").
 	ModelPreset string `yaml:"model_preset"`
 	ModelArch   string `yaml:"model_arch"`
 	// Estimator names a selfplay estimator; EstimatorParams tune it.
@@ -73,36 +77,45 @@ func (c EarlyStop) reason(firstEntropy float64, m *Metrics) string {
 // DefaultEnv is the environment of the built-in run.
 const DefaultEnv = "craigslist"
 
-// Defaults returns the built-in run: the tiny llama model (generated into
-// the run directory), Craigslist bargaining in structured-move mode with
-// grammar-constrained replies, self-play on both seats, the hierarchical
-// estimator. It finishes in about a minute on 2 CPU cores. Craigslist
-// rather than Deal-or-No-Deal: the untrained tiny model reaches deals there
-// (a price line is short), while in Deal-or-No-Deal it never accepted in 16
-// episodes, so every reward was 0 and nothing could be learnt.
+// BuiltinPreset is the model_preset of the built-in model (package
+// model/builtin); the other presets generate random models (package
+// model).
+const BuiltinPreset = "builtin"
+
+// Defaults returns the built-in run (`make run`): the built-in model
+// (trained from scratch on the scripted policies' play, written into the
+// run directory), Craigslist in structured-move mode with 4 turns per
+// seat and grammar-constrained replies, a league (the policy against the
+// naive and strategic scripts, the frozen base and its own snapshots, 20%
+// pure self-play), a held-out evaluation before the first iteration and
+// after every fifth, the hierarchical estimator, LoRA rank 8.
 func (Options) Defaults() Options {
 	r := RolloutOptions{}.Defaults()
 	r.Env = DefaultEnv
-	r.Episodes, r.Parallel = 8, 8
-	// The tiny model's 512-token vocabulary spends about one token per
-	// character of a move line.
-	r.MaxTokens, r.Context = 40, 4096
+	r.Episodes, r.Parallel = 16, 8
+	// The corpus the built-in model learnt from was rendered with these
+	// (loop.DefaultBuiltin).
+	r.MaxTokens, r.Context = 64, 4096
 	retries := 1
 	r.MaxRetries = &retries
 	r.KVCache = "f32"
 	t := train.Options{}.Defaults()
 	t.LR, t.ValueLR = 1e-3, 1e-3
+	league := DefaultLeague()
+	league.Enabled = true
+	eval := DefaultEval()
+	eval.Every = 5
 	return Options{
 		Iterations:      10,
 		Rollout:         r,
-		ModelPreset:     "tiny",
+		ModelPreset:     BuiltinPreset,
 		ModelArch:       "llama",
 		Estimator:       selfplay.DefaultEstimator,
 		EstimatorParams: selfplay.EstimatorParams{}.Defaults(),
 		Train:           t,
 		CheckpointEvery: 1,
-		Eval:            DefaultEval(),
-		League:          DefaultLeague(),
+		Eval:            eval,
+		League:          league,
 	}
 }
 
@@ -111,7 +124,7 @@ func (Options) Defaults() Options {
 // they are applied after decoding).
 func (o *Options) defaultEnvParams() {
 	if o.Rollout.Params == nil && o.Rollout.Env == DefaultEnv {
-		o.Rollout.Params = map[string]any{"structured_only": true, "rounds": 3}
+		o.Rollout.Params = BuiltinParams()
 	}
 }
 
@@ -128,6 +141,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("checkpoint_every %d < 1", o.CheckpointEvery)
 	case o.Rollout.Env == "":
 		return errors.New("no environment (rollout.env)")
+	case o.Rollout.Model == "" && o.ModelPreset != BuiltinPreset && !slices.Contains(model.Presets, o.ModelPreset):
+		return fmt.Errorf("model_preset %q: want %s or one of %v", o.ModelPreset, BuiltinPreset, model.Presets)
 	}
 	if err := o.Rollout.Validate(); err != nil {
 		return fmt.Errorf("rollout: %w", err)

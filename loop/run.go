@@ -18,6 +18,7 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -204,9 +205,8 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 			return nil, err
 		}
 		if _, err := os.Stat(path); err != nil {
-			mo := model.Options{Arch: o.ModelArch, Preset: o.ModelPreset, Seed: o.Rollout.Seed}.Defaults()
-			if err := model.WriteFile(path, mo); err != nil {
-				return nil, fmt.Errorf("generate the %s model: %w", o.ModelPreset, err)
+			if err := writeModel(path, o); err != nil {
+				return nil, err
 			}
 		}
 		o.Rollout.Model = path
@@ -263,6 +263,19 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// writeModel writes the model a run without rollout.model plays: the
+// built-in one or a random one of model_preset.
+func writeModel(path string, o Options) error {
+	if o.ModelPreset == BuiltinPreset {
+		return builtin.WriteFile(path)
+	}
+	mo := model.Options{Arch: o.ModelArch, Preset: o.ModelPreset, Seed: o.Rollout.Seed}.Defaults()
+	if err := model.WriteFile(path, mo); err != nil {
+		return fmt.Errorf("generate the %s model: %w", o.ModelPreset, err)
+	}
+	return nil
 }
 
 // openParts opens the game, the policy's backends and the trainer the

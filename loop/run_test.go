@@ -37,6 +37,7 @@ func tinyOptions(t *testing.T, dir string, iterations int) Options {
 	o.Estimator = "rae"
 	o.Train.Epochs, o.Train.MiniBatch = 1, 2
 	o.Train.LR, o.Train.ValueLR = 0.01, 0.01
+	o.League.Enabled, o.Eval.Every = false, 0
 	return o
 }
 

@@ -3,7 +3,9 @@ package model
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 
 	"github.com/omar-selfplay/omar/gguf"
 )
@@ -84,4 +86,91 @@ func Inspect(f *gguf.File) (Info, error) {
 	_, hasEmbd := f.Tensor("token_embd.weight")
 	in.TiedEmbeddings = hasEmbd && !hasOutput
 	return in, nil
+}
+
+// Write describes the model for a person (omar model info): the file,
+// the shape, the vocabulary, the tensors (those outside the blocks and the
+// first block's, or every one with allTensors).
+func (in Info) Write(w io.Writer, path string, f *gguf.File, allTensors bool) {
+	name := ""
+	if in.Name != "" {
+		name = " (" + in.Name + ")"
+	}
+	fmt.Fprintf(w, "file:          %s, %s bytes, GGUF v%d\n", path, Count(uint64(in.FileSize)), f.Version)
+	fmt.Fprintf(w, "architecture:  %s%s\n", in.Arch, name)
+	if in.Type != "" && in.Type != "model" {
+		fmt.Fprintf(w, "type:          %s\n", in.Type)
+	}
+	fmt.Fprintf(w, "parameters:    %s (%d)\n", Count(in.Params), in.Params)
+	if in.BlockCount > 0 {
+		fmt.Fprintf(w, "shape:         %d layers, embedding %d, feed-forward %d, heads %d (%d KV), context %d\n",
+			in.BlockCount, in.EmbeddingSize, in.FeedForward, in.HeadCount, in.HeadCountKV, in.ContextLength)
+	}
+	if in.VocabSize > 0 {
+		fmt.Fprintf(w, "vocabulary:    %d tokens, tokenizer %s, pre-tokenizer %s\n", in.VocabSize, in.TokenizerModel, orNone(in.PreTokenizer))
+	}
+	tmpl := "none"
+	if in.ChatTemplate != "" {
+		tmpl = fmt.Sprintf("%d bytes", len(in.ChatTemplate))
+		if strings.Contains(in.ChatTemplate, "<|im_start|>") {
+			tmpl += ", ChatML"
+		}
+	}
+	fmt.Fprintf(w, "chat template: %s\n", tmpl)
+	if in.TiedEmbeddings {
+		fmt.Fprintln(w, "output:        tied to token_embd")
+	}
+	var types []string
+	for _, tc := range in.TensorTypes {
+		types = append(types, fmt.Sprintf("%d %v", tc.Tensors, tc.Type))
+	}
+	fmt.Fprintf(w, "tensors:       %d (%s)\n", in.TensorCount, strings.Join(types, ", "))
+	// Without --tensors: the tensors outside the blocks and those of the
+	// first block, which show the per-layer layout.
+	shown := 0
+	for _, t := range f.Tensors {
+		if !allTensors && strings.HasPrefix(t.Name, "blk.") && !strings.HasPrefix(t.Name, "blk.0.") {
+			continue
+		}
+		fmt.Fprintf(w, "  %-28s %-5v %v\n", t.Name, t.Type, t.Shape)
+		shown++
+	}
+	if rest := len(f.Tensors) - shown; rest > 0 {
+		fmt.Fprintf(w, "  … %d more in blocks 1..%d (--tensors lists them)\n", rest, max(in.BlockCount, 1)-1)
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// modelCount writes n with a K/M/G suffix.
+func Count(n uint64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2fG", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2fM", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1fK", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+// TrainingContext is the context_length of the GGUF model at path, 0 when
+// the file cannot tell (a backend reports a bad file itself).
+func TrainingContext(path string) int {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	in, err := Inspect(f)
+	if err != nil {
+		return 0
+	}
+	return int(min(in.ContextLength, 1<<31))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/omar-selfplay/omar/envs"
 	"strings"
 	"text/tabwriter"
 )
@@ -28,7 +29,7 @@ func runEnvs(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	var infos []envInfo
-	for _, g := range games {
+	for _, g := range envs.All() {
 		info := envInfo{ID: g.ID(), Description: g.Description()}
 		seats, err := g.Seats(nil)
 		if err != nil {

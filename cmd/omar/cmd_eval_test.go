@@ -72,7 +72,7 @@ func TestEvalUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"--players", "lora:x"}, "unknown kind"},
-		{[]string{"--players", "base", "--opponents", "scripted:naive"}, "need --model"},
+		{[]string{"--players", "adapter:", "--opponents", "scripted:naive"}, "needs a path"},
 		{[]string{"--players", "scripted:naive", "--params", "{"}, "--params"},
 		{[]string{"--players", "scripted:naive", "--env", "chess"}, "unknown environment"},
 		{[]string{"--players", "scripted:naive", "--episodes", "0"}, "episodes 0"},

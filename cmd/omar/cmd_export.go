@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/omar-selfplay/omar/export"
 )
@@ -55,10 +54,15 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 		shown = st.Records
 	}
 	var st export.Stats
-	err = writeOutput(env, f.out, func(w io.Writer) error {
+	write := func(w io.Writer) error {
 		st, err = export.Export(ctx, in, w, opts)
 		return err
-	})
+	}
+	if f.out == "-" {
+		err = write(env.stdout)
+	} else {
+		err = export.WriteFile(f.out, write)
+	}
 	bar.finish()
 	if err != nil {
 		return err
@@ -97,29 +101,4 @@ func (f exportFlags) options() (export.Options, error) {
 		return opts, usagef("%v", err)
 	}
 	return opts, nil
-}
-
-// writeOutput runs write on the output: stdout for "-", else a temporary
-// file beside path that replaces path only when write succeeded, so a
-// failed export never leaves a truncated file under the name.
-func writeOutput(env *cliEnv, path string, write func(io.Writer) error) error {
-	if path == "-" {
-		return write(env.stdout)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

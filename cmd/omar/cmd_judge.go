@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/omar-selfplay/omar/engine"
-	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/loop/judge"
@@ -106,7 +105,7 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	contextSet := false
 	fs.Visit(func(fl *flag.Flag) { contextSet = contextSet || fl.Name == "context" })
 	if jc.Model != "" && !contextSet {
-		if n := trainingContext(jc.Model); n > 0 && n < jc.Context {
+		if n := model.TrainingContext(jc.Model); n > 0 && n < jc.Context {
 			fmt.Fprintf(env.stderr, "judge context: %d tokens, the training context of %s (--context sets another)\n", n, filepath.Base(jc.Model))
 			jc.Context = n
 		}
@@ -147,26 +146,11 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-// trainingContext is the context_length of a GGUF model, 0 when the
-// file cannot tell (the backend reports a bad file itself).
-func trainingContext(path string) int {
-	f, err := gguf.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	in, err := model.Inspect(f)
-	if err != nil {
-		return 0
-	}
-	return int(min(in.ContextLength, 1<<31))
-}
-
 // judgeProgress reports judged episodes, which take seconds to minutes
 // each on a CPU: a bar on a terminal, otherwise a line every tenth of the
-// episodes (at least every 50).
+// episodes (at least every 50). done is safe for concurrent use.
 type judgeProgress struct {
-	bar          *progress
+	*progress
 	w            io.Writer
 	total, every int
 	mu           sync.Mutex
@@ -174,30 +158,20 @@ type judgeProgress struct {
 }
 
 func newJudgeProgress(env *cliEnv, total int) *judgeProgress {
-	p := &judgeProgress{total: total, every: min(max(total/10, 1), 50)}
-	if env.interactive {
-		p.bar = newProgress(env, total, "judging")
-	} else {
+	p := &judgeProgress{progress: newProgress(env, total, "judging"), total: total, every: min(max(total/10, 1), 50)}
+	if !env.interactive {
 		p.w = env.stderr
 		fmt.Fprintf(p.w, "judging %d episodes\n", total)
 	}
 	return p
 }
 
-// done counts one judged episode; safe for concurrent use.
 func (p *judgeProgress) done() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n++
-	if p.bar != nil {
-		p.bar.add(1)
-	} else if p.n%p.every == 0 || p.n == p.total {
+	p.add(1)
+	if p.w != nil && (p.n%p.every == 0 || p.n == p.total) {
 		fmt.Fprintf(p.w, "judged %d/%d episodes\n", p.n, p.total)
-	}
-}
-
-func (p *judgeProgress) finish() {
-	if p.bar != nil {
-		p.bar.finish()
 	}
 }

@@ -344,10 +344,10 @@ func TestJudgeProgressAndContext(t *testing.T) {
 	if err := model.WriteFile(short, model.Options{Arch: "llama", Preset: "tiny", Seed: 1, ContextLength: 1024}); err != nil {
 		t.Fatal(err)
 	}
-	if got := trainingContext(short); got != 1024 {
+	if got := model.TrainingContext(short); got != 1024 {
 		t.Errorf("trainingContext = %d, want 1024", got)
 	}
-	if got := trainingContext(filepath.Join(dir, "missing.gguf")); got != 0 {
+	if got := model.TrainingContext(filepath.Join(dir, "missing.gguf")); got != 0 {
 		t.Errorf("trainingContext of a missing file = %d, want 0", got)
 	}
 }

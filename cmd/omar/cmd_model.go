@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/omar-selfplay/omar/gguf"
@@ -17,8 +16,9 @@ func init() {
 }
 
 const modelUsage = `usage: omar model init --out FILE.gguf [flags]   write a random test model
+       omar model default --out FILE.gguf      write the built-in model (--rebuild: train it anew)
        omar model info [flags] FILE.gguf       describe a GGUF file
-Run 'omar model init -h' or 'omar model info -h' for their flags.`
+Run 'omar model init -h', 'omar model default -h' or 'omar model info -h' for their flags.`
 
 func runModel(ctx context.Context, env *cliEnv, args []string) error {
 	if isHelp(args) {
@@ -27,15 +27,17 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if len(args) == 0 {
 		fmt.Fprintln(env.stderr, modelUsage)
-		return usagef("want 'omar model init|info [flags]'")
+		return usagef("want 'omar model init|default|info [flags]'")
 	}
 	switch args[0] {
 	case "init":
 		return runModelInit(env, args[1:])
 	case "info":
 		return runModelInfo(env, args[1:])
+	case "default":
+		return runModelDefault(ctx, env, args[1:])
 	}
-	return usagef("unknown subcommand %q, want init or info", args[0])
+	return usagef("unknown subcommand %q, want init, default or info", args[0])
 }
 
 func runModelInit(env *cliEnv, args []string) error {
@@ -68,7 +70,7 @@ func runModelInit(env *cliEnv, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "wrote %s: %s %s, %s parameters, vocabulary %d, context %d, seed %d\n",
-		*out, c.Arch, opts.Preset, modelCount(uint64(c.Params())), c.VocabSize, c.ContextLength, opts.Seed)
+		*out, c.Arch, opts.Preset, model.Count(uint64(c.Params())), c.VocabSize, c.ContextLength, opts.Seed)
 	return nil
 }
 
@@ -96,75 +98,6 @@ func runModelInfo(env *cliEnv, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(in)
 	}
-	printModelInfo(env.stdout, fs.Arg(0), f, in, *all)
+	in.Write(env.stdout, fs.Arg(0), f, *all)
 	return nil
-}
-
-func printModelInfo(w io.Writer, path string, f *gguf.File, in model.Info, all bool) {
-	name := ""
-	if in.Name != "" {
-		name = " (" + in.Name + ")"
-	}
-	fmt.Fprintf(w, "file:          %s, %s bytes, GGUF v%d\n", path, modelCount(uint64(in.FileSize)), f.Version)
-	fmt.Fprintf(w, "architecture:  %s%s\n", in.Arch, name)
-	if in.Type != "" && in.Type != "model" {
-		fmt.Fprintf(w, "type:          %s\n", in.Type)
-	}
-	fmt.Fprintf(w, "parameters:    %s (%d)\n", modelCount(in.Params), in.Params)
-	if in.BlockCount > 0 {
-		fmt.Fprintf(w, "shape:         %d layers, embedding %d, feed-forward %d, heads %d (%d KV), context %d\n",
-			in.BlockCount, in.EmbeddingSize, in.FeedForward, in.HeadCount, in.HeadCountKV, in.ContextLength)
-	}
-	if in.VocabSize > 0 {
-		fmt.Fprintf(w, "vocabulary:    %d tokens, tokenizer %s, pre-tokenizer %s\n", in.VocabSize, in.TokenizerModel, modelOrNone(in.PreTokenizer))
-	}
-	tmpl := "none"
-	if in.ChatTemplate != "" {
-		tmpl = fmt.Sprintf("%d bytes", len(in.ChatTemplate))
-		if strings.Contains(in.ChatTemplate, "<|im_start|>") {
-			tmpl += ", ChatML"
-		}
-	}
-	fmt.Fprintf(w, "chat template: %s\n", tmpl)
-	if in.TiedEmbeddings {
-		fmt.Fprintln(w, "output:        tied to token_embd")
-	}
-	var types []string
-	for _, tc := range in.TensorTypes {
-		types = append(types, fmt.Sprintf("%d %v", tc.Tensors, tc.Type))
-	}
-	fmt.Fprintf(w, "tensors:       %d (%s)\n", in.TensorCount, strings.Join(types, ", "))
-	// Without --tensors: the tensors outside the blocks and those of the
-	// first block, which show the per-layer layout.
-	shown := 0
-	for _, t := range f.Tensors {
-		if !all && strings.HasPrefix(t.Name, "blk.") && !strings.HasPrefix(t.Name, "blk.0.") {
-			continue
-		}
-		fmt.Fprintf(w, "  %-28s %-5v %v\n", t.Name, t.Type, t.Shape)
-		shown++
-	}
-	if rest := len(f.Tensors) - shown; rest > 0 {
-		fmt.Fprintf(w, "  … %d more in blocks 1..%d (--tensors lists them)\n", rest, max(in.BlockCount, 1)-1)
-	}
-}
-
-func modelOrNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
-
-// modelCount writes n with a K/M/G suffix.
-func modelCount(n uint64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2fG", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.2fM", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1fK", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/omar-selfplay/omar/envs"
 	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
@@ -90,7 +91,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	g, err := findGame(cfg.Env)
+	g, err := envs.Find(cfg.Env)
 	if err != nil {
 		return err
 	}

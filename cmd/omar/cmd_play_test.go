@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/omar-selfplay/omar/envs"
 	"io"
 	"os"
 	"path/filepath"
@@ -152,7 +153,7 @@ func (g *countingGame) NewEpisode(seed uint64, p engine.Params) (engine.Episode,
 // slot until its record is written (it used to deal on and keep every
 // record, 1.46 GB for 20k CaSiNo episodes into a stalled pipe).
 func TestPlayStalledWriter(t *testing.T) {
-	casino, err := findGame("casino")
+	casino, err := envs.Find("casino")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func BenchmarkPlaySoak(b *testing.B) {
 	if s := os.Getenv("OMAR_SOAK_EPISODES"); s != "" {
 		fmt.Sscan(s, &n)
 	}
-	g, err := findGame("casino")
+	g, err := envs.Find("casino")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/omar-selfplay/omar/envs"
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -19,15 +19,12 @@ import (
 	"github.com/omar-selfplay/omar/train"
 )
 
-// withGame makes g findable for the duration of a test.
+// withGame checks that g is in the catalogue the commands find games in.
 func withGame(t *testing.T, g engine.Game) {
 	t.Helper()
-	if _, err := findGame(g.ID()); err == nil {
-		return
+	if _, err := envs.Find(g.ID()); err != nil {
+		t.Fatalf("%s is not in the catalogue: %v", g.ID(), err)
 	}
-	old := games
-	games = append(slices.Clone(games), g)
-	t.Cleanup(func() { games = old })
 }
 
 func runCLI(t *testing.T, args ...string) (string, string, int) {

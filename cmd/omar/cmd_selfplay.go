@@ -14,6 +14,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/web"
@@ -22,10 +23,6 @@ import (
 func init() {
 	register(command{name: "selfplay", summary: "the main job: self-play rollouts, PPO updates and adapter hot-swaps in one process", run: runSelfplay})
 }
-
-// fallbackEnvs are tried in order when the default environment is not
-// registered in this build.
-var fallbackEnvs = []string{"craigslist", "dealornodeal", "sealedbid"}
 
 // bindSelfplay binds omar selfplay's option flags.
 func bindSelfplay(f *optionFlags[loop.Options]) {
@@ -75,11 +72,8 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 				bad = append(bad, "--"+name)
 			}
 		}
-		if *config != "" || *overwrite {
-			bad = append(bad, "--config/--overwrite")
-		}
-		if *out != "" && *out != *resume {
-			bad = append(bad, "--out")
+		if *config != "" || *overwrite || *out != "" && *out != *resume {
+			bad = append(bad, "--config/--overwrite/--out")
 		}
 		if len(bad) > 0 {
 			return fmt.Errorf("--resume continues a run with its own config and directory; %s cannot change it: %w", strings.Join(bad, ", "), errUsage)
@@ -101,17 +95,6 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if dir == "" {
 		dir = filepath.Join("runs", "selfplay-"+time.Now().UTC().Format("20060102-150405"))
-	}
-	if mode != loop.Resume && *config == "" {
-		if _, err := findGame(o.Rollout.Env); err != nil {
-			for _, id := range fallbackEnvs {
-				if _, err := findGame(id); err == nil {
-					fmt.Fprintf(env.stderr, "selfplay: %s is not available, using %s\n", o.Rollout.Env, id)
-					o.Rollout.Env, o.Rollout.Params = id, nil
-					break
-				}
-			}
-		}
 	}
 	run, err := loop.Open(dir, o, mode, nil)
 	if err != nil {
@@ -146,6 +129,16 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 		return nil
 	case err != nil:
 		return err
+	}
+	if run.Options().Eval.Every > 0 {
+		fmt.Fprintln(env.stdout, "\nheld-out, before (base) and after (trained), paired on the same deals:")
+		rep, err := run.Compare(ctx, arena.Hooks{})
+		if err == nil {
+			err = rep.Markdown(env.stdout)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(env.stdout, "done: %d iterations in %s\n  metrics     %s\n  reward plot %s\n  adapter     %s\n  episodes    %s\n  checkpoint  %s\n",
 		st.Iteration, dir, run.Path(loop.MetricsFile), run.Path(rewardPlot),

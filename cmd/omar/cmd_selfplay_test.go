@@ -40,6 +40,8 @@ rollout:
   kv_cache: f32
   threads: 1
 estimator: rae
+league: {enabled: false}
+eval: {every: 0}
 train:
   threads: 1
   epochs: 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/omar-selfplay/omar/envs"
 	"net"
 	"net/http"
 	"os"
@@ -32,7 +33,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	retries := fs.Int("max-retries", def.MaxRetries, "retries after an invalid action")
 	perClient := fs.Int("max-per-client", def.MaxPerClient, "running episodes one client address may create")
 	secret := fs.String("secret", "", "bearer token that creates and lists episodes (default: $"+serveSecretEnv+", else a random one printed at start)")
-	so := web.ServeOptions{Seat: web.SeatOptions{}.Defaults(), Find: findGame}
+	so := web.ServeOptions{Seat: web.SeatOptions{}.Defaults(), Find: envs.Find}
 	fs.StringVar(&so.Records, "records", "", "episode records (JSONL) the web page replays")
 	fs.StringVar(&so.RunDir, "run", "", "run directory whose metrics.jsonl and episodes.jsonl the dashboard charts")
 	fs.StringVar(&so.Model, "model", "", "base model (GGUF) of the base and adapter: players")
@@ -56,7 +57,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	given := *secret != ""
 	so.API = remote.ServerOptions{MaxBodyBytes: *maxBody, MaxWait: *maxWait, ActionTimeout: *actionTimeout, MaxRetries: *retries,
-		MaxEpisodes: def.MaxEpisodes, MaxPerClient: *perClient, Secret: *secret, Catalog: games}
+		MaxEpisodes: def.MaxEpisodes, MaxPerClient: *perClient, Secret: *secret, Catalog: envs.All()}
 	if *players == "" && so.Model != "" {
 		*players = arena.SpecBase
 	}

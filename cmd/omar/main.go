@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"golang.org/x/term"
 	"io"
 	"os"
 	"os/signal"
@@ -128,3 +129,5 @@ func newFlags(env *cliEnv, name string) *flag.FlagSet {
 	fs.SetOutput(env.stderr)
 	return fs
 }
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }

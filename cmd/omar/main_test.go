@@ -24,7 +24,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{[]string{"bench", "decode", "-h"}, 0, "-parallel"},
 		{[]string{"play", "-h"}, 0, "-episodes"},
 		{[]string{"serve", "-h"}, 0, "-secret"},
-		{[]string{"model"}, 2, "want 'omar model init|info [flags]'"},
+		{[]string{"model"}, 2, "want 'omar model init|default|info [flags]'"},
 		{[]string{"model", "fry"}, 2, `unknown subcommand "fry"`},
 		{[]string{"bench", "encode"}, 2, "want 'omar bench decode [flags]'"},
 		{[]string{"bench", "decode", "--parallel", "0"}, 2, "want positive integers"},

@@ -1,0 +1,209 @@
+package arena
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/inference/ollama"
+	"github.com/omar-selfplay/omar/loop/judge"
+	"github.com/omar-selfplay/omar/sotopia"
+)
+
+// Config is a whole evaluation as `omar eval` runs it: the arena's
+// options, the players as specs and where their models are (the YAML of
+// omar eval --config; flags override it).
+type Config struct {
+	Options `yaml:",inline"`
+	// Model is the base model of "base" and "adapter:" players.
+	Model     string   `yaml:"model"`
+	Players   []string `yaml:"players"`
+	Opponents []string `yaml:"opponents"`
+	// Out is the directory of results.jsonl (resume) and the reports.
+	Out string `yaml:"out"`
+	// OllamaHost serves "ollama:" players and the Ollama judge.
+	OllamaHost   string  `yaml:"ollama_host"`
+	AdapterScale float32 `yaml:"adapter_scale"`
+	// JudgeModel (a GGUF) or JudgeOllama scores SOTOPIA episodes.
+	JudgeModel  string `yaml:"judge_model"`
+	JudgeOllama string `yaml:"judge_ollama"`
+}
+
+// DefaultConfig is omar eval without flags: the base model against the
+// naive and strategic scripts on Craigslist.
+func DefaultConfig() Config {
+	c := Config{Options: Options{}.Defaults(), OllamaHost: ollama.DefaultHost, AdapterScale: 1}
+	c.Players, c.Opponents = []string{SpecBase}, []string{"scripted:naive", "scripted:strategic"}
+	c.Envs = []Env{{Name: "craigslist"}}
+	return c
+}
+
+// Validate checks the options and that a judge is named only where an
+// environment takes one.
+func (c Config) Validate() error {
+	if err := c.Options.Validate(); err != nil {
+		return err
+	}
+	sotopiaEnv := false
+	for _, e := range c.Envs {
+		if name, _ := engine.SplitID(e.Name); name == "sotopia" {
+			sotopiaEnv = true
+		}
+	}
+	switch {
+	case c.JudgeModel != "" && c.JudgeOllama != "":
+		return errors.New("judge_model and judge_ollama both set")
+	case !sotopiaEnv && (c.JudgeModel != "" || c.JudgeOllama != ""):
+		return errors.New("a judge is configured but no environment takes one (only sotopia does)")
+	}
+	return nil
+}
+
+// Specs parses the players and opponents.
+func (c Config) Specs() (players, opponents []Spec, err error) {
+	parse := func(what string, list []string) ([]Spec, error) {
+		var out []Spec
+		for _, s := range list {
+			sp, err := ParseSpec(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", what, err)
+			}
+			out = append(out, sp)
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("no %s", what)
+		}
+		return out, nil
+	}
+	if players, err = parse("players", c.Players); err != nil {
+		return nil, nil, err
+	}
+	if opponents, err = parse("opponents", c.Opponents); err != nil {
+		return nil, nil, err
+	}
+	return players, opponents, nil
+}
+
+// NeedsModel reports whether a spec plays the base model.
+func NeedsModel(lists ...[]Spec) bool {
+	for _, l := range lists {
+		for _, s := range l {
+			if s.Kind == SpecBase || s.Kind == SpecAdapter {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Run opens c's players on shared backends (llama: the template of every
+// llama backend), gives SOTOPIA its judge, evaluates and writes the
+// reports into c.Out (when set). warn receives notes for the user (a
+// SOTOPIA run without a judge). The lineup is returned open for the
+// caller's statistics; close it.
+func (c *Config) Run(ctx context.Context, lo llama.Options, h Hooks, warn io.Writer) (*Report, *Lineup, error) {
+	if err := c.Validate(); err != nil {
+		return nil, nil, err
+	}
+	ps, qs, err := c.Specs()
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Model == "" && NeedsModel(ps, qs) {
+		return nil, nil, errors.New("base and adapter: players need a model (the base model)")
+	}
+	slots, err := c.SeqSlots()
+	if err != nil {
+		return nil, nil, err
+	}
+	oo := ollama.Options{Host: c.OllamaHost, Parallel: c.Parallel}
+	lineup, err := Open(ctx, ps, qs, OpenOptions{Model: c.Model, Llama: lo, Slots: slots, Context: c.Context, AdapterScale: c.AdapterScale, Ollama: oo})
+	if err != nil {
+		return nil, nil, err
+	}
+	closeJudge, err := c.attachJudge(warn, lo, oo)
+	if err != nil {
+		lineup.Close()
+		return nil, nil, err
+	}
+	defer closeJudge()
+	rep, err := Evaluate(ctx, c.Options, c.Out, lineup.Players, lineup.Opponents, h)
+	if err == nil && c.Out != "" {
+		err = rep.WriteFiles(c.Out)
+	}
+	if err != nil {
+		lineup.Close()
+		return nil, nil, err
+	}
+	return rep, lineup, nil
+}
+
+// attachJudge gives the SOTOPIA environments the judge the config names
+// (a GGUF through its own llama backend, or an Ollama model); it returns
+// what closes the judge's backend.
+func (c *Config) attachJudge(warn io.Writer, lo llama.Options, oo ollama.Options) (func(), error) {
+	nop := func() {}
+	var sot []int
+	for i, e := range c.Envs {
+		if name, _ := engine.SplitID(e.Name); name == "sotopia" {
+			sot = append(sot, i)
+		}
+	}
+	if len(sot) == 0 {
+		if c.JudgeModel != "" || c.JudgeOllama != "" {
+			return nop, errors.New("a judge is configured but no environment takes one (only sotopia does)")
+		}
+		return nop, nil
+	}
+	var b inference.Backend
+	jo := sotopia.JudgeOptions{}.Defaults()
+	switch {
+	case c.JudgeModel != "" && c.JudgeOllama != "":
+		return nop, errors.New("judge_model and judge_ollama both set")
+	case c.JudgeModel != "":
+		lo.Model, lo.Adapter = c.JudgeModel, ""
+		lo.Parallel, lo.Batch = c.Parallel, max(lo.Batch, c.Parallel)
+		lb, err := llama.New(lo)
+		if err != nil {
+			return nop, fmt.Errorf("judge: %w", err)
+		}
+		b, jo.Label = lb, "llama:"+c.JudgeModel
+	case c.JudgeOllama != "":
+		oo.Model = c.JudgeOllama
+		ob, err := ollama.New(oo)
+		if err != nil {
+			return nop, fmt.Errorf("judge: %w", err)
+		}
+		b, jo.Label = ob, "ollama:"+c.JudgeOllama
+	default:
+		fmt.Fprintln(warn, "warning: sotopia without a judge: every episode is unjudged, with reward 0 (set --judge-model or --judge-ollama)")
+		return nop, nil
+	}
+	j, err := sotopia.NewJudge(judge.New(b), jo)
+	if err != nil {
+		b.Close()
+		return nop, err
+	}
+	for _, i := range sot {
+		c.Envs[i].Game = sotopia.New().WithJudge(j)
+	}
+	return func() { b.Close() }, nil
+}
+
+// WriteCost reports the episodes played, the wall time and how full the
+// llama backends' decode steps were.
+func (l *Lineup) WriteCost(w io.Writer, played int, wallSeconds float64) {
+	fmt.Fprintf(w, "played %d episodes in %.1f s\n", played, wallSeconds)
+	for path, b := range l.Llama {
+		st := b.Stats()
+		if st.Steps == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%s: %d decode steps, %.1f sequences sampled per step, %d adapter switches, %d tokens generated, decode %.1f s\n",
+			path, st.Steps, float64(st.GeneratedTokens)/float64(st.Steps), b.AdapterSwitches(), st.GeneratedTokens, st.DecodeTime.Seconds())
+	}
+}

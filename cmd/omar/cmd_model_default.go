@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/model/builtin"
+)
+
+// runModelDefault writes the built-in model, or trains it anew from its
+// recipe (loop.DefaultBuiltin) with --rebuild.
+func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "model default")
+	out := fs.String("out", "", "output GGUF file (required)")
+	rebuild := fs.Bool("rebuild", false, "train the model anew from its recipe instead of writing the embedded copy (about 15 minutes on 2 cores)")
+	work := fs.String("work", "", "with --rebuild: directory for the intermediate files and checkpoints; an interrupted build continues from it (default: OUT.work)")
+	steps := fs.Int("steps", 0, "with --rebuild: optimizer steps (default the recipe's)")
+	episodes := fs.Int("episodes", 0, "with --rebuild: corpus episodes per cast and environment (default the recipe's)")
+	lib := fs.String("llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" || fs.NArg() > 0 {
+		return usagef("need --out and no positional arguments")
+	}
+	if !*rebuild {
+		if err := os.WriteFile(*out, builtin.Bytes(), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "wrote the built-in model (%s, sha256 %s) to %s\n", builtin.Name, builtin.SHA256, *out)
+		return nil
+	}
+	o := loop.DefaultBuiltin()
+	if *steps > 0 {
+		o.Steps, o.Train.TotalSteps = *steps, *steps
+	}
+	if *episodes > 0 {
+		for i := range o.Corpus.Envs {
+			o.Corpus.Envs[i].Episodes = *episodes
+		}
+	}
+	if *work == "" {
+		*work = *out + ".work"
+	}
+	var bar *progress
+	stage := ""
+	hooks := loop.BuildHooks{
+		Stage: func(s string) {
+			stage = s
+			fmt.Fprintf(env.stderr, "model default: %s\n", s)
+			if s == "train" {
+				bar = newProgress(env, o.Steps, "train")
+			}
+		},
+		Step: func(step, total int, loss float64) {
+			bar.add(1)
+			bar.describe(fmt.Sprintf("train loss %.3f", loss))
+			if !env.interactive && (step%50 == 0 || step == total) {
+				fmt.Fprintf(env.stderr, "model default: step %d/%d loss %.4f\n", step, total, loss)
+			}
+		},
+	}
+	rep, err := loop.BuildBuiltin(ctx, o, *out, *work, *lib, hooks)
+	if bar != nil {
+		bar.finish()
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("interrupted in the %s stage; continue with the same command (the checkpoint is in %s): %w", stage, *work, err)
+		}
+		return err
+	}
+	b, err := os.ReadFile(*out)
+	if err != nil {
+		return err
+	}
+	sum := fmt.Sprintf("%x", sha256.Sum256(b))
+	plot := strings.TrimSuffix(*out, filepath.Ext(*out)) + ".loss.svg"
+	if err := os.WriteFile(plot, lossSVG("built-in model: training loss", rep.Losses), 0o644); err != nil {
+		return err
+	}
+	st := rep.Corpus
+	fmt.Fprintf(env.stdout, "corpus: %d episodes (%d skipped), %d trajectories in %s\n", st.Episodes, st.Skipped, st.Trajectories, rep.CorpusTime.Round(1e6))
+	if n := len(rep.Losses); n > 0 {
+		fmt.Fprintf(env.stdout, "trained %d parameters for %d steps (%d resumed) in %s; loss %.4f → %.4f\n",
+			rep.Params, o.Steps, rep.ResumedSteps, rep.TrainTime.Round(1e6), rep.Losses[0], rep.Losses[n-1])
+	}
+	same := "differs from"
+	if sum == builtin.SHA256 {
+		same = "equals"
+	}
+	fmt.Fprintf(env.stdout, "wrote %s (sha256 %s, %s the embedded built-in model) and %s\n", *out, sum, same, plot)
+	return nil
+}

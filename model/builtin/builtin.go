@@ -1,0 +1,30 @@
+// Package builtin is omar's built-in model, embedded in the binary: a
+// small llama (the model package's "base" shape, about 1M parameters, a
+// BPE vocabulary of 1,024 tokens fitted to omar's own corpus) trained from
+// scratch, every weight, on the scripted policies' play of every
+// environment rendered through the self-play seat streams (the recipe is
+// loop.DefaultBuiltin). It is what `omar selfplay`, `omar eval` and
+// `make run` play when no model is given; `omar model default --out F`
+// writes it and `omar model default --rebuild --out F` trains it anew
+// from the recipe, byte for byte (docs/models.md).
+package builtin
+
+import (
+	_ "embed"
+	"os"
+)
+
+//go:embed omar-base.gguf
+var file []byte
+
+// Name is the file's name in the repository.
+const Name = "omar-base.gguf"
+
+// SHA256 is the checksum of the embedded file (a test checks it).
+const SHA256 = "a58a456eb790e40a3ad3e403bdc1f5041b2834d80aadb7315cc59b679614605e"
+
+// Bytes returns the model file. The slice is shared: do not modify it.
+func Bytes() []byte { return file }
+
+// WriteFile writes the model to path.
+func WriteFile(path string) error { return os.WriteFile(path, file, 0o644) }

@@ -1,0 +1,28 @@
+package builtin
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"testing"
+
+	"github.com/omar-selfplay/omar/gguf"
+	"github.com/omar-selfplay/omar/model"
+)
+
+func TestEmbeddedModel(t *testing.T) {
+	if got := fmt.Sprintf("%x", sha256.Sum256(Bytes())); got != SHA256 {
+		t.Errorf("embedded model sha256 %s, want %s (rebuild: omar model default --rebuild)", got, SHA256)
+	}
+	f, err := gguf.Read(bytes.NewReader(Bytes()), int64(len(Bytes())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := model.Inspect(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Arch != "llama" {
+		t.Errorf("arch %q", in.Arch)
+	}
+}
