@@ -213,8 +213,10 @@ type RolloutOptions struct {
 	Adapter     string `yaml:"adapter"`
 	FrozenModel string `yaml:"frozen_model"`
 	// Agents maps a seat name, "seat<N>", a role or "*" to policy, frozen,
-	// scripted or scripted:NAME.
-	Agents map[string]string `yaml:"agents"`
+	// scripted, scripted:NAME or ollama:MODEL (an Ollama model at
+	// ollama_host, played at the message level, never trained).
+	Agents     map[string]string `yaml:"agents"`
+	OllamaHost string            `yaml:"ollama_host"`
 
 	MaxTokens      int     `yaml:"max_tokens"`
 	Context        int     `yaml:"context"`
@@ -342,8 +344,10 @@ func (c *RolloutOptions) AbsPaths() error {
 	return nil
 }
 
-// RunnerOptions converts the rollout options into the runner's.
-func (c *RolloutOptions) RunnerOptions() (selfplay.Options, error) {
+// RunnerOptions converts the rollout options into the runner's; named
+// are the players of agents that are neither the policy, the frozen
+// model nor a script (Players.Named: ollama:MODEL seats).
+func (c *RolloutOptions) RunnerOptions(named map[string]*selfplay.Player) (selfplay.Options, error) {
 	o := selfplay.Options{}.Defaults()
 	o.Seed, o.Parallel, o.GroupSize = c.Seed, c.Parallel, c.GroupSize
 	o.Params = engine.Params(c.Params)
@@ -358,7 +362,7 @@ func (c *RolloutOptions) RunnerOptions() (selfplay.Options, error) {
 		o.Grammar = *c.Grammar
 	}
 	o.BatchWindow = time.Duration(c.BatchWindowMS * float64(time.Millisecond))
-	o.Agents = c.Agents
+	o.Agents, o.Players = c.Agents, named
 	o.MaxLegal = c.MaxLegal
 	if c.Guard != nil && c.Guard.Enabled {
 		g, err := selfplay.NewRuleGuard(*c.Guard)

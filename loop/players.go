@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference/llama"
@@ -18,6 +19,9 @@ import (
 // opponent) and whatever else was opened for it (a judge).
 type Players struct {
 	Policy, Frozen *selfplay.Player
+	// Named are the further players the agents name ("ollama:NAME"
+	// seats), by agent value.
+	Named map[string]*selfplay.Player
 	// Llama is the policy's backend (adapter swaps, stats); nil when every
 	// seat is scripted.
 	Llama   *llama.Backend
@@ -93,7 +97,42 @@ func OpenPlayers(c *RolloutOptions, seatsPerEpisode int) (*Players, error) {
 		}
 		p.Frozen = &selfplay.Player{Label: "frozen:" + filepath.Base(c.FrozenModel), Backend: b, Tokenizer: b}
 	}
+	// Ollama seats play at the message level (the server templates and
+	// tokenises itself), so they are played, never trained.
+	for _, agent := range engine.SortedKeys(invert(c.Agents)) {
+		name, ok := strings.CutPrefix(agent, OllamaAgent)
+		if !ok {
+			continue
+		}
+		host := c.OllamaHost
+		if host == "" {
+			host = ollama.DefaultHost
+		}
+		b, err := ollama.New(ollama.Options{Host: host, Model: name, Parallel: max(1, c.Parallel)})
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("agents: %s: %w", agent, err)
+		}
+		p.closers = append(p.closers, b)
+		if p.Named == nil {
+			p.Named = map[string]*selfplay.Player{}
+		}
+		p.Named[agent] = &selfplay.Player{Label: agent, Backend: b}
+	}
 	return p, nil
+}
+
+// OllamaAgent prefixes an agent value that seats an Ollama model
+// ("ollama:qwen3:4b").
+const OllamaAgent = "ollama:"
+
+// invert returns the set of m's values.
+func invert(m map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for _, v := range m {
+		out[v] = true
+	}
+	return out
 }
 
 // OpenJudge returns a completer for the judge jc names, its label and

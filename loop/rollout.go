@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -47,11 +48,7 @@ func Rollout(ctx context.Context, o RolloutOptions, dir string, episode func(don
 	if err != nil {
 		return nil, err
 	}
-	ro, err := o.RunnerOptions()
-	if err != nil {
-		return nil, err
-	}
-	specs, err := g.Seats(ro.Params)
+	specs, err := g.Seats(engine.Params(o.Params))
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +57,10 @@ func Rollout(ctx context.Context, o RolloutOptions, dir string, episode func(don
 		return nil, err
 	}
 	defer ps.Close()
+	ro, err := o.RunnerOptions(ps.Named)
+	if err != nil {
+		return nil, err
+	}
 	if g, err = AttachJudge(g, &o, ps, false); err != nil {
 		return nil, err
 	}

@@ -51,6 +51,8 @@ type Parts struct {
 	Frozen  *selfplay.Player
 	Swapper Swapper
 	Trainer Trainer
+	// Named are the players of further agents (Players.Named).
+	Named map[string]*selfplay.Player
 }
 
 // Hooks let a caller follow a run (progress bars, logs, plots) without
@@ -235,7 +237,7 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 	if r.game == nil || r.trainer == nil || r.swapper == nil || parts.Policy == nil {
 		return nil, errors.New("loop: parts need a game, a policy player, a swapper and a trainer")
 	}
-	ro, err := o.Rollout.RunnerOptions()
+	ro, err := o.Rollout.RunnerOptions(parts.Named)
 	if err != nil {
 		return nil, fmt.Errorf("rollout: %w", err)
 	}
@@ -316,7 +318,7 @@ func (r *Run) openParts() (*Parts, error) {
 			return nil, err
 		}
 	}
-	return &Parts{Game: g, Policy: ps.Policy, Frozen: ps.Frozen, Swapper: ps.Llama, Trainer: tr}, nil
+	return &Parts{Game: g, Policy: ps.Policy, Frozen: ps.Frozen, Swapper: ps.Llama, Trainer: tr, Named: ps.Named}, nil
 }
 
 // Close releases what Open opened (not the caller's Parts).
