@@ -98,20 +98,6 @@ type CorpusStats struct {
 	Tokens, TrainedTokens map[string]int
 }
 
-// Texts returns the chat-template text of every cloned trajectory, for
-// fitting a tokenizer to the corpus.
-func Texts(trajs []selfplay.Trajectory, detok func([]int32) (string, error)) ([]string, error) {
-	out := make([]string, 0, len(trajs))
-	for _, t := range trajs {
-		s, err := detok(t.Tokens)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
 // BuildCorpus plays o's episodes with scripted casts and clones the learnt
 // seats through p's tokenizer and chat template. Each trajectory's Weight
 // is its environment's. progress, when not nil, is called after each
