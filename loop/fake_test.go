@@ -712,3 +712,25 @@ func TestCompare(t *testing.T) {
 		t.Errorf("compare/: %v", err)
 	}
 }
+
+// TestReadConfigOldRun: a run directory written before the guard, the
+// league and the evaluation existed resumes without them.
+func TestReadConfigOldRun(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ConfigFile), []byte("iterations: 3\nrollout: {env: craigslist, model: /m.gguf}\n"), 0o644)
+	o, err := ReadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.League.Enabled || o.Eval.Every != 0 || o.Rollout.Guard.Enabled {
+		t.Errorf("an old run resumes with league %v, eval every %d, guard %v; want all off", o.League.Enabled, o.Eval.Every, o.Rollout.Guard.Enabled)
+	}
+	// A run written now records them.
+	fresh := filepath.Join(t.TempDir(), "run")
+	if _, err := Open(fresh, leagueOptions(1), Fresh, fakeParts(t)); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := ReadConfig(fresh); err != nil || !o.League.Enabled {
+		t.Errorf("a new run's league: %v, %v", o.League.Enabled, err)
+	}
+}

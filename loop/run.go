@@ -166,9 +166,11 @@ const (
 // options a resumed run continues with.
 func ReadConfig(dir string) (Options, error) {
 	o := Options{}.Defaults()
-	// A run from before the guard existed has no guard section and
-	// continues without one.
+	// A run from before the guard, the league or the evaluation existed
+	// has no such section and continues without one (a config.yaml
+	// written since records every key).
 	o.Rollout.Guard = &selfplay.GuardOptions{}
+	o.League.Enabled, o.Eval.Every = false, 0
 	if err := DecodeYAMLFile(filepath.Join(dir, ConfigFile), &o); err != nil {
 		return o, fmt.Errorf("resume: %w", err)
 	}
