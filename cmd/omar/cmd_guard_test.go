@@ -48,7 +48,7 @@ func TestGuardConfig(t *testing.T) {
 			var o selfplay.Options
 			if err == nil {
 				if err = cfg.Validate(); err == nil {
-					o, err = cfg.RunnerOptions()
+					o, err = cfg.RunnerOptions(nil)
 				}
 			}
 			if tt.want == nil {

@@ -136,7 +136,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 		if err == nil {
 			err = rep.Markdown(env.stdout)
 		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil { // an interrupt skips the table: the run is complete
 			return err
 		}
 	}
