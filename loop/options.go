@@ -231,6 +231,11 @@ type RolloutOptions struct {
 	// MaxLegal is the most legal replies a notification may have for the
 	// prompt to list them (0: selfplay.DefaultMaxLegal, -1: never).
 	MaxLegal int `yaml:"max_legal"`
+	// Trace is a reply format of model seats: "" (none) or "tom", the
+	// theory-of-mind trace INFER → ACT → ANTICIPATE, grammar-constrained;
+	// only ACT reaches the environment, the whole trace is trained. Give
+	// max_tokens room for it.
+	Trace string `yaml:"trace"`
 
 	// Guard flags degenerate turns (a reward-hacking guard: the
 	// estimators zero their credit); guard: {enabled: false} turns it off.
@@ -297,6 +302,8 @@ func (c *RolloutOptions) Validate() error {
 		return fmt.Errorf("max_retries %d: want 0..1000", *c.MaxRetries)
 	case c.JudgeContext < 0:
 		return fmt.Errorf("judge_context %d < 0", c.JudgeContext)
+	case c.Trace != "" && !slices.Contains(selfplay.Traces, c.Trace):
+		return fmt.Errorf("trace %q: want one of %v (or none)", c.Trace, selfplay.Traces)
 	case c.MaxLegal < -1:
 		return fmt.Errorf("max_legal %d: want -1 (never), 0 (the default) or a count", c.MaxLegal)
 	}
@@ -363,7 +370,7 @@ func (c *RolloutOptions) RunnerOptions(named map[string]*selfplay.Player) (selfp
 	}
 	o.BatchWindow = time.Duration(c.BatchWindowMS * float64(time.Millisecond))
 	o.Agents, o.Players = c.Agents, named
-	o.MaxLegal = c.MaxLegal
+	o.MaxLegal, o.Trace = c.MaxLegal, c.Trace
 	if c.Guard != nil && c.Guard.Enabled {
 		g, err := selfplay.NewRuleGuard(*c.Guard)
 		if err != nil {

@@ -6,7 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/inference/scripted"
+	"github.com/omar-selfplay/omar/selfplay"
 
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/model"
@@ -166,5 +172,51 @@ func TestLeagueLlama(t *testing.T) {
 	}
 	if got := r.State().League.Snapshots; len(got) != 3 {
 		t.Errorf("snapshots %v, want one per iteration", got)
+	}
+}
+
+// TestTraceLlama: llama.cpp takes the theory-of-mind trace grammar
+// wrapped around a game's move grammar; the moves that reach Craigslist
+// are valid and the streams hold the traces.
+func TestTraceLlama(t *testing.T) {
+	dir := t.TempDir()
+	o := tinyOptions(t, dir, 1).Rollout
+	o.Env, o.Params = "craigslist", map[string]any{"structured_only": true, "rounds": 2}
+	o.Trace, o.MaxTokens, o.Episodes = "tom", 160, 2
+	o.Context = 4096
+	rep, err := Rollout(context.Background(), o, filepath.Join(dir, "out"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Episodes != 2 || rep.Trajectories == 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	recs, err := engine.LoadRecords(filepath.Join(dir, "out", EpisodesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		for _, e := range rec.Events {
+			if e.Kind == engine.KindAction && strings.Contains(e.Text, "INFER") {
+				t.Errorf("a trace reached the engine: %q", e.Text)
+			}
+		}
+	}
+	f, err := os.Open(filepath.Join(dir, "out", TrajectoriesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	trajs, err := selfplay.ReadTrajectories(f)
+	if err != nil || len(trajs) == 0 {
+		t.Fatalf("%d trajectories, %v", len(trajs), err)
+	}
+	// The tiny model's vocabulary is the scripted backend's default.
+	tok, _ := scripted.New(scripted.Options{Rule: func(inference.Request) string { return "" }})
+	for _, tr := range trajs {
+		text, _ := tok.Detokenize(tr.Tokens)
+		if !strings.Contains(text, "INFER: ") || !strings.Contains(text, "\nANTICIPATE: ") {
+			t.Errorf("seat %d's stream holds no trace:\n%s", tr.Seat, text)
+		}
 	}
 }

@@ -79,6 +79,9 @@ type Options struct {
 	// MaxLegal is the most legal replies a notification may have for a
 	// seat's prompt to list them (0: DefaultMaxLegal; -1: never).
 	MaxLegal int
+	// Trace is a reply format for model seats ("" none, TraceToM): the
+	// grammar is wrapped and only the trace's move reaches the engine.
+	Trace string
 	// Cast, when set, chooses the agents of episode i's seats instead of
 	// Agents (a league: which seats the policy plays and who sits in the
 	// others): seat index → agent, as Agents' values; seats it leaves out
@@ -119,6 +122,9 @@ func (o Options) Validate() error {
 		case p == nil || p.Backend == nil:
 			return fmt.Errorf("selfplay: player %q has no backend", name)
 		}
+	}
+	if o.Trace != "" && !slices.Contains(Traces, o.Trace) {
+		return fmt.Errorf("selfplay: trace %q: want one of %v (or none)", o.Trace, Traces)
 	}
 	for k, v := range o.Agents {
 		if !reservedAgent(v) && o.Players[v] == nil {

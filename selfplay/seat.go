@@ -143,6 +143,9 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 	req.Sampling.Seed = seeds.Derive(ms.run.samplingSeed, uint64(ms.seat.Index), uint64(ms.turn))
 	if ms.run.opts.Grammar {
 		req.Grammar = t.Notification.Grammar
+		if ms.run.opts.Trace == TraceToM {
+			req.Grammar = traceGrammar(req.Grammar)
+		}
 	}
 	submitted = true
 	resp, err := ms.run.gen.generate(ctx, ms.run.index, ms.player, req)
@@ -180,7 +183,13 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 	ms.msgs = append(ms.msgs, inference.Message{Role: "assistant", Content: text})
 	ms.consumed += text
 	ms.run.stats.addTurn(len(prompt), len(resp.Tokens), resp.ReusedTokens)
-	return engine.Action{NotificationID: t.Notification.ID, Text: text}, nil
+	move := text
+	if ms.run.opts.Trace == TraceToM {
+		// A trace without its move line is an invalid move: the engine
+		// rejects the empty reply and asks again.
+		move, _ = traceAction(text)
+	}
+	return engine.Action{NotificationID: t.Notification.ID, Text: move}, nil
 }
 
 // extend renders newMsgs after the segment's messages and returns only the
