@@ -220,3 +220,45 @@ func TestTraceLlama(t *testing.T) {
 		}
 	}
 }
+
+// TestCascade runs a two-stage cascade on the tiny model, interrupted in
+// the second stage and resumed: the second stage starts from the first's
+// adapter, and every stage is evaluated on both environments.
+func TestCascade(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the tiny model")
+	}
+	dir := t.TempDir()
+	o := CascadeOptions{Run: tinyOptions(t, dir, 1), Episodes: 2, Opponents: []string{"scripted:random"}}
+	o.Run.Rollout.MaxTokens, o.Run.Rollout.Context = 40, 2048
+	params := map[string]any{"structured_only": true, "rounds": 2}
+	o.Stages = []CascadeStage{{Env: "craigslist", Params: params, Iterations: 1}, {Env: "casino", Params: params, Iterations: 1}}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := Cascade(ctx, o, filepath.Join(dir, "c"), func(r *Run) {
+		if r.Game().ID() == "casino_v1" {
+			r.Hooks.Phase = func(int, string) { cancel() }
+		}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted cascade: %v", err)
+	}
+	rs, err := Cascade(context.Background(), o, filepath.Join(dir, "c"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || len(rs[0].Reward) != 2 || len(rs[1].Reward) != 2 || !rs[0].Best {
+		t.Fatalf("results %+v", rs)
+	}
+	c2, err := ReadConfig(filepath.Join(dir, "c", "stage-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "c", "stage-1", AdapterFile); c2.Rollout.Adapter != want {
+		t.Errorf("stage 2 starts from %q, want %q", c2.Rollout.Adapter, want)
+	}
+	var b strings.Builder
+	CascadeTable(&b, rs)
+	if !strings.Contains(b.String(), "| 1: craigslist (best) |") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
