@@ -161,6 +161,17 @@ type Backend interface {
 	Close() error
 }
 
+// Releaser is implemented by backends that keep state per Request.Key (a
+// KV cache per sequence). Release says that the sequences whose keys start
+// with one of prefixes are finished (for example "r1/e12/" when episode 12
+// of run r1 has ended): such a backend may keep their state only as a
+// low-priority cache, given up before that of live sequences. A key
+// released and then used again is live again. Release never fails and
+// never changes the responses of later requests, only what they cost.
+type Releaser interface {
+	Release(prefixes ...string)
+}
+
 // Tokenizer is implemented by token-level backends.
 type Tokenizer interface {
 	Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error)

@@ -21,6 +21,13 @@ type RolloutReport struct {
 	// and sequences sampled per step (occupancy).
 	BackendSteps int64   `json:"backend_steps,omitempty"`
 	Occupancy    float64 `json:"occupancy,omitempty"`
+	// BackendDecoded is the prompt and generated tokens the backend
+	// decoded (reused_tokens were served from its cache instead);
+	// EvictedLive and EvictedReleased count the cached sequences it
+	// dropped of seats still playing and of finished episodes.
+	BackendDecoded  int64 `json:"backend_decoded_tokens,omitempty"`
+	EvictedLive     int64 `json:"evicted_live,omitempty"`
+	EvictedReleased int64 `json:"evicted_released,omitempty"`
 	// DegenerateRate is the share of the policy's turns the guard
 	// flagged; Degenerate counts turns and flags per reason.
 	DegenerateRate float64      `json:"degenerate_rate"`
@@ -94,6 +101,7 @@ func Rollout(ctx context.Context, o RolloutOptions, dir string, episode func(don
 	if ps.Llama != nil {
 		bs := ps.Llama.Stats()
 		rep.BackendSteps = bs.Steps
+		rep.BackendDecoded, rep.EvictedLive, rep.EvictedReleased = bs.DecodedTokens, bs.EvictedLive, bs.EvictedReleased
 		if bs.Steps > 0 {
 			rep.Occupancy = float64(bs.GeneratedTokens) / float64(bs.Steps)
 		}

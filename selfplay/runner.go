@@ -405,6 +405,7 @@ func (r *Runner) EpisodeSeed(i int) uint64 {
 
 func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*EpisodeResult, error) {
 	start := time.Now()
+	defer r.release(key, i)
 	seed := r.EpisodeSeed(i)
 	run := &episodeRun{
 		opts: &r.opts, stats: &r.stats, key: key, env: r.game.ID(), index: i, seed: seed,
@@ -484,6 +485,27 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 		res.Trajectories[k].meta = nil
 	}
 	return res, nil
+}
+
+// release tells the backends that keep state per key (inference.Releaser)
+// that episode i's sequences are finished, every seat and segment: their
+// KV slots are then given up before those of episodes still in flight.
+// Releasing twice is harmless, so a backend shared by several players is
+// not deduplicated.
+func (r *Runner) release(key string, i int) {
+	prefix := key + "/e" + strconv.Itoa(i) + "/"
+	ps := []*Player{r.policy, r.frozen}
+	for _, p := range r.players {
+		ps = append(ps, p)
+	}
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		if rel, ok := p.Backend.(inference.Releaser); ok {
+			rel.Release(prefix)
+		}
+	}
 }
 
 // guardTrajectories runs g on every turn of trajs and records its reasons

@@ -41,6 +41,11 @@ type Backend struct {
 	swapsWaiting atomic.Int32 // swaps the loop holds until running sequences finish
 	stats        statsCounters
 
+	// releases are the key prefixes Release was given since the loop
+	// last looked (release.go).
+	releaseMu sync.Mutex
+	releases  []string
+
 	// Owned by the loop goroutine.
 	batch    *llamacpp.Batch
 	scratch  []*scratch // one per sampling goroutine
@@ -57,7 +62,10 @@ type Backend struct {
 	clock    uint64
 }
 
-var _ inference.Backend = (*Backend)(nil)
+var (
+	_ inference.Backend  = (*Backend)(nil)
+	_ inference.Releaser = (*Backend)(nil)
+)
 var _ inference.Tokenizer = (*Backend)(nil)
 
 // New loads the libraries (once per process), the model and a context with
@@ -326,6 +334,11 @@ type Stats struct {
 	DecodedTokens   int64 // tokens sent through llama_decode (prompt + generated)
 	GeneratedTokens int64 // tokens sampled
 	ReusedTokens    int64 // prompt tokens served from the KV cache
+	// EvictedLive and EvictedReleased count slots whose cached tokens
+	// were dropped for another key's sequence: of a key not released
+	// (a live seat that will have to decode its prefix again) and of a
+	// released one (a finished episode's, which costs nothing).
+	EvictedLive, EvictedReleased int64
 	// DecodeTime is the time spent inside llama_decode; StepTime the time
 	// of whole steps (batch building, decode, sampling, bookkeeping).
 	DecodeTime, StepTime time.Duration
@@ -333,6 +346,7 @@ type Stats struct {
 
 type statsCounters struct {
 	steps, decoded, generated, reused atomic.Int64
+	evictedLive, evictedReleased      atomic.Int64
 	decodeNS, stepNS                  atomic.Int64
 }
 
@@ -341,6 +355,7 @@ func (b *Backend) Stats() Stats {
 	return Stats{
 		Steps: b.stats.steps.Load(), DecodedTokens: b.stats.decoded.Load(),
 		GeneratedTokens: b.stats.generated.Load(), ReusedTokens: b.stats.reused.Load(),
+		EvictedLive: b.stats.evictedLive.Load(), EvictedReleased: b.stats.evictedReleased.Load(),
 		DecodeTime: time.Duration(b.stats.decodeNS.Load()), StepTime: time.Duration(b.stats.stepNS.Load()),
 	}
 }

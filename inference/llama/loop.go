@@ -23,6 +23,9 @@ type slot struct {
 	adapter  string  // the adapter key tokens were decoded under (adapters.go)
 	lastUsed uint64
 	job      *job // running request, nil when idle
+	// released: the key's sequence is finished (Backend.Release); its
+	// tokens stay only until a slot is needed for another key.
+	released bool
 }
 
 // job is one request inside the loop.
@@ -103,6 +106,7 @@ func (b *Backend) loop() {
 				break drain
 			}
 		}
+		b.applyReleases()
 		b.dropCancelled()
 		b.swapsWaiting.Store(int32(len(swaps)))
 		if len(swaps) > 0 {
@@ -206,7 +210,7 @@ func (b *Backend) applySwap(s *swap) {
 	b.lctx.Memory().Clear(false)
 	for _, sl := range b.slots {
 		sl.tokens = sl.tokens[:0]
-		sl.key, sl.adapter = "", ""
+		sl.key, sl.adapter, sl.released = "", "", false
 	}
 	v := b.version.Add(1)
 	s.reply <- swapResult{version: int(v)}
@@ -267,10 +271,14 @@ func (b *Backend) prepare(j *job) error {
 }
 
 // pickSlot returns the idle slot of key, else an empty idle slot, else the
-// least recently used idle slot (its cache is evicted); nil when the key's
-// slot is busy or every slot is.
+// least recently used idle slot of a released key, else the least recently
+// used idle slot (the cache of the last two is evicted); nil when the key's
+// slot is busy or every slot is. Released slots go first: with many
+// episodes in flight, plain LRU evicted live seats waiting for their turn
+// (older than the last turn of an episode just finished), and they then
+// decoded their whole conversation again.
 func (b *Backend) pickSlot(key string) *slot {
-	var empty, lru *slot
+	var empty, lru, lruReleased *slot
 	for _, s := range b.slots {
 		if key != "" && s.key == key {
 			if s.job != nil {
@@ -284,12 +292,18 @@ func (b *Backend) pickSlot(key string) *slot {
 		if len(s.tokens) == 0 && empty == nil {
 			empty = s
 		}
+		if s.released && (lruReleased == nil || s.lastUsed < lruReleased.lastUsed) {
+			lruReleased = s
+		}
 		if lru == nil || s.lastUsed < lru.lastUsed {
 			lru = s
 		}
 	}
-	if empty != nil {
+	switch {
+	case empty != nil:
 		return empty
+	case lruReleased != nil:
+		return lruReleased
 	}
 	return lru
 }
@@ -308,6 +322,13 @@ func (b *Backend) start(j *job, s *slot) error {
 			keep--
 		}
 	}
+	if keep == 0 && len(s.tokens) > 0 && s.key != "" && s.key != j.req.Key {
+		if s.released {
+			b.stats.evictedReleased.Add(1)
+		} else {
+			b.stats.evictedLive.Add(1)
+		}
+	}
 	mem := b.lctx.Memory()
 	if keep < len(s.tokens) {
 		if err := mem.SeqRm(s.seq, int32(keep), -1); err != nil {
@@ -320,7 +341,7 @@ func (b *Backend) start(j *job, s *slot) error {
 		s.tokens = s.tokens[:keep]
 	}
 	b.clock++
-	s.key, s.adapter, s.lastUsed, s.job = j.req.Key, j.adapter, b.clock, j
+	s.key, s.adapter, s.lastUsed, s.job, s.released = j.req.Key, j.adapter, b.clock, j, false
 	j.slot = s
 	j.pending = j.req.Prompt[keep:]
 	j.resp = inference.Response{ReusedTokens: keep, PolicyVersion: b.PolicyVersion()}

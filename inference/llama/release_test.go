@@ -1,0 +1,99 @@
+package llama
+
+import (
+	"testing"
+
+	"github.com/omar-selfplay/omar/inference"
+)
+
+// TestReleaseEvictsReleasedFirst plays two seats into a two-slot backend,
+// the live one used longest ago, releases the other, and starts a third
+// key: the released slot must be the one given up, so the live seat's next
+// turn is served from its cache; without the release plain LRU evicts the
+// live seat. The tokens are the same either way.
+func TestReleaseEvictsReleasedFirst(t *testing.T) {
+	o := testOptions(t)
+	o.Parallel = 2
+	sp := inference.Sampling{Temperature: 1, Seed: 5}
+	type result struct {
+		newcomer, live inference.Response
+		stats          Stats
+	}
+	play := func(release []string) result {
+		b := newBackend(t, o)
+		live := prompt(t, b, "a live seat, waiting for its turn")
+		done := prompt(t, b, "a seat whose episode ends")
+		other := prompt(t, b, "a seat of a new episode")
+		// The live seat's turn comes first, so it is the least recently
+		// used slot when the newcomer arrives.
+		r1 := gen(t, b, inference.Request{Key: "r1/e0/s0/g0", Prompt: live, MaxTokens: 6, Sampling: sp})[0]
+		gen(t, b, inference.Request{Key: "r1/e1/s0/g0", Prompt: done, MaxTokens: 6, Sampling: sp})
+		b.Release(release...)
+		nr := gen(t, b, inference.Request{Key: "r1/e2/s0/g0", Prompt: other, MaxTokens: 6, Sampling: sp})[0]
+		more, err := b.Tokenize("<|im_end|>\n<|im_start|>user\nyour turn<|im_end|>\n<|im_start|>assistant\n", false, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := append(append(append([]int32{}, live...), r1.Tokens...), more...)
+		lr := gen(t, b, inference.Request{Key: "r1/e0/s0/g0", Prompt: next, MaxTokens: 6, Sampling: sp})[0]
+		return result{newcomer: nr, live: lr, stats: b.Stats()}
+	}
+	with := play([]string{"r1/e1/"})
+	without := play(nil)
+	// "r1/e1" without the slash would also name e10…e19; "r1/e0/" is not
+	// a prefix of the released key; "" is ignored rather than releasing all.
+	decoys := play([]string{"", "r1/e1/s1/", "r1/e3/"})
+
+	if with.live.ReusedTokens == 0 {
+		t.Errorf("with the release the live seat reused %d tokens, want its cached turn", with.live.ReusedTokens)
+	}
+	if got, want := with.stats.EvictedReleased, int64(1); got != want {
+		t.Errorf("with the release: released slots evicted %d, want %d", got, want)
+	}
+	if got, want := with.stats.EvictedLive, int64(0); got != want {
+		t.Errorf("with the release: live slots evicted %d, want %d", got, want)
+	}
+	for name, r := range map[string]result{"without a release": without, "with decoy prefixes": decoys} {
+		if r.live.ReusedTokens != 0 {
+			t.Errorf("%s the live seat reused %d tokens, want 0 (plain LRU evicts it)", name, r.live.ReusedTokens)
+		}
+		if got, want := r.stats.EvictedReleased, int64(0); got != want {
+			t.Errorf("%s: released slots evicted %d, want %d", name, got, want)
+		}
+		// The newcomer takes the live seat's slot, whose next turn takes
+		// the finished seat's.
+		if got, want := r.stats.EvictedLive, int64(2); got != want {
+			t.Errorf("%s: live slots evicted %d, want %d", name, got, want)
+		}
+	}
+	if !sameTokens(with.newcomer.Tokens, without.newcomer.Tokens) || !sameTokens(with.live.Tokens, without.live.Tokens) {
+		t.Errorf("tokens changed by the release: newcomer %v vs %v, live %v vs %v",
+			with.newcomer.Tokens, without.newcomer.Tokens, with.live.Tokens, without.live.Tokens)
+	}
+	if got, want := with.stats.ReusedTokens-without.stats.ReusedTokens, int64(with.live.ReusedTokens); got != want {
+		t.Errorf("backend reuse gained %d tokens by the release, want the live seat's %d", got, want)
+	}
+}
+
+// TestReleaseReusedKey: a released key that comes back is served from its
+// cache while its slot has not been taken, and is live again afterwards.
+func TestReleaseReusedKey(t *testing.T) {
+	o := testOptions(t)
+	o.Parallel = 2
+	b := newBackend(t, o)
+	p := prompt(t, b, "a turn")
+	gen(t, b, inference.Request{Key: "k/a", Prompt: p, MaxTokens: 4})
+	b.Release("k/")
+	r := gen(t, b, inference.Request{Key: "k/a", Prompt: p, MaxTokens: 4})[0]
+	if got, want := r.ReusedTokens, len(p)-1; got != want {
+		t.Errorf("released key reused %d tokens, want %d", got, want)
+	}
+	// Two newcomers: the first takes the empty slot, the second must
+	// evict "k/a" as a live slot (the request above made it live again).
+	gen(t, b, inference.Request{Key: "x", Prompt: p, MaxTokens: 2})
+	gen(t, b, inference.Request{Key: "y", Prompt: p, MaxTokens: 2})
+	st := b.Stats()
+	if st.EvictedLive != 1 || st.EvictedReleased != 0 {
+		t.Errorf("evicted live %d, released %d; want 1, 0", st.EvictedLive, st.EvictedReleased)
+	}
+}
