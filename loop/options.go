@@ -128,7 +128,7 @@ func (o *Options) defaultEnvParams() {
 	}
 }
 
-// maxIterations bounds a run's iterations and episodes so that cursors and
+// maxCount bounds a run's iterations and episodes so that cursors and
 // counters never overflow (a config's 9e18 is a typo, not a plan).
 const maxCount = 1 << 31
 
