@@ -173,20 +173,29 @@ func (c *Config) attachJudge(warn io.Writer, lo llama.Options, oo ollama.Options
 		}
 		b, jo.Label = lb, "llama:"+c.JudgeModel
 	case c.JudgeOllama != "":
+		// loop/judge's Ollama completer: the scores' JSON schema as
+		// Ollama's format, thinking off (a bare backend has neither).
 		oo.Model = c.JudgeOllama
-		ob, err := ollama.New(oo)
+		comp, ob, err := judge.NewOllama(oo)
 		if err != nil {
 			return nop, fmt.Errorf("judge: %w", err)
 		}
-		b, jo.Label = ob, "ollama:"+c.JudgeOllama
+		jo.Label = "ollama:" + c.JudgeOllama
+		return c.withJudge(sot, comp, jo, ob)
 	default:
 		fmt.Fprintln(warn, "warning: sotopia without a judge: every episode is unjudged, with reward 0 (set --judge-model or --judge-ollama)")
 		return nop, nil
 	}
-	j, err := sotopia.NewJudge(judge.New(b), jo)
+	return c.withJudge(sot, judge.New(b), jo, b)
+}
+
+// withJudge gives the SOTOPIA environments at indices sot a judge over
+// comp; b is the backend behind it, closed by the returned function.
+func (c *Config) withJudge(sot []int, comp *judge.Completer, jo sotopia.JudgeOptions, b inference.Backend) (func(), error) {
+	j, err := sotopia.NewJudge(comp, jo)
 	if err != nil {
 		b.Close()
-		return nop, err
+		return func() {}, err
 	}
 	for _, i := range sot {
 		c.Envs[i].Game = sotopia.New().WithJudge(j)
