@@ -156,7 +156,7 @@ func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Ru
 // evaluateStage plays the stage's trained policy on every environment of
 // the cascade.
 func evaluateStage(ctx context.Context, o CascadeOptions, run *Run, k int) (CascadeStageResult, error) {
-	res := CascadeStageResult{Stage: k, Env: o.Stages[k-1].Env, Reward: map[string]float64{}}
+	res := CascadeStageResult{Stage: k, Env: o.Stages[k-1].Env}
 	a := run.arenaOptions()
 	a.Envs = nil
 	seen := map[string]bool{}
@@ -167,13 +167,9 @@ func evaluateStage(ctx context.Context, o CascadeOptions, run *Run, k int) (Casc
 		}
 	}
 	a.Episodes = o.Episodes
-	opps := make([]arena.Player, len(o.Opponents))
-	for i, s := range o.Opponents {
-		spec, err := arena.ParseSpec(s)
-		if err != nil {
-			return res, err
-		}
-		opps[i] = arena.ScriptedPlayer(spec.Arg)
+	opps, err := scriptedOpponents(o.Opponents)
+	if err != nil {
+		return res, err
 	}
 	cur := arena.Player{Name: "policy", Version: "stage " + strconv.Itoa(k), Kind: arena.SpecAdapter, Model: run.player}
 	dir := run.Path(EvalDir + "/cascade")
@@ -184,16 +180,12 @@ func evaluateStage(ctx context.Context, o CascadeOptions, run *Run, k int) (Casc
 	if err != nil {
 		return res, err
 	}
-	counts := map[string]int{}
-	for _, c := range rep.Cells {
-		res.Reward[c.Env] += c.Reward.Mean
-		counts[c.Env]++
+	// The mean over environments, each weighing the same whatever its
+	// number of sides.
+	res.Reward, _ = meanBy(rep.Cells, func(c arena.Cell) string { return c.Env })
+	for _, env := range engine.SortedKeys(res.Reward) { // sorted: the same sum every time
+		res.Mean += res.Reward[env] / float64(len(res.Reward))
 	}
-	for env := range res.Reward {
-		res.Reward[env] /= float64(counts[env])
-		res.Mean += res.Reward[env]
-	}
-	res.Mean /= float64(len(res.Reward))
 	return res, rep.WriteFiles(dir)
 }
 

@@ -48,16 +48,45 @@ func (e EvalOptions) Validate() error {
 	case len(e.Opponents) == 0:
 		return errors.New("eval.opponents: none")
 	}
-	for _, s := range e.Opponents {
-		spec, err := arena.ParseSpec(s)
-		if err != nil {
-			return fmt.Errorf("eval.opponents: %w", err)
-		}
-		if spec.Kind != arena.SpecScripted {
-			return fmt.Errorf("eval.opponents: %s: a run evaluates against scripted policies", s)
-		}
+	if _, err := scriptedOpponents(e.Opponents); err != nil {
+		return fmt.Errorf("eval.opponents: %w", err)
 	}
 	return nil
+}
+
+// scriptedOpponents are the arena players of specs, which must name
+// scripted policies (a run evaluates its policy against fixed scripts).
+func scriptedOpponents(specs []string) ([]arena.Player, error) {
+	opps := make([]arena.Player, len(specs))
+	for i, s := range specs {
+		spec, err := arena.ParseSpec(s)
+		if err != nil {
+			return nil, err
+		}
+		if spec.Kind != arena.SpecScripted {
+			return nil, fmt.Errorf("%s: a run evaluates against scripted policies", s)
+		}
+		opps[i] = arena.ScriptedPlayer(spec.Arg)
+	}
+	return opps, nil
+}
+
+// meanBy averages the cells' mean rewards by key (a side, an
+// environment) and over all cells.
+func meanBy(cells []arena.Cell, key func(arena.Cell) string) (map[string]float64, float64) {
+	sums, counts, all := map[string]float64{}, map[string]int{}, 0.0
+	for _, c := range cells {
+		sums[key(c)] += c.Reward.Mean
+		counts[key(c)]++
+		all += c.Reward.Mean
+	}
+	for k := range sums {
+		sums[k] /= float64(counts[k])
+	}
+	if len(cells) > 0 {
+		all /= float64(len(cells))
+	}
+	return sums, all
 }
 
 // EvalFile holds a line per evaluation of a run; EvalDir the arena's
@@ -138,13 +167,9 @@ func (r *Run) arenaOptions() arena.Options {
 // evaluate plays the held-out evaluation after it completed iterations,
 // appends it to eval.jsonl and keeps the best policy so far in best/.
 func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
-	opps := make([]arena.Player, len(r.opts.Eval.Opponents))
-	for i, s := range r.opts.Eval.Opponents {
-		spec, err := arena.ParseSpec(s)
-		if err != nil {
-			return nil, err
-		}
-		opps[i] = arena.ScriptedPlayer(spec.Arg)
+	opps, err := scriptedOpponents(r.opts.Eval.Opponents)
+	if err != nil {
+		return nil, err
 	}
 	cur := arena.Player{Name: "policy", Version: "iteration " + strconv.Itoa(it), Kind: arena.SpecAdapter,
 		Model: &selfplay.Player{Label: r.player.Label, Backend: r.player.Backend, Tokenizer: r.player.Tokenizer}}
@@ -159,19 +184,8 @@ func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
 	if err := rep.WriteFiles(dir); err != nil {
 		return nil, err
 	}
-	ev := &Evaluation{Iteration: it, Reward: map[string]float64{}, Cells: rep.Cells}
-	counts := map[string]int{}
-	for _, c := range rep.Cells {
-		ev.Reward[c.Side] += c.Reward.Mean
-		counts[c.Side]++
-		ev.Mean += c.Reward.Mean
-	}
-	for side := range ev.Reward {
-		ev.Reward[side] /= float64(counts[side])
-	}
-	if len(rep.Cells) > 0 {
-		ev.Mean /= float64(len(rep.Cells))
-	}
+	ev := &Evaluation{Iteration: it, Cells: rep.Cells}
+	ev.Reward, ev.Mean = meanBy(rep.Cells, func(c arena.Cell) string { return c.Side })
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return nil, err
@@ -232,13 +246,9 @@ func (r *Run) Compare(ctx context.Context, h arena.Hooks) (*arena.Report, error)
 	if e.Every == 0 {
 		return nil, errors.New("compare: the run has no eval section (eval.every = 0)")
 	}
-	opps := make([]arena.Player, len(e.Opponents))
-	for i, s := range e.Opponents {
-		spec, err := arena.ParseSpec(s)
-		if err != nil {
-			return nil, err
-		}
-		opps[i] = arena.ScriptedPlayer(spec.Arg)
+	opps, err := scriptedOpponents(e.Opponents)
+	if err != nil {
+		return nil, err
 	}
 	model := func(adapter string) *selfplay.Player {
 		return &selfplay.Player{Label: r.player.Label, Backend: r.player.Backend, Tokenizer: r.player.Tokenizer, Adapter: adapter}
