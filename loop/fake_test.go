@@ -611,7 +611,7 @@ func TestLeague(t *testing.T) {
 	if sw := parts.Swapper.(*fakeSwapper); fmt.Sprint(sw.named) != "[iter-2 iter-4]" {
 		t.Errorf("named adapters loaded %v", sw.named)
 	}
-	// Episodes against an opponent keep only the policy's seat.
+	// Every iteration played its episodes.
 	trajs := 0
 	for _, m := range ms {
 		trajs += m.Episodes

@@ -533,7 +533,7 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 	m.Seconds["rollout"] = time.Since(start).Seconds()
 	m.Episodes, m.Turns, m.GeneratedTokens = st.Episodes, st.Turns, st.GeneratedTokens
 	m.TokensPerSec["rollout"] = st.TokensPerSecond()
-	m.MeanBatch = st.MeanBatch()
+	m.MeanBatch = st.MeanBatch() // requests per call when no llama backend counts its steps
 	if lb != nil {
 		after := lb.Stats()
 		if steps := after.Steps - before.Steps; steps > 0 {
