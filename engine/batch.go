@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -24,6 +25,32 @@ type ScriptedRun struct {
 	Seed     uint64
 	Parallel int
 	Options  Options
+}
+
+// Validate checks r before any episode is played: counts, one agent or
+// one per seat, and that every agent names a policy of the game.
+func (r ScriptedRun) Validate() error {
+	switch {
+	case r.Game == nil:
+		return errors.New("engine: no game")
+	case r.Episodes < 1:
+		return fmt.Errorf("episodes %d < 1", r.Episodes)
+	case r.Parallel < 1:
+		return fmt.Errorf("parallel %d < 1", r.Parallel)
+	case r.Options.MaxRetries < 0:
+		return fmt.Errorf("max_retries %d < 0", r.Options.MaxRetries)
+	}
+	if len(r.Agents) > 1 {
+		seats, err := r.Game.Seats(r.Params)
+		if err != nil {
+			return err
+		}
+		if len(r.Agents) != len(seats) {
+			return fmt.Errorf("%d agents for the %d seats of %s", len(r.Agents), len(seats), r.Game.ID())
+		}
+	}
+	_, err := ScriptedCast(r.Game, r.Agents, 0)
+	return err
 }
 
 // PlayScripted plays r's episodes, r.Parallel at a time, and hands the

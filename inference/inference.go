@@ -195,3 +195,22 @@ type SpecialTexter interface {
 
 // ErrContextFull is returned (wrapped) when a prompt does not fit the context.
 var ErrContextFull = errors.New("inference: prompt does not fit the context")
+
+// PromptTokens tokenises a prompt for t: with chat, user (after system,
+// when not empty) rendered by the model's chat template up to the opening
+// of the assistant's turn; without, user as raw text with the model's
+// start-of-text token.
+func PromptTokens(t Tokenizer, system, user string, chat bool) ([]int32, error) {
+	if !chat {
+		return t.Tokenize(user, true, true)
+	}
+	var msgs []Message
+	if system != "" {
+		msgs = append(msgs, Message{Role: "system", Content: system})
+	}
+	text, err := t.ChatTemplate(append(msgs, Message{Role: "user", Content: user}), true)
+	if err != nil {
+		return nil, err
+	}
+	return t.Tokenize(text, false, true)
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/model/builtin"
 )
 
 func init() {
@@ -101,7 +102,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	if ps, qs, err := cfg.Specs(); err != nil {
 		return usageError{err}
 	} else if cfg.Model == "" && arena.NeedsModel(ps, qs) {
-		if cfg.Model, err = builtinModelFile(); err != nil {
+		if cfg.Model, err = builtin.CacheFile(); err != nil {
 			return err
 		}
 	}

@@ -104,18 +104,7 @@ func runGenerate(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer b.Close()
-	text := *promptText
-	if *chat {
-		var msgs []inference.Message
-		if *system != "" {
-			msgs = append(msgs, inference.Message{Role: "system", Content: *system})
-		}
-		msgs = append(msgs, inference.Message{Role: "user", Content: text})
-		if text, err = b.ChatTemplate(msgs, true); err != nil {
-			return err
-		}
-	}
-	toks, err := b.Tokenize(text, !*chat, true)
+	toks, err := inference.PromptTokens(b, *system, *promptText, *chat)
 	if err != nil {
 		return err
 	}

@@ -6,36 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 
-	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/loop"
-	"github.com/omar-selfplay/omar/loop/judge"
-	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/sotopia"
 )
 
 func init() {
 	register(command{name: "judge", summary: "(re)score recorded SOTOPIA episodes with an LLM judge", run: runJudge})
-}
-
-// ollamaHost is an Ollama server URL: the given one, else OLLAMA_HOST,
-// else Ollama's default. A bare host:port (as OLLAMA_HOST often is) gets
-// http://.
-func ollamaHost(h string) string {
-	if h == "" {
-		h = os.Getenv("OLLAMA_HOST")
-	}
-	if h == "" {
-		return ollama.DefaultHost
-	}
-	if !strings.Contains(h, "://") {
-		h = "http://" + h
-	}
-	return h
 }
 
 // judgeFlags are the flags of omar judge.
@@ -51,7 +30,7 @@ func (f *judgeFlags) bind(fs *flag.FlagSet) {
 	f.opts = sotopia.JudgeOptions{}.Defaults()
 	fs.StringVar(&f.model, "model", "", "judge model GGUF file (this or --ollama-model)")
 	fs.StringVar(&f.ollamaModel, "ollama-model", "", "judge with this Ollama model, e.g. qwen3:4b (this or --model)")
-	fs.StringVar(&f.ollama, "ollama", "", "Ollama server URL (default: OLLAMA_HOST or "+ollama.DefaultHost+")")
+	fs.StringVar(&f.ollama, "ollama", os.Getenv("OLLAMA_HOST"), "Ollama server URL (default: OLLAMA_HOST or "+ollama.DefaultHost+")")
 	fs.StringVar(&f.llamaLib, "llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB or lib/llama/cpu)")
 	fs.StringVar(&f.out, "o", "", "write the rescored episodes here (default: stdout)")
 	fs.StringVar(&f.label, "label", "", `judge name recorded in terms.judge (default "llama:<model file>" or "ollama:<model>")`)
@@ -92,38 +71,10 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	if err := jc.Validate(); err != nil {
 		return fmt.Errorf("%w (--model, --ollama-model): %w", err, errUsage)
 	}
-	recs, err := engine.LoadRecords(fs.Args()...)
-	if err != nil {
-		return err
-	}
-	if jc.OllamaModel != "" {
-		jc.Ollama = ollamaHost(jc.Ollama)
-	}
-	// A judge model trained on fewer positions than the default context
-	// gets its own length (the llama backend refuses a longer one), unless
-	// --context was given.
-	contextSet := false
-	fs.Visit(func(fl *flag.Flag) { contextSet = contextSet || fl.Name == "context" })
-	if jc.Model != "" && !contextSet {
-		if n := model.TrainingContext(jc.Model); n > 0 && n < jc.Context {
-			fmt.Fprintf(env.stderr, "judge context: %d tokens, the training context of %s (--context sets another)\n", n, filepath.Base(jc.Model))
-			jc.Context = n
-		}
-	}
-	rc := loop.RolloutOptions{LlamaLib: f.llamaLib, Threads: f.threads, GPULayers: f.gpuLayers, KVCache: "f16"}
-	comp, label, closer, err := rc.OpenJudge(jc, f.parallel, nil, "")
-	if err != nil {
-		return err
-	}
-	defer closer.Close()
 	f.opts.Label = f.label
-	if f.opts.Label == "" {
-		f.opts.Label = label
-	}
-	j, err := sotopia.NewJudge(comp, f.opts)
-	if err != nil {
-		return err
-	}
+	o := loop.RescoreOptions{Judge: jc, Parallel: f.parallel, Sotopia: f.opts, Log: env.stderr,
+		Rollout: loop.RolloutOptions{LlamaLib: f.llamaLib, Threads: f.threads, GPULayers: f.gpuLayers, KVCache: "f16"}}
+	fs.Visit(func(fl *flag.Flag) { o.KeepContext = o.KeepContext || fl.Name == "context" })
 	w := env.stdout
 	if f.out != "" {
 		file, err := os.Create(f.out)
@@ -133,9 +84,11 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 		defer file.Close()
 		w = file
 	}
-	prog := newJudgeProgress(env, judge.Count(recs, sotopia.ID))
-	sum, err := judge.Rescore(ctx, j, recs, f.parallel, w, prog.done)
-	prog.finish()
+	var prog *judgeProgress
+	sum, err := loop.Rescore(ctx, o, fs.Args(), w, func(n int) { prog = newJudgeProgress(env, n) }, func() { prog.done() })
+	if prog != nil {
+		prog.finish()
+	}
 	if err != nil {
 		return err
 	}

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model/builtin"
@@ -76,25 +73,5 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		return err
 	}
-	b, err := os.ReadFile(*out)
-	if err != nil {
-		return err
-	}
-	sum := fmt.Sprintf("%x", sha256.Sum256(b))
-	plot := strings.TrimSuffix(*out, filepath.Ext(*out)) + ".loss.svg"
-	if err := os.WriteFile(plot, lossSVG("built-in model: training loss", rep.Losses), 0o644); err != nil {
-		return err
-	}
-	st := rep.Corpus
-	fmt.Fprintf(env.stdout, "corpus: %d episodes (%d skipped), %d trajectories in %s\n", st.Episodes, st.Skipped, st.Trajectories, rep.CorpusTime.Round(1e6))
-	if n := len(rep.Losses); n > 0 {
-		fmt.Fprintf(env.stdout, "trained %d parameters for %d steps (%d resumed) in %s; loss %.4f → %.4f\n",
-			rep.Params, o.Steps, rep.ResumedSteps, rep.TrainTime.Round(1e6), rep.Losses[0], rep.Losses[n-1])
-	}
-	same := "differs from"
-	if sum == builtin.SHA256 {
-		same = "equals"
-	}
-	fmt.Fprintf(env.stdout, "wrote %s (sha256 %s, %s the embedded built-in model) and %s\n", *out, sum, same, plot)
-	return nil
+	return rep.WriteSummary(env.stdout, *out, o.Steps)
 }

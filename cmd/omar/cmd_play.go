@@ -27,20 +27,6 @@ type playConfig struct {
 	MaxRetries *int           `yaml:"max_retries"`
 }
 
-func (c *playConfig) validate() error {
-	switch {
-	case c.Env == "":
-		return usagef("no environment: pass --env (see omar envs)")
-	case c.Episodes < 1:
-		return usagef("episodes %d < 1", c.Episodes)
-	case c.Parallel < 1:
-		return usagef("parallel %d < 1", c.Parallel)
-	case c.MaxRetries != nil && *c.MaxRetries < 0:
-		return usagef("max_retries %d < 0", *c.MaxRetries)
-	}
-	return nil
-}
-
 func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "play")
 	configPath := fs.String("config", "", "YAML config (flags override it)")
@@ -88,8 +74,8 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	if perr != nil {
 		return perr
 	}
-	if err := cfg.validate(); err != nil {
-		return err
+	if cfg.Env == "" {
+		return usagef("no environment: pass --env (see omar envs)")
 	}
 	g, err := envs.Find(cfg.Env)
 	if err != nil {
@@ -98,21 +84,12 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	for i := range cfg.Agents {
 		cfg.Agents[i] = strings.TrimSpace(cfg.Agents[i])
 	}
-	if len(cfg.Agents) > 1 {
-		seats, err := g.Seats(cfg.Params)
-		if err != nil {
-			return err
-		}
-		if len(cfg.Agents) != len(seats) {
-			return usagef("%d agents for the %d seats of %s", len(cfg.Agents), len(seats), g.ID())
-		}
-	}
-	if _, err := engine.ScriptedCast(g, cfg.Agents, 0); err != nil {
-		return err
-	}
-	opts := engine.DefaultOptions()
+	run := engine.ScriptedRun{Game: g, Agents: cfg.Agents, Params: cfg.Params, Episodes: cfg.Episodes, Seed: cfg.Seed, Parallel: cfg.Parallel, Options: engine.DefaultOptions()}
 	if cfg.MaxRetries != nil {
-		opts.MaxRetries = *cfg.MaxRetries
+		run.Options.MaxRetries = *cfg.MaxRetries
+	}
+	if err := run.Validate(); err != nil {
+		return usageError{err}
 	}
 
 	// Records go out whole lines at a time; a failed write (a full disk)
@@ -133,7 +110,6 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 
 	bar := newProgress(env, cfg.Episodes, "playing "+g.ID())
 	sum := engine.NewSummary()
-	run := engine.ScriptedRun{Game: g, Agents: cfg.Agents, Params: cfg.Params, Episodes: cfg.Episodes, Seed: cfg.Seed, Parallel: cfg.Parallel, Options: opts}
 	err = engine.PlayScripted(ctx, run, func(rec *engine.Record) error {
 		bar.add(1)
 		sum.Add(rec)

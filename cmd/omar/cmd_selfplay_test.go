@@ -149,22 +149,6 @@ func TestSelfplayCorruptCheckpoint(t *testing.T) {
 	}
 }
 
-func TestRewardSVG(t *testing.T) {
-	ms := []loop.Metrics{
-		{Iteration: 1, Reward: map[string]float64{"buyer": .2, "seller": .5}},
-		{Iteration: 2, Reward: map[string]float64{"buyer": .4, "seller": .45}},
-	}
-	svg := string(rewardSVG("a<b", ms, 0, 1))
-	for _, want := range []string{"<svg", "buyer", "seller", "a&lt;b", "polyline"} {
-		if !strings.Contains(svg, want) {
-			t.Errorf("svg lacks %q", want)
-		}
-	}
-	if strings.Count(svg, "<polyline") != 2 {
-		t.Errorf("got %d lines, want 2 roles", strings.Count(svg, "<polyline"))
-	}
-}
-
 func TestSelfplayRefusesPreviousRun(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("iterations: 1\n"), 0o644)

@@ -11,7 +11,9 @@ package builtin
 
 import (
 	_ "embed"
+	"fmt"
 	"os"
+	"path/filepath"
 )
 
 //go:embed omar-base.gguf
@@ -28,3 +30,26 @@ func Bytes() []byte { return file }
 
 // WriteFile writes the model to path.
 func WriteFile(path string) error { return os.WriteFile(path, file, 0o644) }
+
+// CacheFile writes the model into the user's cache directory once (named
+// by its checksum, so a new build's model never meets an old file) and
+// returns its path: what a command plays when no model is given.
+func CacheFile() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, "omar", "builtin-"+SHA256[:16]+".gguf")
+	if st, err := os.Stat(path); err == nil && st.Size() == int64(len(file)) {
+		return path, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("the built-in model: %w", err)
+	}
+	// Written aside and renamed: a reader never sees half a file.
+	tmp := path + ".tmp"
+	if err := WriteFile(tmp); err != nil {
+		return "", fmt.Errorf("the built-in model: %w", err)
+	}
+	return path, os.Rename(tmp, path)
+}

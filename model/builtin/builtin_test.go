@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/omar-selfplay/omar/gguf"
@@ -24,5 +25,19 @@ func TestEmbeddedModel(t *testing.T) {
 	}
 	if in.Arch != "llama" {
 		t.Errorf("arch %q", in.Arch)
+	}
+}
+
+func TestCacheFile(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	for i := range 2 { // the second call finds the file
+		path, err := CacheFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(b, Bytes()) {
+			t.Fatalf("call %d: %s holds %d bytes (%v), want the embedded model's %d", i+1, path, len(b), err, len(Bytes()))
+		}
 	}
 }

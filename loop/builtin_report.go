@@ -1,0 +1,40 @@
+package loop
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/omar-selfplay/omar/model/builtin"
+)
+
+// WriteSummary writes the loss plot of a built model beside it (OUT with
+// the extension .loss.svg) and a summary of the build to w: the corpus,
+// the training, and whether out equals the embedded built-in model byte
+// for byte (a rebuild with the recipe's defaults should).
+func (r *BuildReport) WriteSummary(w io.Writer, out string, steps int) error {
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return err
+	}
+	sum := fmt.Sprintf("%x", sha256.Sum256(b))
+	plot := strings.TrimSuffix(out, filepath.Ext(out)) + ".loss.svg"
+	if err := os.WriteFile(plot, LossSVG("built-in model: training loss", r.Losses), 0o644); err != nil {
+		return err
+	}
+	st := r.Corpus
+	fmt.Fprintf(w, "corpus: %d episodes (%d skipped), %d trajectories in %s\n", st.Episodes, st.Skipped, st.Trajectories, r.CorpusTime.Round(1e6))
+	if n := len(r.Losses); n > 0 {
+		fmt.Fprintf(w, "trained %d parameters for %d steps (%d resumed) in %s; loss %.4f → %.4f\n",
+			r.Params, steps, r.ResumedSteps, r.TrainTime.Round(1e6), r.Losses[0], r.Losses[n-1])
+	}
+	same := "differs from"
+	if sum == builtin.SHA256 {
+		same = "equals"
+	}
+	_, err = fmt.Fprintf(w, "wrote %s (sha256 %s, %s the embedded built-in model) and %s\n", out, sum, same, plot)
+	return err
+}
