@@ -236,6 +236,11 @@ type RolloutOptions struct {
 	// only ACT reaches the environment, the whole trace is trained. Give
 	// max_tokens room for it.
 	Trace string `yaml:"trace"`
+	// InferReward, with trace: tom, adds infer_reward × the seat's INFER
+	// accuracy (selfplay.InferAccuracy: how well the INFER line names the
+	// counterpart's private preferences) to its reward in the negotiation
+	// games that know them; 0 (the default) is off.
+	InferReward float64 `yaml:"infer_reward"`
 
 	// Guard flags degenerate turns (a reward-hacking guard: the
 	// estimators zero their credit); guard: {enabled: false} turns it off.
@@ -306,6 +311,8 @@ func (c *RolloutOptions) Validate() error {
 		return fmt.Errorf("trace %q: want one of %v (or none)", c.Trace, selfplay.Traces)
 	case c.MaxLegal < -1:
 		return fmt.Errorf("max_legal %d: want -1 (never), 0 (the default) or a count", c.MaxLegal)
+	case !finite(c.InferReward) || c.InferReward < 0 || c.InferReward > 0 && c.Trace != selfplay.TraceToM:
+		return fmt.Errorf("infer_reward %v: want a number ≥ 0, and not 0 only with trace: %s", c.InferReward, selfplay.TraceToM)
 	}
 	// llama.cpp aborts on some sampler settings (an infinite temperature
 	// with a grammar): refuse them before any backend sees them.
@@ -370,7 +377,7 @@ func (c *RolloutOptions) RunnerOptions(named map[string]*selfplay.Player) (selfp
 	}
 	o.BatchWindow = time.Duration(c.BatchWindowMS * float64(time.Millisecond))
 	o.Agents, o.Players = c.Agents, named
-	o.MaxLegal, o.Trace = c.MaxLegal, c.Trace
+	o.MaxLegal, o.Trace, o.InferReward = c.MaxLegal, c.Trace, c.InferReward
 	if c.Guard != nil && c.Guard.Enabled {
 		g, err := selfplay.NewRuleGuard(*c.Guard)
 		if err != nil {

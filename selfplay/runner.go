@@ -82,6 +82,11 @@ type Options struct {
 	// Trace is a reply format for model seats ("" none, TraceToM): the
 	// grammar is wrapped and only the trace's move reaches the engine.
 	Trace string
+	// InferReward, with the theory-of-mind trace, adds InferReward × the
+	// seat's INFER accuracy (InferAccuracy, the mean over its turns) to a
+	// policy seat's terminal reward where the scenario knows the
+	// counterpart's preferences (engine.PreferenceScenario); 0 is off.
+	InferReward float64
 	// Cast, when set, chooses the agents of episode i's seats instead of
 	// Agents (a league: which seats the policy plays and who sits in the
 	// others): seat index → agent, as Agents' values; seats it leaves out
@@ -125,6 +130,9 @@ func (o Options) Validate() error {
 	}
 	if o.Trace != "" && !slices.Contains(Traces, o.Trace) {
 		return fmt.Errorf("selfplay: trace %q: want one of %v (or none)", o.Trace, Traces)
+	}
+	if !(o.InferReward >= 0 && o.InferReward <= 1e6) || o.InferReward > 0 && o.Trace != TraceToM {
+		return fmt.Errorf("selfplay: infer reward %v: want a number ≥ 0, and not 0 only with trace %q", o.InferReward, TraceToM)
 	}
 	for k, v := range o.Agents {
 		if !reservedAgent(v) && o.Players[v] == nil {
@@ -468,7 +476,17 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 		if !ms.keep {
 			continue
 		}
-		trajs := ms.trajectories(rec.Outcome.Rewards[ms.seat.Index])
+		reward := rec.Outcome.Rewards[ms.seat.Index]
+		acc, scored := r.inferScore(rec, ms)
+		if scored {
+			reward += r.opts.InferReward * acc
+		}
+		trajs := ms.trajectories(reward)
+		if scored {
+			for k := range trajs {
+				trajs[k].InferAccuracy = &acc
+			}
+		}
 		if ms.seat.Index < len(shaped) {
 			if !creditTurns(trajs, shaped[ms.seat.Index], acked) {
 				r.stats.unmatched.Add(1)
@@ -485,6 +503,27 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 		res.Trajectories[k].meta = nil
 	}
 	return res, nil
+}
+
+// inferScore is seat ms's INFER accuracy in rec when the INFER reward is
+// on and the scenario knows its counterpart's preferences (two-seat games:
+// the other seat).
+func (r *Runner) inferScore(rec *engine.Record, ms *modelSeat) (float64, bool) {
+	sc, ok := rec.Scenario.(engine.PreferenceScenario)
+	if r.opts.InferReward == 0 || !ok || len(rec.Seats) != 2 {
+		return 0, false
+	}
+	p, ok := sc.Preferences(1 - ms.seat.Index)
+	if !ok {
+		return 0, false
+	}
+	var texts []string
+	for _, t := range append(append([]*Trajectory{}, ms.segments...), ms.traj) {
+		for _, m := range t.meta {
+			texts = append(texts, m.text)
+		}
+	}
+	return inferAccuracy(texts, p), true
 }
 
 // release tells the backends that keep state per key (inference.Releaser)

@@ -51,6 +51,9 @@ type Trajectory struct {
 	// seat's last turn (SOTOPIA's R̃_t = α·R_process,t + β·R_outcome); the
 	// estimators then do not add Reward again.
 	ShapedTurns bool `json:"shaped_turns,omitempty"`
+	// InferAccuracy is the seat's INFER accuracy with the INFER reward on
+	// (Options.InferReward; Reward includes its bonus), nil otherwise.
+	InferAccuracy *float64 `json:"infer_accuracy,omitempty"`
 	// PolicyVersions[k] is the policy version that produced turn k.
 	PolicyVersions []int `json:"policy_versions"`
 	// TurnFlags[k] are the reasons a turn guard flagged turn k as

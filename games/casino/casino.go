@@ -49,6 +49,15 @@ type Scenario struct {
 	Reference  negotiation.Reference `yaml:"-" json:"reference"`
 }
 
+// Preferences implements engine.PreferenceScenario: a seat's points per
+// package of food, water and firewood (its priorities).
+func (s Scenario) Preferences(seat int) (engine.Preferences, bool) {
+	if seat < 0 || seat > 1 {
+		return engine.Preferences{}, false
+	}
+	return negotiation.ItemPreferences(pool.Names, s.Values(seat)), true
+}
+
 // Values are a seat's points per package of food, water, firewood.
 func (s Scenario) Values(seat int) []int {
 	v := make([]int, 3)

@@ -33,6 +33,16 @@ type Scenario struct {
 	Target      float64 `yaml:"target" json:"target"` // buyer's private target
 }
 
+// Preferences implements engine.PreferenceScenario: the buyer's private
+// target, judged against the listing price. The seller has no private
+// value (its reward is measured from the buyer's target), so it has none.
+func (s Scenario) Preferences(seat int) (engine.Preferences, bool) {
+	if seat != 0 {
+		return engine.Preferences{}, false
+	}
+	return engine.Preferences{Price: s.Target, Scale: s.Listing}, true
+}
+
 // Validate checks 0 < target < listing.
 func (s Scenario) Validate() error {
 	if s.Title == "" {

@@ -36,6 +36,15 @@ type Scenario struct {
 	Reference negotiation.Reference `yaml:"-" json:"reference"`
 }
 
+// Preferences implements engine.PreferenceScenario: a seat's points per
+// book, hat and ball.
+func (s Scenario) Preferences(seat int) (engine.Preferences, bool) {
+	if seat < 0 || seat > 1 {
+		return engine.Preferences{}, false
+	}
+	return negotiation.ItemPreferences(pool.Names, s.Values[seat][:]), true
+}
+
 // Validate checks the Deal-or-No-Deal invariants: 1..5 of each item type,
 // non-negative values totalling 10 for each player, and no item worthless
 // to both.

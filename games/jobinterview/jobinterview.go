@@ -13,6 +13,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -98,6 +99,34 @@ type Scenario struct {
 	Points  [2]Points `yaml:"points" json:"points"` // by seat
 	// Reference is filled when dealt.
 	Reference Reference `yaml:"-" json:"reference"`
+}
+
+// Preferences implements engine.PreferenceScenario: an issue's value to
+// a seat is the spread of its points over the issue's options (what the
+// seat stands to gain or lose on it), so the order of the issues is the
+// order of their weight in the seat's utility.
+func (s Scenario) Preferences(seat int) (engine.Preferences, bool) {
+	if seat < 0 || seat > 1 {
+		return engine.Preferences{}, false
+	}
+	var p engine.Preferences
+	for i, pts := range s.Points[seat].Table() {
+		lo, hi := 0, 0
+		if len(pts) > 0 {
+			lo, hi = slices.Min(pts), slices.Max(pts)
+		}
+		p.Issues = append(p.Issues, engine.Issue{Names: issueWords[i], Value: float64(hi - lo)})
+	}
+	return p, true
+}
+
+// issueWords name each issue in free text, canonical name first.
+var issueWords = [5][]string{
+	{"salary", "pay", "wage", "money"},
+	{"days off", "days_off", "vacation", "holiday"},
+	{"position", "title", "seniority"},
+	{"workplace", "remote", "office", "hybrid", "location"},
+	{"hours", "working hours", "hours a week"},
 }
 
 // Reference is a max-min contract and each role's m (see MaxMin).

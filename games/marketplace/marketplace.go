@@ -34,6 +34,18 @@ type Scenario struct {
 	Principal   string  `yaml:"principal,omitempty" json:"principal,omitempty"` // whom the buyer's delegate works for
 }
 
+// Preferences implements engine.PreferenceScenario: the buyer's most
+// (p_b) and the seller's least (p_s), judged against the asking price.
+func (s Scenario) Preferences(seat int) (engine.Preferences, bool) {
+	switch seat {
+	case 0:
+		return engine.Preferences{Price: s.BuyerMax, Scale: s.Asking}, true
+	case 1:
+		return engine.Preferences{Price: s.SellerMin, Scale: s.Asking}, true
+	}
+	return engine.Preferences{}, false
+}
+
 // Validate checks 0 < p_s < p_b ≤ asking.
 func (s Scenario) Validate() error {
 	if s.Item == "" {

@@ -141,3 +141,13 @@ func SplitValuation(pool Pool, seat int, values []int, maxScore float64) Valuati
 		Format: func(s Split) string { return pool.Terms(pool.Share(s, seat)) },
 	}
 }
+
+// ItemPreferences are a seat's values per item type (names in the pool's
+// order) as engine.Preferences.
+func ItemPreferences(names []string, values []int) engine.Preferences {
+	var p engine.Preferences
+	for k, v := range values {
+		p.Issues = append(p.Issues, engine.Issue{Names: []string{names[k]}, Value: float64(v)})
+	}
+	return p
+}
