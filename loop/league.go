@@ -170,11 +170,16 @@ func (r *Run) loadSnapshot(ctx context.Context, it int) error {
 		return errors.New("league: snapshots need a backend that serves named adapters (the llama backend)")
 	}
 	name := snapshotName(it)
-	if err := loader.LoadAdapter(ctx, name, r.Path(filepath.Join(LeagueDir, name+".gguf")), 1); err != nil {
+	if err := loader.LoadAdapter(ctx, name, r.snapshotPath(name), 1); err != nil {
 		return fmt.Errorf("league: snapshot %s: %w", name, err)
 	}
 	p := &selfplay.Player{Label: "league:" + name, Backend: r.player.Backend, Tokenizer: r.player.Tokenizer, Adapter: name}
 	return r.runner.AddPlayer(leaguePlayer(name), p)
+}
+
+// snapshotPath is the file of the snapshot adapter name.
+func (r *Run) snapshotPath(name string) string {
+	return r.Path(filepath.Join(LeagueDir, name+".gguf"))
 }
 
 // snapshot adds the policy after iteration it to the pool.
@@ -257,6 +262,14 @@ func (lg *league) draw(i int) (seat int, op *opponent) {
 	return seat, &lg.pool[len(lg.pool)-1]
 }
 
+// leagueDraw is an episode's draw: the policy's seat and its opponent
+// (nil: self-play). A draw is kept from when its episode's work was
+// published, as the pool may have changed by the time it is collected.
+type leagueDraw struct {
+	seat int
+	op   *opponent
+}
+
 // cast is the runner's Options.Cast.
 func (lg *league) cast(i int) map[int]string {
 	seat, op := lg.draw(i)
@@ -282,8 +295,8 @@ type LeagueStat struct {
 }
 
 // tally counts an episode's league result into stats.
-func (lg *league) tally(res *selfplay.EpisodeResult, stats map[string]*LeagueStat) {
-	seat, op := lg.draw(res.Index)
+func (lg *league) tally(res *selfplay.EpisodeResult, d leagueDraw, stats map[string]*LeagueStat) {
+	seat, op := d.seat, d.op
 	name := "self"
 	if op != nil {
 		name = op.name

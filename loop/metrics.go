@@ -19,6 +19,11 @@ type Metrics struct {
 	Iteration int `json:"iteration"`
 	Episodes  int `json:"episodes"`
 	Cursor    int `json:"cursor"`
+	// Staleness is the mean number of policy versions the episodes lagged
+	// behind the policy they train (cluster runs with staleness > 0);
+	// StalenessMax the largest lag.
+	Staleness    float64 `json:"staleness,omitempty"`
+	StalenessMax int     `json:"staleness_max,omitempty"`
 	// Reward is the mean terminal reward per role; RewardMean over seats.
 	Reward     map[string]float64 `json:"reward"`
 	RewardMean float64            `json:"reward_mean"`
@@ -230,4 +235,25 @@ func mean(x []float64) float64 {
 		s += v
 	}
 	return s / float64(len(x))
+}
+
+// Line is the one-line summary of an iteration of a run of total
+// iterations: the reward per role, the drift and loss figures and the
+// time it took (the staleness, when episodes lagged).
+func (m *Metrics) Line(total int) string {
+	roles := make([]string, 0, len(m.Reward))
+	for r := range m.Reward {
+		roles = append(roles, r)
+	}
+	sort.Strings(roles)
+	parts := make([]string, len(roles))
+	for i, r := range roles {
+		parts[i] = fmt.Sprintf("%s %.3f", r, m.Reward[r])
+	}
+	s := fmt.Sprintf("iteration %d/%d: reward %s; kl_ref %.3f, value loss %.4f, clip %.2f, degenerate %.2f; %.1fs",
+		m.Iteration, total, strings.Join(parts, ", "), m.KLRef, m.ValueLoss, m.ClipFrac, m.DegenerateRate, m.Seconds["iteration"])
+	if m.StalenessMax > 0 {
+		s += fmt.Sprintf(" (staleness %.2f, max %d)", m.Staleness, m.StalenessMax)
+	}
+	return s
 }

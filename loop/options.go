@@ -51,6 +51,9 @@ type Options struct {
 	// League draws the policy's opponents from a pool (off by default:
 	// the policy plays every seat).
 	League LeagueOptions `yaml:"league"`
+	// Cluster plays the rollouts on workers that take their work from a
+	// NATS server (off by default: this process plays them).
+	Cluster ClusterOptions `yaml:"cluster"`
 }
 
 // EarlyStop are the drift thresholds of a run.
@@ -116,6 +119,7 @@ func (Options) Defaults() Options {
 		CheckpointEvery: 1,
 		Eval:            eval,
 		League:          league,
+		Cluster:         DefaultCluster(),
 	}
 }
 
@@ -168,6 +172,9 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if err := o.Eval.Validate(); err != nil {
+		return err
+	}
+	if err := o.Cluster.Validate(); err != nil {
 		return err
 	}
 	return o.League.Validate()

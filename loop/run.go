@@ -87,8 +87,9 @@ const (
 )
 
 // runFiles are removed when a run starts afresh over a previous one
-// (reward.svg is the CLI's plot).
-var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir, EvalFile, EvalDir, BestDir, LeagueDir, CompareDir}
+// (reward.svg is the CLI's plot; nats and cluster package cluster's
+// server storage and worker cache).
+var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir, EvalFile, EvalDir, BestDir, LeagueDir, CompareDir, "nats", "cluster"}
 
 // State is a run's own part of a checkpoint (the trainer writes its own
 // files next to it).
@@ -142,6 +143,12 @@ type Run struct {
 	player        *selfplay.Player
 	runnerContext int
 	league        *league
+	// source plays the rollouts when set (SetEpisodeSource); published
+	// is the last iteration whose work it was given, draws the league
+	// draws of the episodes published and not yet collected.
+	source    EpisodeSource
+	published int
+	draws     map[int]leagueDraw
 	// versionOffset turns the backend's policy versions into the run's:
 	// a resumed backend counts its swaps from the resume, the run from
 	// its start (one swap per completed iteration).
@@ -192,7 +199,7 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 			return nil, err
 		}
 	}
-	r := &Run{dir: dir}
+	r := &Run{dir: dir, draws: map[int]leagueDraw{}}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -502,15 +509,15 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 		leagueStats = map[string]*LeagueStat{}
 		tally.Agent = r.player.Label
 	}
-	done := 0
-	st, err := r.runner.Run(ctx, r.state.Cursor, n, func(res *selfplay.EpisodeResult) error {
+	done, lagSum := 0, 0
+	episode := func(res *selfplay.EpisodeResult, record []byte) error {
 		if r.league != nil {
-			r.league.tally(res, leagueStats)
-		}
-		for i := range res.Trajectories {
-			for k := range res.Trajectories[i].PolicyVersions {
-				res.Trajectories[i].PolicyVersions[k] += r.versionOffset
+			d, ok := r.draws[res.Index]
+			if !ok {
+				d.seat, d.op = r.league.draw(res.Index)
 			}
+			delete(r.draws, res.Index)
+			r.league.tally(res, d, leagueStats)
 		}
 		trajs = append(trajs, res.Trajectories...)
 		tally.Add(res)
@@ -525,10 +532,35 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 		if r.Hooks.Episode != nil {
 			r.Hooks.Episode(it, done, n)
 		}
+		if record != nil {
+			eps.Write(record)
+			return eps.WriteByte('\n')
+		}
 		return enc.Encode(res.Record)
-	})
+	}
+	var st selfplay.Stats
+	var err error
+	if r.source != nil {
+		st, err = r.collect(ctx, it, func(res *selfplay.EpisodeResult, record []byte, lag int) error {
+			lagSum += lag
+			m.StalenessMax = max(m.StalenessMax, lag)
+			return episode(res, record)
+		})
+	} else {
+		st, err = r.runner.Run(ctx, r.state.Cursor, n, func(res *selfplay.EpisodeResult) error {
+			for i := range res.Trajectories {
+				for k := range res.Trajectories[i].PolicyVersions {
+					res.Trajectories[i].PolicyVersions[k] += r.versionOffset
+				}
+			}
+			return episode(res, nil)
+		})
+	}
 	if err != nil {
 		return nil, err
+	}
+	if done > 0 {
+		m.Staleness = float64(lagSum) / float64(done)
 	}
 	m.Seconds["rollout"] = time.Since(start).Seconds()
 	m.Episodes, m.Turns, m.GeneratedTokens = st.Episodes, st.Turns, st.GeneratedTokens

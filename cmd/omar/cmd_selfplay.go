@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/omar-selfplay/omar/arena"
+	"github.com/omar-selfplay/omar/cluster"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/web"
@@ -105,6 +105,13 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer run.Close()
+	if run.Options().Cluster.Enabled {
+		l, err := cluster.Attach(ctx, run, env.stderr)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+	}
 	if err := plotRun(run); err != nil {
 		return err
 	}
@@ -162,17 +169,7 @@ func attachSelfplay(run *loop.Run, env *cliEnv) {
 			// again by its next update.
 			bar.Clear()
 		}
-		roles := make([]string, 0, len(m.Reward))
-		for r := range m.Reward {
-			roles = append(roles, r)
-		}
-		sort.Strings(roles)
-		var parts []string
-		for _, r := range roles {
-			parts = append(parts, fmt.Sprintf("%s %.3f", r, m.Reward[r]))
-		}
-		fmt.Fprintf(env.stdout, "iteration %d/%d: reward %s; kl_ref %.3f, value loss %.4f, clip %.2f, degenerate %.2f; %.1fs\n",
-			m.Iteration, total, strings.Join(parts, ", "), m.KLRef, m.ValueLoss, m.ClipFrac, m.DegenerateRate, m.Seconds["iteration"])
+		fmt.Fprintln(env.stdout, m.Line(total))
 		if err := plotRun(run); err != nil {
 			fmt.Fprintf(env.stderr, "selfplay: reward plot: %v\n", err)
 		}
