@@ -2,7 +2,6 @@ package train
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -14,61 +13,8 @@ import (
 	"github.com/omar-selfplay/omar/llamacpp"
 )
 
-// topKReverseKL is a loss written outside the trainer, as on-policy
-// distillation will be: the reverse KL Σ_j p(j)·(log p(j) − log q(j)) from
-// the policy p to a teacher q over the teacher's top-k tokens j of each
-// trained position. Its data (k token ids and teacher logprobs per position)
-// lives in the loss, indexed by Rows.Seq, and its graph inputs are typed:
-// an I32 gather index and an F32 matrix.
-type topKReverseKL struct {
-	k       int
-	ids     [][][]int32   // [sequence][position][k] teacher's top-k tokens
-	teacher [][][]float32 // the teacher's logprobs of them
-}
-
-func (topKReverseKL) Name() string { return "reverse_kl" }
-func (topKReverseKL) Needs() Needs { return Needs{} }
-
-func (l topKReverseKL) Check(i int, s Sequence) error {
-	if i >= len(l.ids) || len(l.ids[i]) != len(s.Tokens) {
-		return fmt.Errorf("train: sequence %d: no teacher data", i)
-	}
-	return nil
-}
-
-func (l topKReverseKL) Build(ctx llamacpp.Context, f *Forward) (Term, error) {
-	V := f.Logits.Ne[0]
-	k, K := int64(l.k), int64(f.K)
-	at := f.NewInput("topk_at", llamacpp.TypeI32, k*K) // row·V + id
-	q := f.NewInput("topk_teacher", llamacpp.TypeF32, k, K)
-	x := ctx.Reshape(ctx.GetRows(ctx.Reshape(f.Logits, 1, V*K), at), k, K)
-	logp := ctx.Add(x, ctx.Scale(f.LogSumExp, -1)) // [k, K], lse broadcast over k
-	kl := ctx.SumRows(ctx.Mul(ctx.Exp(logp), ctx.Sub(logp, q)))
-	return Term{
-		Value: f.WeightedSum(kl),
-		Coef:  1,
-		Set: func(r Rows) {
-			idx := make([]int32, k*K)
-			tq := make([]float32, k*K)
-			for row := range r.K {
-				for j := range l.k {
-					idx[row*l.k+j] = int32(row) * int32(V) // padding: token 0, teacher 0
-				}
-			}
-			for row := range r.Seq {
-				s, i := r.Seq[row], r.Pos[row]
-				for j := range l.k {
-					idx[row*l.k+j] += l.ids[s][i][j]
-					tq[row*l.k+j] = l.teacher[s][i][j]
-				}
-			}
-			llamacpp.SetI32(at, idx)
-			llamacpp.SetF32(q, tq)
-		},
-	}, nil
-}
-
-// TestCustomLoss plugs the reverse KL above into StepWith: its value equals
+// TestCustomLoss plugs the distillation loss (TopKReverseKL, written
+// against the Loss interface alone) into StepWith: its value equals
 // a plain-Go computation from the reference forward pass, its gradient
 // matches finite differences, training lowers it, and (no term uses the
 // value head) the value head does not move.
@@ -79,17 +25,17 @@ func TestCustomLoss(t *testing.T) {
 	randomize(tr, 6, 0.05)
 	seqs := randomSeqs(51, 3, 20, 45, tr.Vocab())
 	r := rand.New(rand.NewPCG(5, 5))
-	loss := topKReverseKL{k: 4}
+	loss := TopKReverseKL{K: 4}
 	for _, s := range seqs {
-		ids, q := make([][]int32, len(s.Tokens)), make([][]float32, len(s.Tokens))
+		top := make([]TopK, len(s.Tokens))
 		for i := range s.Tokens {
 			perm := r.Perm(tr.Vocab())
-			for j := range loss.k {
-				ids[i] = append(ids[i], int32(perm[j]))
-				q[i] = append(q[i], float32(-1-2*r.Float64()))
+			for j := range loss.K {
+				top[i].Tokens = append(top[i].Tokens, int32(perm[j]))
+				top[i].Logprobs = append(top[i].Logprobs, float32(-1-2*r.Float64()))
 			}
 		}
-		loss.ids, loss.teacher = append(loss.ids, ids), append(loss.teacher, q)
+		loss.Teacher = append(loss.Teacher, top)
 	}
 	obj, err := NewObjective(loss)
 	if err != nil {
@@ -116,9 +62,10 @@ func TestCustomLoss(t *testing.T) {
 			for _, v := range row {
 				z += math.Exp(float64(v) - mx)
 			}
-			for j := range loss.k {
-				lp := float64(row[loss.ids[si][i][j]]) - mx - math.Log(z)
-				want += math.Exp(lp) * (lp - float64(loss.teacher[si][i][j]))
+			for j := range loss.K {
+				top := loss.Teacher[si][i]
+				lp := float64(row[top.Tokens[j]]) - mx - math.Log(z)
+				want += math.Exp(lp) * (lp - float64(top.Logprobs[j]))
 			}
 		}
 	}
