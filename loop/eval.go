@@ -146,14 +146,22 @@ func (r *Run) evalDue(it int) bool {
 // settings, so the policy is measured as it plays.
 func (r *Run) arenaOptions() arena.Options {
 	e, ro := r.opts.Eval, r.opts.Rollout
-	a := arena.Options{}.Defaults()
+	a := rolloutArena(ro, r.runnerContext)
 	a.Envs = e.Envs
 	if len(a.Envs) == 0 {
 		a.Envs = []arena.Env{{Name: ro.Env, Params: engine.Params(ro.Params), Game: r.game}}
 	}
-	a.Episodes, a.Seed = e.Episodes, ro.Seed
-	a.Parallel = ro.Parallel
-	a.MaxTokens, a.Context, a.MinReplyTokens = ro.MaxTokens, r.runnerContext, min(ro.MinReplyTokens, ro.MaxTokens)
+	a.Episodes = e.Episodes
+	return a
+}
+
+// rolloutArena are arena options that play model seats as ro's rollouts
+// do (seed, parallelism, reply budget, sampling, grammar, retries), with
+// seat streams of ctxLen tokens.
+func rolloutArena(ro RolloutOptions, ctxLen int) arena.Options {
+	a := arena.Options{}.Defaults()
+	a.Seed, a.Parallel = ro.Seed, ro.Parallel
+	a.MaxTokens, a.Context, a.MinReplyTokens = ro.MaxTokens, ctxLen, min(ro.MinReplyTokens, ro.MaxTokens)
 	a.Temperature, a.TopK, a.TopP, a.MinP = ro.Temperature, ro.TopK, ro.TopP, ro.MinP
 	if ro.Grammar != nil {
 		a.Grammar = *ro.Grammar

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/omar-selfplay/omar/loop"
+)
+
+func init() {
+	register(command{name: "recipe", summary: "research recipes: cascade RL, multi-teacher distillation (docs/recipes.md)", run: runRecipe})
+}
+
+const recipeUsage = `usage: omar recipe cascade|distill [--config FILE.yaml] --out DIR   start a recipe (no config: its defaults)
+       omar recipe cascade|distill --resume DIR                      continue an interrupted one
+The config (loop.CascadeOptions or loop.DistillOptions as YAML, examples/recipe-*.yaml) is recorded in DIR/recipe.yaml.`
+
+func runRecipe(ctx context.Context, env *cliEnv, args []string) error {
+	if isHelp(args) {
+		fmt.Fprintln(env.stderr, recipeUsage)
+		return flag.ErrHelp
+	}
+	if len(args) == 0 || args[0] != "cascade" && args[0] != "distill" {
+		fmt.Fprintln(env.stderr, recipeUsage)
+		return usagef("want 'omar recipe cascade|distill [flags]'")
+	}
+	fs := newFlags(env, "recipe "+args[0])
+	config := fs.String("config", "", "recipe config (YAML)")
+	out := fs.String("out", "", "recipe directory (required unless --resume)")
+	resume := fs.String("resume", "", "recipe directory to continue")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	dir := *out
+	if *resume != "" {
+		if *out != "" && *out != *resume {
+			return usagef("--resume continues a recipe in its own directory: no --out")
+		}
+		dir = *resume
+	}
+	if dir == "" || fs.NArg() > 0 {
+		return usagef("need --out DIR (or --resume DIR) and no positional arguments")
+	}
+	resumeHint := fmt.Errorf("interrupted; continue with: omar recipe %s --resume %s", args[0], dir)
+	stage := func(r *loop.Run) {
+		fmt.Fprintf(env.stdout, "run %s\n", r.Dir())
+		attachSelfplay(r, env)
+	}
+	var err error
+	if args[0] == "distill" {
+		var o loop.DistillOptions
+		if o, err = loop.RecipeConfig(dir, *config, *resume != "", loop.DefaultDistill()); err != nil {
+			return usageError{err}
+		}
+		o.Run.Rollout.LlamaLib = cmp.Or(o.Run.Rollout.LlamaLib, llamaLibEnv())
+		var rs []loop.DistillEnvResult
+		rs, err = loop.Distill(ctx, o, dir, stage, func(s loop.DistillStep) {
+			fmt.Fprintf(env.stdout, "step %d/%d: %s, reward %.3f, reverse KL %.4f, %d tokens; %.1fs\n", s.Step, o.Steps, s.Env, s.Reward, s.ReverseKL, s.Tokens, s.Seconds)
+		})
+		loop.DistillTable(env.stdout, rs)
+	} else {
+		var o loop.CascadeOptions
+		if o, err = loop.RecipeConfig(dir, *config, *resume != "", loop.DefaultCascade()); err != nil {
+			return usageError{err}
+		}
+		o.Run.Rollout.LlamaLib = cmp.Or(o.Run.Rollout.LlamaLib, llamaLibEnv())
+		var rs []loop.CascadeStageResult
+		rs, err = loop.Cascade(ctx, o, dir, stage)
+		loop.CascadeTable(env.stdout, rs)
+	}
+	if errors.Is(err, context.Canceled) {
+		return resumeHint
+	}
+	return err
+}

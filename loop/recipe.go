@@ -1,0 +1,52 @@
+package loop
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"gopkg.in/yaml.v3"
+)
+
+// RecipeFile is a recipe's config in its directory (cascade,
+// distillation): what a resumed recipe continues with.
+const RecipeFile = "recipe.yaml"
+
+// RecipeConfig returns the config of the recipe in dir. A resumed recipe
+// reads dir's recipe.yaml onto def; a fresh one decodes the file at path
+// (none: def unchanged) and records it in dir/recipe.yaml, and a
+// directory that already holds a recipe is refused, so a finished or
+// interrupted recipe is never mixed with another config. An invalid
+// config is refused before anything is written.
+func RecipeConfig[T interface{ Validate() error }](dir, path string, resume bool, def T) (T, error) {
+	file := filepath.Join(dir, RecipeFile)
+	if resume {
+		if path != "" {
+			return def, errors.New("a resumed recipe continues with its own config: no config file")
+		}
+		if err := DecodeYAMLFile(file, &def); err != nil {
+			return def, fmt.Errorf("resume: %w", err)
+		}
+		return def, nil
+	}
+	if _, err := os.Stat(file); err == nil {
+		return def, fmt.Errorf("%s holds a recipe already: resume it, or choose another directory", dir)
+	}
+	if path != "" {
+		if err := DecodeYAMLFile(path, &def); err != nil {
+			return def, err
+		}
+	}
+	if err := def.Validate(); err != nil {
+		return def, err
+	}
+	b, err := yaml.Marshal(&def)
+	if err != nil {
+		return def, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return def, err
+	}
+	return def, os.WriteFile(file, b, 0o644)
+}
