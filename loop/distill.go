@@ -209,10 +209,10 @@ func GapProbabilities(g, rho []float64, s GapSampling) []float64 {
 // (student − base) / (specialist − base) (NaN when the specialist gained
 // nothing).
 type DistillEnvResult struct {
-	Env        string  `json:"env"`
-	Base       float64 `json:"base"`
-	Specialist float64 `json:"specialist"`
-	Student    float64 `json:"student"`
+	Env        string   `json:"env"`
+	Base       float64  `json:"base"`
+	Specialist float64  `json:"specialist"`
+	Student    float64  `json:"student"`
 	Recovered  *float64 `json:"recovered"`
 }
 
