@@ -206,7 +206,7 @@ func GapProbabilities(g, rho []float64, s GapSampling) []float64 {
 // DistillEnvResult is one environment of the distillation's report:
 // held-out mean rewards of the base model, the specialist and the
 // student, and the share of the specialist's gain the student recovered,
-// (student − base) / (specialist − base) (NaN when the specialist gained
+// (student − base) / (specialist − base) (nil when the specialist gained
 // nothing).
 type DistillEnvResult struct {
 	Env        string   `json:"env"`
