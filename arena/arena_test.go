@@ -372,6 +372,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"bootstrap", func(o *Options) { o.Bootstrap = 10 }, "bootstrap 10"},
 		{"confidence", func(o *Options) { o.Confidence = 1 }, "confidence"},
 		{"reply", func(o *Options) { o.MaxTokens = 0 }, "max tokens"},
+		{"trace", func(o *Options) { o.Trace = "cot" }, "trace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

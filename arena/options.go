@@ -39,6 +39,9 @@ type Options struct {
 	TopP           float32 `yaml:"top_p"`
 	MinP           float32 `yaml:"min_p"`
 	Grammar        bool    `yaml:"grammar"`
+	// Trace is the reply trace of model seats (selfplay.Options.Trace: ""
+	// or "tom"), so a policy trained with a trace is measured with it.
+	Trace string `yaml:"trace"`
 	// MaxRetries after an invalid reply before the inert default.
 	MaxRetries int `yaml:"max_retries"`
 	// Timeout bounds one reply of one seat (0: none).
@@ -153,7 +156,7 @@ func (o Options) runnerOptions() selfplay.Options {
 	s.Parallel = 1
 	s.MaxTokens, s.Context, s.MinReplyTokens = o.MaxTokens, o.Context, o.MinReplyTokens
 	s.Sampling = inference.Sampling{Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP}
-	s.Grammar = o.Grammar
+	s.Grammar, s.Trace = o.Grammar, o.Trace
 	s.Engine = engine.Options{MaxRetries: o.MaxRetries, Timeout: o.Timeout}
 	return s
 }

@@ -147,13 +147,14 @@ type conditions struct {
 	TopP           float32 `json:"top_p"`
 	MinP           float32 `json:"min_p"`
 	Grammar        bool    `json:"grammar"`
+	Trace          string  `json:"trace,omitempty"`
 	MaxRetries     int     `json:"max_retries"`
 }
 
 func (o Options) conditions() conditions {
 	return conditions{
 		Seed: o.Seed, Envs: o.Envs, MaxTokens: o.MaxTokens, Context: o.Context, MinReplyTokens: o.MinReplyTokens,
-		Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, Grammar: o.Grammar, MaxRetries: o.MaxRetries,
+		Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, Grammar: o.Grammar, Trace: o.Trace, MaxRetries: o.MaxRetries,
 	}
 }
 

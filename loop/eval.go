@@ -169,6 +169,7 @@ func rolloutArena(ro RolloutOptions, ctxLen int) arena.Options {
 	if ro.MaxRetries != nil {
 		a.MaxRetries = *ro.MaxRetries
 	}
+	a.Trace = ro.Trace
 	return a
 }
 

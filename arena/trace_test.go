@@ -1,0 +1,41 @@
+package arena
+
+import (
+	"context"
+	"testing"
+
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/inference/scripted"
+	"github.com/omar-selfplay/omar/selfplay"
+)
+
+// TestTrace: with Options.Trace a model player's traced replies reach the
+// game as their ACT line (valid moves); without it the same replies are
+// invalid moves, so a policy trained with the trace must be measured with
+// it.
+func TestTrace(t *testing.T) {
+	be, err := scripted.New(scripted.Options{Rule: func(inference.Request) string {
+		return "INFER: they want a low price\nACT: WALK\nANTICIPATE: they walk"
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Player{Name: "traced", Version: "1", Kind: SpecAdapter, Model: &selfplay.Player{Label: "s", Backend: be, Tokenizer: be}}
+	for _, tc := range []struct {
+		trace       string
+		wantInvalid bool
+	}{{"", true}, {selfplay.TraceToM, false}} {
+		o := scriptedOptions(2, Env{Name: "craigslist", Params: map[string]any{"structured_only": true}})
+		o.Trace, o.MaxTokens, o.Grammar = tc.trace, 64, false
+		invalid := 0
+		_, err := Evaluate(context.Background(), o, "", []Player{p}, []Player{ScriptedPlayer("naive")}, Hooks{
+			Episode: func(r Result) { invalid += r.Invalid },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := invalid > 0; got != tc.wantInvalid {
+			t.Errorf("trace %q: %d invalid replies, want invalid %v", tc.trace, invalid, tc.wantInvalid)
+		}
+	}
+}
