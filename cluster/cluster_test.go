@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -28,17 +29,30 @@ import (
 // processes that can be killed.
 func TestMain(m *testing.M) {
 	if url := os.Getenv("OMAR_CLUSTER_TEST_WORKER"); url != "" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err := Work(ctx, WorkerOptions{URL: url, Name: os.Getenv("OMAR_CLUSTER_TEST_NAME"), ID: os.Getenv("OMAR_CLUSTER_TEST_ID"),
-			Cache: os.Getenv("OMAR_CLUSTER_TEST_CACHE"), Log: os.Stderr})
-		stop()
-		if err != nil {
-			os.Stderr.WriteString("worker: " + err.Error() + "\n")
-			os.Exit(1)
-		}
-		os.Exit(0)
+		os.Exit(testWorker(url))
 	}
 	os.Exit(m.Run())
+}
+
+// testWorker runs a worker process until SIGTERM and returns its exit
+// status.
+func testWorker(url string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if path := os.Getenv("OMAR_CLUSTER_TEST_CPUPROFILE"); path != "" {
+		// A worker's CPU profile (go tool pprof), written when it stops.
+		f, err := os.Create(path + "." + os.Getenv("OMAR_CLUSTER_TEST_ID"))
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
+	}
+	err := Work(ctx, WorkerOptions{URL: url, Name: os.Getenv("OMAR_CLUSTER_TEST_NAME"), ID: os.Getenv("OMAR_CLUSTER_TEST_ID"),
+		Cache: os.Getenv("OMAR_CLUSTER_TEST_CACHE"), Log: os.Stderr})
+	if err != nil {
+		os.Stderr.WriteString("worker: " + err.Error() + "\n")
+		return 1
+	}
+	return 0
 }
 
 // tinyOptions is a short league run on the tiny generated model: a
@@ -109,7 +123,7 @@ type workerProc struct {
 	started chan struct{} // closed at its first "playing episodes"
 }
 
-func startWorker(t *testing.T, url, name, id, cache string) *workerProc {
+func startWorker(t testing.TB, url, name, id, cache string) *workerProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "OMAR_CLUSTER_TEST_WORKER="+url, "OMAR_CLUSTER_TEST_NAME="+name,
@@ -203,7 +217,7 @@ func TestClusterEqualsSingleProcess(t *testing.T) {
 	}
 }
 
-func readFile(t *testing.T, path string) []byte {
+func readFile(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

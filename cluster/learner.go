@@ -86,7 +86,7 @@ func Attach(ctx context.Context, run *loop.Run, log io.Writer) (_ *Learner, err 
 		l.url = l.srv.ClientURL()
 		fmt.Fprintf(log, "cluster: embedded NATS server at %s (workers: omar worker --nats %s --name %s)\n", l.url, l.url, l.o.Name)
 	}
-	if l.nc, err = nats.Connect(l.url, nats.Name("omar learner "+l.o.Name)); err != nil {
+	if l.nc, err = nats.Connect(l.url, nats.Name("omar learner "+l.o.Name), nats.MaxReconnects(-1)); err != nil {
 		return nil, fmt.Errorf("cluster: connect to %s: %w", l.url, err)
 	}
 	if l.js, err = jetstream.New(l.nc); err != nil {
@@ -107,7 +107,7 @@ func Attach(ctx context.Context, run *loop.Run, log io.Writer) (_ *Learner, err 
 				defer l.workers.Done()
 				err := Work(wctx, WorkerOptions{
 					URL: l.url, Name: l.o.Name, ID: "local-" + strconv.Itoa(i),
-					Model: o.Rollout.Model, trustModel: true, Threads: threads, Log: log,
+					Model: o.Rollout.Model, trustModel: true, quiet: true, Threads: threads, Log: log,
 					Cache: run.Path(CacheDir),
 				})
 				if err != nil && wctx.Err() == nil {

@@ -39,8 +39,9 @@ type WorkerOptions struct {
 	// Log receives a line per work item and the waits.
 	Log io.Writer
 	// trustModel skips the digest check (an in-process worker plays the
-	// learner's own file).
-	trustModel bool
+	// learner's own file); quiet leaves out the line per work item (an
+	// in-process worker would draw through the learner's progress bar).
+	trustModel, quiet bool
 }
 
 // worker is a running worker's state: the run it last played and what is
@@ -230,7 +231,9 @@ func (w *worker) play(ctx context.Context, it *workItem) ([]result, error) {
 		}
 		cast[i] = c
 	}
-	fmt.Fprintf(w.o.Log, "worker %s: playing episodes %d–%d (iteration %d, adapter %d)\n", w.o.ID, it.First, it.First+it.N-1, it.Iteration, it.Adapter)
+	if !w.o.quiet {
+		fmt.Fprintf(w.o.Log, "worker %s: playing episodes %d–%d (iteration %d, adapter %d)\n", w.o.ID, it.First, it.First+it.N-1, it.Iteration, it.Adapter)
+	}
 	var out []result
 	st, err := w.remote.Play(ctx, it.First, it.N, cast, func(res *selfplay.EpisodeResult) error {
 		rec, err := json.Marshal(res.Record)

@@ -1,0 +1,60 @@
+package loop
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestClusterValidate(t *testing.T) {
+	c := DefaultCluster()
+	c.Enabled = true
+	for _, tc := range []struct {
+		name string
+		mod  func(*ClusterOptions)
+		want string
+	}{
+		{"empty name", func(c *ClusterOptions) { c.Name = "" }, "cluster.name"},
+		{"subject characters", func(c *ClusterOptions) { c.Name = "a.b" }, "cluster.name"},
+		{"wildcard", func(c *ClusterOptions) { c.Name = "run>" }, "cluster.name"},
+		{"workers", func(c *ClusterOptions) { c.Workers = -1 }, "cluster.workers"},
+		{"chunk", func(c *ClusterOptions) { c.Chunk = 0 }, "cluster.chunk"},
+		{"staleness", func(c *ClusterOptions) { c.Staleness = -2 }, "cluster.staleness"},
+		{"ack wait", func(c *ClusterOptions) { c.AckWait = 0.5 }, "cluster.ack_wait"},
+		{"ack wait NaN", func(c *ClusterOptions) { c.AckWait = math.NaN() }, "cluster.ack_wait"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := c
+			tc.mod(&d)
+			if err := d.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	off := ClusterOptions{}
+	if err := off.Validate(); err != nil {
+		t.Errorf("a run without a cluster: %v", err)
+	}
+}
+
+// TestClusterConfig: a config's cluster section merges into the
+// defaults, and a misspelt key is refused by name.
+func TestClusterConfig(t *testing.T) {
+	o := Options{}.Defaults()
+	if err := DecodeYAML(strings.NewReader("cluster:\n  enabled: true\n  workers: 3\n"), &o); err != nil {
+		t.Fatal(err)
+	}
+	if c := o.Cluster; !c.Enabled || c.Workers != 3 || c.Chunk != DefaultCluster().Chunk || c.Name != "omar" {
+		t.Errorf("cluster section %+v", c)
+	}
+	if err := o.Validate(); err != nil {
+		t.Error(err)
+	}
+	err := DecodeYAML(strings.NewReader("cluster:\n  worker: 3\n"), &o)
+	if err == nil || !strings.Contains(err.Error(), "worker") {
+		t.Errorf("misspelt key: got %v", err)
+	}
+}
