@@ -401,3 +401,41 @@ func TestSelfplayGroupsMustNotStraddleIterations(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want the group-size error", code, stderr)
 	}
 }
+
+// TestSelfplayCluster runs the same 2 iterations with a cluster section
+// (an embedded server, two in-process workers) through the CLI: the
+// adapter must be the single-process run's.
+func TestSelfplayCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the tiny model twice")
+	}
+	dir := t.TempDir()
+	cfg := testSelfplayConfig(t, dir, 2)
+	single := filepath.Join(dir, "single")
+	if _, stderr, code := runCLI(t, "selfplay", "--config", cfg, "--out", single); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccfg := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(ccfg, append(b, "cluster: {enabled: true, name: cli, workers: 2, chunk: 1}\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clustered := filepath.Join(dir, "cluster")
+	_, stderr, code := runCLI(t, "selfplay", "--config", ccfg, "--out", clustered)
+	if code != 0 {
+		t.Fatalf("cluster: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "embedded NATS server at nats://127.0.0.1:") {
+		t.Errorf("stderr does not name the server: %q", stderr)
+	}
+	for _, f := range []string{loop.AdapterFile, loop.EpisodesFile} {
+		a, _ := os.ReadFile(filepath.Join(single, f))
+		c, _ := os.ReadFile(filepath.Join(clustered, f))
+		if len(a) == 0 || !bytes.Equal(a, c) {
+			t.Errorf("%s differs from the single-process run's (%d and %d bytes)", f, len(a), len(c))
+		}
+	}
+}

@@ -30,6 +30,9 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{[]string{"bench", "decode", "--parallel", "0"}, 2, "want positive integers"},
 		{[]string{"play"}, 2, "no environment"},
 		{[]string{"play", "--env", "casino", "--episodes", "0"}, 2, "episodes 0 < 1"},
+		{[]string{"worker", "-h"}, 0, "-nats"},
+		{[]string{"worker"}, 2, "a server URL"},
+		{[]string{"worker", "--nats", "nats://127.0.0.1:1", "--name", "a.b"}, 1, "--name"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer
