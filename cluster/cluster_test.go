@@ -326,3 +326,38 @@ func TestClusterResumeAndStaleness(t *testing.T) {
 		t.Errorf("staleness 1: %d distinct episodes trained, want %d", len(idx), o.Iterations*o.Rollout.Episodes)
 	}
 }
+
+// TestClusterWorkerError: a worker that cannot play the run (here its
+// --model is another file than the run's) reports it, and the learner's
+// iteration fails with the worker's reason instead of waiting forever.
+func TestClusterWorkerError(t *testing.T) {
+	dir := t.TempDir()
+	o := tinyOptions(t, dir, 1)
+	o.Cluster = loop.DefaultCluster()
+	o.Cluster.Enabled, o.Cluster.Workers, o.Cluster.Name = true, 0, "test-err"
+	r, err := loop.Open(filepath.Join(dir, "run"), o, loop.Fresh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	l, err := Attach(context.Background(), r, testLog{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	other := filepath.Join(dir, "other.gguf")
+	if err := model.WriteFile(other, model.Options{Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	defer func() { cancel(); <-done }() // no logging after the test
+	go func() {
+		defer close(done)
+		Work(ctx, WorkerOptions{URL: l.URL(), Name: "test-err", ID: "wrong-model", Model: other, Cache: filepath.Join(dir, "cache"), Log: testLog{t}})
+	}()
+	_, err = r.Step(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "wrong-model") || !strings.Contains(err.Error(), "not the run's model") {
+		t.Fatalf("got %v, want the worker's error", err)
+	}
+}

@@ -184,7 +184,15 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ackWait time.Dur
 		if results[i].Error != "" {
 			id += "/error"
 		}
-		if _, err := w.js.Publish(ctx, w.n.results, b, jetstream.WithMsgID(id)); err != nil {
+		_, err = w.js.Publish(ctx, w.n.results, b, jetstream.WithMsgID(id))
+		if errors.Is(err, nats.ErrMaxPayload) && results[i].Error == "" {
+			// The learner must hear of it, or it waits for the episode
+			// forever.
+			results = append(results[:i+1], result{Incarnation: it.Incarnation, Episode: results[i].Episode, Worker: w.o.ID,
+				Error: fmt.Sprintf("episode %d's result is %d bytes, more than the server's max_payload of %d: raise max_payload on the NATS server (or play shorter episodes)", results[i].Episode, len(b), w.js.Conn().MaxPayload())})
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("worker: publish episode %d: %w", results[i].Episode, err)
 		}
 	}
