@@ -2,6 +2,7 @@ package loop
 
 import (
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,24 @@ func TestClusterConfig(t *testing.T) {
 	err := DecodeYAML(strings.NewReader("cluster:\n  worker: 3\n"), &o)
 	if err == nil || !strings.Contains(err.Error(), "worker") {
 		t.Errorf("misspelt key: got %v", err)
+	}
+}
+
+// TestClusterExamples: the example cluster configs decode strictly and
+// validate.
+func TestClusterExamples(t *testing.T) {
+	paths, err := filepath.Glob("../examples/cluster*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no example cluster configs (%v)", err)
+	}
+	for _, p := range paths {
+		o := Options{}.Defaults()
+		if err := DecodeYAMLFile(p, &o); err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if err := o.Validate(); err != nil || !o.Cluster.Enabled {
+			t.Errorf("%s: %v (enabled %v)", p, err, o.Cluster.Enabled)
+		}
 	}
 }
