@@ -359,7 +359,9 @@ func (l *Learner) Collect(ctx context.Context, first, n, minAdapter int, yield f
 			return st, err
 		default:
 		}
-		batch, err := l.res.Fetch(64, jetstream.FetchMaxWait(500*time.Millisecond))
+		// What has arrived, without waiting for a full batch: a result
+		// is yielded as soon as its turn comes.
+		batch, err := l.res.FetchNoWait(64)
 		if err != nil {
 			return st, fmt.Errorf("cluster: fetch results: %w", err)
 		}
@@ -388,6 +390,12 @@ func (l *Learner) Collect(ctx context.Context, first, n, minAdapter int, yield f
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
 			return st, fmt.Errorf("cluster: fetch results: %w", err)
+		}
+		if got == 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
 		if got == 0 && time.Since(lastNews) > waitNote {
 			fmt.Fprintf(l.log, "cluster: waiting for episode %d (%d of %d collected); is a worker running? omar worker --nats %s --name %s\n",
