@@ -505,12 +505,13 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 	return res, nil
 }
 
-// inferScore is seat ms's INFER accuracy in rec when the INFER reward is
-// on and the scenario knows its counterpart's preferences (two-seat games:
-// the other seat).
+// inferScore is seat ms's INFER accuracy in rec when it plays the
+// theory-of-mind trace and the scenario knows its counterpart's
+// preferences (two-seat games: the other seat). It is measured with the
+// INFER reward off too, so runs with and without it compare.
 func (r *Runner) inferScore(rec *engine.Record, ms *modelSeat) (float64, bool) {
 	sc, ok := rec.Scenario.(engine.PreferenceScenario)
-	if r.opts.InferReward == 0 || !ok || len(rec.Seats) != 2 {
+	if r.opts.Trace != TraceToM || !ok || len(rec.Seats) != 2 {
 		return 0, false
 	}
 	p, ok := sc.Preferences(1 - ms.seat.Index)

@@ -79,6 +79,9 @@ func TestTraceToM(t *testing.T) {
 			if !strings.Contains(text, "INFER: they value it low") || !strings.Contains(text, "ANTICIPATE: BID 1") {
 				t.Errorf("the stream lacks the trace")
 			}
+			if tr.InferAccuracy != nil {
+				t.Errorf("sealed bid knows no preferences, yet INFER accuracy %v", *tr.InferAccuracy)
+			}
 		}
 	}
 	if acts == 0 || rejected == 0 {
