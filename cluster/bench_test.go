@@ -78,18 +78,20 @@ func BenchmarkClusterRollout(b *testing.B) {
 			}
 			round() // the workers load the model and warm their caches
 			b.ResetTimer()
-			start, cpu0 := time.Now(), cpu()
+			start, cpu0, self0 := time.Now(), cpu(), cpuSeconds(b, os.Getpid())
 			var tokens int64
 			for range b.N {
 				tokens += round()
 			}
-			sec, used := time.Since(start).Seconds(), cpu()-cpu0
+			sec, used, self := time.Since(start).Seconds(), cpu()-cpu0, cpuSeconds(b, os.Getpid())-self0
 			b.ReportMetric(float64(b.N*episodes)/sec, "episodes/s")
 			b.ReportMetric(float64(tokens)/sec, "tokens/s")
 			// The cores the workers kept busy, and their CPU time per
 			// episode: scale-out overhead shows as the latter growing.
 			b.ReportMetric(used/sec, "worker-cores")
 			b.ReportMetric(used/float64(b.N*episodes), "cpu-s/episode")
+			// The learner's share: the embedded server, decoding results.
+			b.ReportMetric(self/sec, "learner-cores")
 		})
 	}
 }
