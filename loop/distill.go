@@ -207,7 +207,7 @@ func GapProbabilities(g, rho []float64, s GapSampling) []float64 {
 // held-out mean rewards of the base model, the specialist and the
 // student, and the share of the specialist's gain the student recovered,
 // (student − base) / (specialist − base) (nil when the specialist gained
-// nothing).
+// less than sampling.delta: its gain is not told from noise).
 type DistillEnvResult struct {
 	Env        string   `json:"env"`
 	Base       float64  `json:"base"`
@@ -475,7 +475,8 @@ func (d *distillation) evaluate(ctx context.Context, student bool) ([]DistillEnv
 		}
 		by, _ := meanBy(rep.Cells, func(c arena.Cell) string { return c.Player })
 		r := DistillEnvResult{Env: t.Env, Base: by["base"], Specialist: by["specialist"], Student: by["student"]}
-		if gain := r.Specialist - r.Base; gain != 0 {
+		// A share of a gain below δ (or of a loss) is noise over noise.
+		if gain := r.Specialist - r.Base; gain >= d.o.Sampling.Delta && gain > 0 {
 			rec := (r.Student - r.Base) / gain
 			r.Recovered = &rec
 		}
@@ -616,7 +617,7 @@ func DistillTable(w io.Writer, rs []DistillEnvResult) {
 	}
 	fmt.Fprintln(w, "| env | base | specialist | student | gain recovered |\n|---|---|---|---|---|")
 	for _, r := range rs {
-		rec := "n/a (no gain)"
+		rec := "n/a (gain < δ)"
 		if r.Recovered != nil {
 			rec = fmt.Sprintf("%.0f%%", 100**r.Recovered)
 		}

@@ -143,3 +143,21 @@ func TestDistill(t *testing.T) {
 		t.Errorf("table:\n%s", tb.String())
 	}
 }
+
+func TestDistillTable(t *testing.T) {
+	half := .5
+	var b strings.Builder
+	DistillTable(&b, []DistillEnvResult{
+		{Env: "casino", Base: .4, Specialist: .5, Student: .45, Recovered: &half},
+		{Env: "craigslist", Base: .15, Specialist: .14, Student: .16},
+	})
+	for _, want := range []string{"| casino | 0.400 | 0.500 | 0.450 | 50% |", "| craigslist | 0.150 | 0.140 | 0.160 | n/a (gain < δ) |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if DistillTable(&b, nil); b.Len() != 0 {
+		t.Errorf("no results: got %q, want nothing", b.String())
+	}
+}
