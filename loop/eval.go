@@ -13,6 +13,7 @@ import (
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/internal/atomicfile"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -233,14 +234,9 @@ func (r *Run) keepBest(it int, ev *Evaluation) error {
 	return nil
 }
 
-// writeFileAtomic writes path through a temporary file and a rename.
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
+// writeFileAtomic writes path so that a crash leaves the old file or the
+// new one (package atomicfile).
+func writeFileAtomic(path string, b []byte) error { return atomicfile.Write(path, b, 0o644) }
 
 // CompareDir holds the before-and-after comparison of a run.
 const CompareDir = "compare"

@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/omar-selfplay/omar/gguf"
+	"github.com/omar-selfplay/omar/internal/atomicfile"
 	"github.com/omar-selfplay/omar/llamacpp"
 )
 
@@ -196,42 +197,8 @@ func (t *Trainer) moduleList() []string {
 }
 
 func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
+	if err := atomicfile.Write(path, data, 0o644); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		// The data must be on disk before the rename makes it the
-		// checkpoint: after a power loss an unsynced file can come back
-		// empty, and the previous good checkpoint would be gone.
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("train: write %s: %w", path, err)
-	}
 	return nil
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
