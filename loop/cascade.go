@@ -31,6 +31,10 @@ type CascadeOptions struct {
 	// Opponents (arena specs of scripted policies).
 	Episodes  int      `yaml:"episodes"`
 	Opponents []string `yaml:"opponents"`
+	// EvalEvery evaluates every n iterations inside a stage as well as at
+	// its end (0: at the end of each stage only); the best adapter of all
+	// the evaluations so far is what the next stage starts from.
+	EvalEvery int `yaml:"eval_every"`
 }
 
 // CascadeStage is one environment of a cascade.
@@ -61,6 +65,8 @@ func (o CascadeOptions) Validate() error {
 		return fmt.Errorf("cascade: episodes %d < 1", o.Episodes)
 	case len(o.Opponents) == 0:
 		return errors.New("cascade: no opponents")
+	case o.EvalEvery < 0:
+		return fmt.Errorf("cascade: eval_every %d < 0", o.EvalEvery)
 	}
 	for i, s := range o.Stages {
 		if _, err := envs.Find(s.Env); err != nil {
@@ -73,26 +79,34 @@ func (o CascadeOptions) Validate() error {
 	return nil
 }
 
-// CascadeStageResult is the evaluation after one stage: the mean held-out
+// CascadeStageResult is an evaluation of a stage's policy, after the
+// stage or (Partial) after Iteration of its iterations: the mean held-out
 // reward per environment of the cascade, and their mean.
 type CascadeStageResult struct {
-	Stage  int                `json:"stage"`
-	Env    string             `json:"env"`
-	Reward map[string]float64 `json:"reward"`
-	Mean   float64            `json:"mean"`
-	// Best reports whether this stage's adapter is the best so far (and
-	// the next stage starts from it).
-	Best bool `json:"best"`
+	Stage     int                `json:"stage"`
+	Env       string             `json:"env"`
+	Iteration int                `json:"iteration,omitempty"`
+	Partial   bool               `json:"partial,omitempty"`
+	Reward    map[string]float64 `json:"reward"`
+	Mean      float64            `json:"mean"`
+	// Best reports whether the evaluated adapter is the best so far (the
+	// next stage starts from the best); Adapter is then its file.
+	Best    bool   `json:"best"`
+	Adapter string `json:"adapter,omitempty"`
 }
+
+// CascadeBestFile is, in a stage's directory, the copy of the adapter of
+// its best evaluation inside the stage (the stage's adapter.gguf moves on).
+const CascadeBestFile = "cascade-best.gguf"
 
 // CascadeFile is the cascade's progress in its directory: one line per
 // finished stage.
 const CascadeFile = "cascade.jsonl"
 
 // Cascade runs o's stages in dir (dir/stage-N for each stage's run) and
-// returns the evaluation after every stage. It resumes: finished stages
-// are read back from cascade.jsonl, a stage interrupted in the middle
-// continues from its own checkpoint.
+// returns every evaluation, in order. It resumes: finished stages and the
+// evaluations done are read back from cascade.jsonl, a stage interrupted
+// in the middle continues from its own checkpoint.
 func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Run)) ([]CascadeStageResult, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -104,13 +118,21 @@ func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Ru
 	if err != nil {
 		return nil, err
 	}
-	best, bestMean := "", -1.0
+	best, bestMean, finished := "", -1.0, 0
+	evaluated := map[[2]int]bool{}
 	for _, r := range done {
 		if r.Best {
-			best, bestMean = filepath.Join(dir, "stage-"+strconv.Itoa(r.Stage), AdapterFile), r.Mean
+			best, bestMean = r.Adapter, r.Mean
+			if best == "" { // a line from before Adapter was recorded
+				best = filepath.Join(dir, "stage-"+strconv.Itoa(r.Stage), AdapterFile)
+			}
 		}
+		if !r.Partial {
+			finished++
+		}
+		evaluated[[2]int{r.Stage, r.Iteration}] = true
 	}
-	for k := len(done); k < len(o.Stages); k++ {
+	for k := finished; k < len(o.Stages); k++ {
 		s := o.Stages[k]
 		ro := o.Run
 		ro.Rollout.Env, ro.Rollout.Params, ro.Iterations = s.Env, s.Params, s.Iterations
@@ -132,18 +154,42 @@ func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Ru
 		if stage != nil {
 			stage(run)
 		}
-		err = run.Train(ctx)
-		if err == nil || errors.Is(err, ErrStopped) {
-			var res CascadeStageResult
-			res, err = evaluateStage(ctx, o, run, k+1)
-			if err == nil {
-				res.Best = res.Mean > bestMean
-				if res.Best {
-					best, bestMean = run.Path(AdapterFile), res.Mean
-				}
-				done = append(done, res)
-				err = appendJSONLine(filepath.Join(dir, CascadeFile), res)
+		evaluate := func(partial bool) error {
+			res, err := evaluateStage(ctx, o, run, k+1, partial)
+			if err != nil {
+				return err
 			}
+			if res.Best = res.Mean > bestMean; res.Best {
+				res.Adapter = run.Path(AdapterFile)
+				if partial {
+					// Later iterations of the stage overwrite adapter.gguf.
+					b, err := os.ReadFile(res.Adapter)
+					if err != nil {
+						return err
+					}
+					res.Adapter = run.Path(CascadeBestFile)
+					if err := writeFileAtomic(res.Adapter, b); err != nil {
+						return err
+					}
+				}
+				best, bestMean = res.Adapter, res.Mean
+			}
+			done = append(done, res)
+			evaluated[[2]int{res.Stage, res.Iteration}] = true
+			return appendJSONLine(filepath.Join(dir, CascadeFile), res)
+		}
+		err = nil
+		for !run.Done() && err == nil {
+			// An evaluation due before an interrupt comes first.
+			if it := run.State().Iteration; o.EvalEvery > 0 && it > 0 && it%o.EvalEvery == 0 && !evaluated[[2]int{k + 1, it}] {
+				if err = evaluate(true); err != nil {
+					break
+				}
+			}
+			_, err = run.Step(ctx)
+		}
+		if err == nil || errors.Is(err, ErrStopped) {
+			err = evaluate(false)
 		}
 		run.Close()
 		if err != nil {
@@ -153,10 +199,10 @@ func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Ru
 	return done, nil
 }
 
-// evaluateStage plays the stage's trained policy on every environment of
+// evaluateStage plays the stage's policy as it is on every environment of
 // the cascade.
-func evaluateStage(ctx context.Context, o CascadeOptions, run *Run, k int) (CascadeStageResult, error) {
-	res := CascadeStageResult{Stage: k, Env: o.Stages[k-1].Env}
+func evaluateStage(ctx context.Context, o CascadeOptions, run *Run, k int, partial bool) (CascadeStageResult, error) {
+	res := CascadeStageResult{Stage: k, Env: o.Stages[k-1].Env, Iteration: run.State().Iteration, Partial: partial}
 	a := run.arenaOptions()
 	a.Envs = nil
 	seen := map[string]bool{}
@@ -171,8 +217,11 @@ func evaluateStage(ctx context.Context, o CascadeOptions, run *Run, k int) (Casc
 	if err != nil {
 		return res, err
 	}
-	cur := arena.Player{Name: "policy", Version: "stage " + strconv.Itoa(k), Kind: arena.SpecAdapter, Model: run.player}
+	cur := arena.Player{Name: "policy", Version: "stage " + strconv.Itoa(k) + ", iteration " + strconv.Itoa(res.Iteration), Kind: arena.SpecAdapter, Model: run.player}
 	dir := run.Path(EvalDir + "/cascade")
+	if partial {
+		dir += "-" + strconv.Itoa(res.Iteration)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
 	}
@@ -190,7 +239,8 @@ func evaluateStage(ctx context.Context, o CascadeOptions, run *Run, k int) (Casc
 }
 
 // CascadeTable writes the stage-by-stage table: held-out reward per
-// environment after each stage.
+// environment at each evaluation (after each stage, and inside stages
+// with eval_every).
 func CascadeTable(w io.Writer, rs []CascadeStageResult) {
 	if len(rs) == 0 {
 		return
@@ -206,7 +256,11 @@ func CascadeTable(w io.Writer, rs []CascadeStageResult) {
 		if r.Best {
 			best = " (best)"
 		}
-		fmt.Fprintf(w, "| %d: %s%s | %s | %.3f |\n", r.Stage, r.Env, best, strings.Join(cells, " | "), r.Mean)
+		at := ""
+		if r.Partial {
+			at = ", iteration " + strconv.Itoa(r.Iteration)
+		}
+		fmt.Fprintf(w, "| %d: %s%s%s | %s | %.3f |\n", r.Stage, r.Env, at, best, strings.Join(cells, " | "), r.Mean)
 	}
 }
 

@@ -229,10 +229,10 @@ func TestCascade(t *testing.T) {
 		t.Skip("trains the tiny model")
 	}
 	dir := t.TempDir()
-	o := CascadeOptions{Run: tinyOptions(t, dir, 1), Episodes: 2, Opponents: []string{"scripted:random"}}
+	o := CascadeOptions{Run: tinyOptions(t, dir, 1), Episodes: 2, Opponents: []string{"scripted:random"}, EvalEvery: 1}
 	o.Run.Rollout.MaxTokens, o.Run.Rollout.Context = 40, 2048
 	params := map[string]any{"structured_only": true, "rounds": 2}
-	o.Stages = []CascadeStage{{Env: "craigslist", Params: params, Iterations: 1}, {Env: "casino", Params: params, Iterations: 1}}
+	o.Stages = []CascadeStage{{Env: "craigslist", Params: params, Iterations: 2}, {Env: "casino", Params: params, Iterations: 1}}
 	ctx, cancel := context.WithCancel(context.Background())
 	_, err := Cascade(ctx, o, filepath.Join(dir, "c"), func(r *Run) {
 		if r.Game().ID() == "casino_v1" {
@@ -246,19 +246,33 @@ func TestCascade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 2 || len(rs[0].Reward) != 2 || len(rs[1].Reward) != 2 || !rs[0].Best {
+	// Stage 1 is evaluated after its first iteration (inside the stage:
+	// eval_every 1) and at its end, stage 2 at its end.
+	if len(rs) != 3 || !rs[0].Partial || rs[0].Iteration != 1 || !rs[0].Best || rs[1].Partial || rs[2].Stage != 2 {
 		t.Fatalf("results %+v", rs)
+	}
+	for _, r := range rs {
+		if len(r.Reward) != 2 {
+			t.Errorf("evaluation %+v: want both environments", r)
+		}
+	}
+	want := rs[0].Adapter
+	if rs[1].Best {
+		want = rs[1].Adapter
 	}
 	c2, err := ReadConfig(filepath.Join(dir, "c", "stage-2"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(dir, "c", "stage-1", AdapterFile); c2.Rollout.Adapter != want {
-		t.Errorf("stage 2 starts from %q, want %q", c2.Rollout.Adapter, want)
+	if c2.Rollout.Adapter != want || want == "" {
+		t.Errorf("stage 2 starts from %q, want the best so far %q", c2.Rollout.Adapter, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c", "stage-1", CascadeBestFile)); err != nil {
+		t.Errorf("the best adapter inside stage 1 was not kept: %v", err)
 	}
 	var b strings.Builder
 	CascadeTable(&b, rs)
-	if !strings.Contains(b.String(), "| 1: craigslist (best) |") {
+	if !strings.Contains(b.String(), "| 1: craigslist, iteration 1 (best) |") || !strings.Contains(b.String(), "| 2: casino") {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
