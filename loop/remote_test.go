@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/omar-selfplay/omar/selfplay"
 )
 
 func TestClusterValidate(t *testing.T) {
@@ -75,6 +77,27 @@ func TestClusterExamples(t *testing.T) {
 		}
 		if err := o.Validate(); err != nil || !o.Cluster.Enabled {
 			t.Errorf("%s: %v (enabled %v)", p, err, o.Cluster.Enabled)
+		}
+	}
+}
+
+// TestOldLogprobs: a trajectory an older policy played is weighed against
+// the logprobs it was sampled with, one of the current policy against the
+// trainer's.
+func TestOldLogprobs(t *testing.T) {
+	scored, raw := []float32{0, -1, -2}, []float32{0, -1.5, -2.5}
+	for _, tc := range []struct {
+		versions []int
+		want     []float32
+	}{
+		{[]int{3, 3}, scored},
+		{[]int{2, 3}, raw},
+		{[]int{2, 2}, raw},
+		{nil, scored},
+	} {
+		tr := &selfplay.Trajectory{PolicyVersions: tc.versions, RawLogprobs: raw}
+		if got := oldLogprobs(tr, scored, 3); &got[0] != &tc.want[0] {
+			t.Errorf("versions %v: got %v, want %v", tc.versions, got, tc.want)
 		}
 	}
 }

@@ -641,9 +641,10 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 		return nil, err
 	}
 	var asum, asq float64
+	current := r.swapper.PolicyVersion() + r.versionOffset
 	for j := range seqs {
 		s := &seqs[j]
-		s.OldLogprobs, s.OldValues, s.RefLogprobs = scores[j].Logprobs, scores[j].Values, scores[j].RefLogprobs
+		s.OldLogprobs, s.OldValues, s.RefLogprobs = oldLogprobs(&trajs[keep[j]], scores[j].Logprobs, current), scores[j].Values, scores[j].RefLogprobs
 		s.Advantages, s.Returns = adv.Advantages[j], adv.Returns[j]
 		for k, on := range s.Mask {
 			if on {
@@ -708,4 +709,19 @@ func Sequences(trajs []selfplay.Trajectory) (seqs []train.Sequence, kept []int) 
 		seqs = append(seqs, train.Sequence{Tokens: t.Tokens, Mask: t.Mask})
 	}
 	return seqs, kept
+}
+
+// oldLogprobs are PPO's "old" logprobs of a trajectory: the trainer's own
+// logprobs under the current weights (scored) when the current policy
+// played it, and the logprobs the sampler computed when an older policy
+// did (a cluster run with staleness > 0), so the importance ratio is taken
+// against the policy the tokens came from. The sampler's raw logprobs are
+// the untempered ones, like the trainer's.
+func oldLogprobs(t *selfplay.Trajectory, scored []float32, current int) []float32 {
+	for _, v := range t.PolicyVersions {
+		if v != current {
+			return t.RawLogprobs
+		}
+	}
+	return scored
 }
