@@ -36,6 +36,9 @@ type WorkerOptions struct {
 	// directory of the run's config (this machine's may differ).
 	Threads  int
 	LlamaLib string
+	// GPULayers, when not nil, overrides rollout.gpu_layers (a worker
+	// with a GPU in a run configured for CPUs, or the other way round).
+	GPULayers *int
 	// Log receives a line per work item and the waits.
 	Log io.Writer
 	// trustModel skips the digest check (an in-process worker plays the
@@ -304,6 +307,9 @@ func (w *worker) bind(ctx context.Context, inc string) error {
 	}
 	if w.o.LlamaLib != "" {
 		o.Rollout.LlamaLib = w.o.LlamaLib
+	}
+	if w.o.GPULayers != nil {
+		o.Rollout.GPULayers = *w.o.GPULayers
 	}
 	model, err := w.model(ctx)
 	if err != nil {

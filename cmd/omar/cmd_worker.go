@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/omar-selfplay/omar/cluster"
 )
@@ -20,6 +21,14 @@ func runWorker(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&o.Cache, "cache", "", "directory for downloaded models and adapters (default: the user cache directory's omar/cluster)")
 	fs.IntVar(&o.Threads, "threads", 0, "llama.cpp threads (default: the run's rollout.threads)")
 	fs.StringVar(&o.ID, "id", "", "the worker's name in logs (default: host-pid)")
+	fs.Func("gpu-layers", "layers offloaded to this machine's GPU, -1 all (default: the run's rollout.gpu_layers)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err == nil && n < -1 {
+			err = fmt.Errorf("%d: want -1 (all), 0 (none) or a layer count", n)
+		}
+		o.GPULayers = &n
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{[]string{"play", "--env", "casino", "--episodes", "0"}, 2, "episodes 0 < 1"},
 		{[]string{"worker", "-h"}, 0, "-nats"},
 		{[]string{"worker"}, 2, "a server URL"},
+		{[]string{"worker", "--nats", "nats://127.0.0.1:1", "--gpu-layers", "-3"}, 1, "want -1 (all)"},
 		{[]string{"worker", "--nats", "nats://127.0.0.1:1", "--name", "a.b"}, 1, "--name"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
