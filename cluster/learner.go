@@ -54,9 +54,10 @@ type Learner struct {
 	// early holds results of episodes not collected yet (work published
 	// ahead); next is the first episode not yet collected (a result below
 	// it is a redelivered duplicate).
-	early      map[int]*result
-	next       int
-	duplicates int
+	early         map[int]*result
+	next          int
+	duplicates    int
+	lastFetchNote time.Time
 
 	stopWorkers context.CancelFunc
 	workers     sync.WaitGroup
@@ -363,7 +364,10 @@ func (l *Learner) Collect(ctx context.Context, first, n, minAdapter int, yield f
 		// is yielded as soon as its turn comes.
 		batch, err := l.res.FetchNoWait(64)
 		if err != nil {
-			return st, fmt.Errorf("cluster: fetch results: %w", err)
+			// The server restarting, the connection reconnecting: the
+			// results wait in the stream.
+			l.transient(ctx, err)
+			continue
 		}
 		got := 0
 		for msg := range batch.Messages() {
@@ -374,7 +378,10 @@ func (l *Learner) Collect(ctx context.Context, first, n, minAdapter int, yield f
 				err = aerr
 			}
 			if err != nil {
-				return st, fmt.Errorf("cluster: result: %w", err)
+				// Not a worker's result (workers publish what they
+				// marshalled): a stray publisher must not stop the run.
+				fmt.Fprintf(l.log, "cluster: dropped a result message: %v\n", err)
+				continue
 			}
 			if r.Incarnation != l.inc {
 				continue
@@ -389,7 +396,7 @@ func (l *Learner) Collect(ctx context.Context, first, n, minAdapter int, yield f
 			l.early[r.Episode] = &r
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
-			return st, fmt.Errorf("cluster: fetch results: %w", err)
+			l.transient(ctx, err)
 		}
 		if got == 0 {
 			select {
@@ -405,6 +412,19 @@ func (l *Learner) Collect(ctx context.Context, first, n, minAdapter int, yield f
 	}
 	st.Episodes, st.Wall = n, time.Since(start)
 	return st, nil
+}
+
+// transient notes a failed fetch (at most every waitNote) and waits a
+// second before the next.
+func (l *Learner) transient(ctx context.Context, err error) {
+	if time.Since(l.lastFetchNote) > waitNote {
+		fmt.Fprintf(l.log, "cluster: fetch results: %v (retrying)\n", err)
+		l.lastFetchNote = time.Now()
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Second):
+	}
 }
 
 func addStats(st *selfplay.Stats, s *selfplay.Stats) {
