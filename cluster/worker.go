@@ -128,7 +128,12 @@ func Work(ctx context.Context, o WorkerOptions) error {
 				msg.Nak()
 				return nil
 			}
-			return err
+			// The server went away mid-item (results not published, or
+			// the item not acknowledged): the item is redelivered, to
+			// this worker or another, once the server is back.
+			fmt.Fprintf(o.Log, "worker %s: %v (the work item goes back to the queue)\n", o.ID, err)
+			msg.Nak()
+			sleep(ctx, time.Second)
 		}
 	}
 	return nil
@@ -141,8 +146,9 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// handle plays one work item. Errors it returns end the worker; a work
-// item it cannot play is reported to the learner as a result with Error.
+// handle plays one work item. It returns the errors of talking to the
+// server; a work item it cannot play is reported to the learner as a
+// result with Error.
 func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ackWait time.Duration) error {
 	var it workItem
 	if err := json.Unmarshal(msg.Data(), &it); err != nil {
