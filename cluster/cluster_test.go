@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/loop"
@@ -360,4 +364,56 @@ func TestClusterWorkerError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "wrong-model") || !strings.Contains(err.Error(), "not the run's model") {
 		t.Fatalf("got %v, want the worker's error", err)
 	}
+}
+
+// TestClusterStrayResult: a message on the results subject that is not a
+// worker's result is dropped with a note; the iteration completes.
+func TestClusterStrayResult(t *testing.T) {
+	dir := t.TempDir()
+	o := tinyOptions(t, dir, 1)
+	o.Cluster = loop.DefaultCluster()
+	o.Cluster.Enabled, o.Cluster.Name = true, "test-stray"
+	r, err := loop.Open(filepath.Join(dir, "run"), o, loop.Fresh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var log strings.Builder
+	var mu sync.Mutex
+	l, err := Attach(context.Background(), r, lockedWriter{&mu, &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	nc, err := nats.Connect(l.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(context.Background(), namesFor("test-stray").results, []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(log.String(), "dropped a result message") {
+		t.Errorf("no note of the stray message in %q", log.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
 }
