@@ -123,6 +123,12 @@ type league struct {
 	probs []float64
 }
 
+// leagueModel is the league opponent name served by the policy's backend
+// with adapter (the base weights or a snapshot).
+func leagueModel(policy *selfplay.Player, name, adapter string) *selfplay.Player {
+	return &selfplay.Player{Label: leaguePlayer(name), Backend: policy.Backend, Tokenizer: policy.Tokenizer, Adapter: adapter}
+}
+
 // leaguePlayer names a league model player for the runner.
 func leaguePlayer(name string) string { return "league:" + name }
 
@@ -145,7 +151,7 @@ func (r *Run) newLeague(ctx context.Context) error {
 		}
 	}
 	if o.Base {
-		base := &selfplay.Player{Label: "league:base", Backend: r.player.Backend, Tokenizer: r.player.Tokenizer, Adapter: inference.AdapterBase}
+		base := leagueModel(r.player, "base", inference.AdapterBase)
 		if err := r.runner.AddPlayer(leaguePlayer("base"), base); err != nil {
 			return err
 		}
@@ -173,7 +179,7 @@ func (r *Run) loadSnapshot(ctx context.Context, it int) error {
 	if err := loader.LoadAdapter(ctx, name, r.snapshotPath(name), 1); err != nil {
 		return fmt.Errorf("league: snapshot %s: %w", name, err)
 	}
-	p := &selfplay.Player{Label: "league:" + name, Backend: r.player.Backend, Tokenizer: r.player.Tokenizer, Adapter: name}
+	p := leagueModel(r.player, name, name)
 	return r.runner.AddPlayer(leaguePlayer(name), p)
 }
 

@@ -3,12 +3,9 @@ package loop
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/omar-selfplay/omar/engine"
-	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -219,17 +216,9 @@ type Remote struct {
 func OpenRemote(o Options, model, label string, context int) (_ *Remote, err error) {
 	o.defaultEnvParams()
 	o.Rollout.Model, o.Rollout.Adapter = model, ""
-	g, err := envs.Find(o.Rollout.Env)
+	g, ps, err := openPolicyGame(&o.Rollout)
 	if err != nil {
-		return nil, err
-	}
-	specs, err := g.Seats(engine.Params(o.Rollout.Params))
-	if err != nil {
-		return nil, err
-	}
-	ps, err := OpenPlayers(&o.Rollout, len(specs))
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("remote: %w", err)
 	}
 	x := &Remote{players: ps, loaded: map[string]bool{}}
 	defer func() {
@@ -237,16 +226,10 @@ func OpenRemote(o Options, model, label string, context int) (_ *Remote, err err
 			ps.Close()
 		}
 	}()
-	if ps.Llama == nil {
-		return nil, errors.New("remote: the run has no policy model")
-	}
 	if have := min(ps.Llama.ContextPerSequence(), ps.Llama.Model().NCtxTrain()); have < context {
 		return nil, fmt.Errorf("remote: this backend fits %d tokens per seat, the run plays %d (same model and rollout.context/parallel?)", have, context)
 	}
 	ps.Policy.Label = label
-	if g, err = AttachJudge(g, &o.Rollout, ps, true); err != nil {
-		return nil, err
-	}
 	ro, err := o.Rollout.RunnerOptions(ps.Named)
 	if err != nil {
 		return nil, fmt.Errorf("rollout: %w", err)
@@ -257,7 +240,7 @@ func OpenRemote(o Options, model, label string, context int) (_ *Remote, err err
 		return nil, err
 	}
 	if o.League.Enabled && o.League.Base {
-		base := &selfplay.Player{Label: "league:base", Backend: ps.Policy.Backend, Tokenizer: ps.Policy.Tokenizer, Adapter: inference.AdapterBase}
+		base := leagueModel(ps.Policy, "base", inference.AdapterBase)
 		if err := x.runner.AddPlayer(leaguePlayer("base"), base); err != nil {
 			return nil, err
 		}
@@ -281,7 +264,7 @@ func (x *Remote) LoadSnapshot(ctx context.Context, name, path string) error {
 	if err := x.players.Llama.LoadAdapter(ctx, name, path, 1); err != nil {
 		return fmt.Errorf("league: snapshot %s: %w", name, err)
 	}
-	p := &selfplay.Player{Label: "league:" + name, Backend: x.players.Policy.Backend, Tokenizer: x.players.Policy.Tokenizer, Adapter: name}
+	p := leagueModel(x.players.Policy, name, name)
 	if err := x.runner.AddPlayer(leaguePlayer(name), p); err != nil {
 		return err
 	}

@@ -293,25 +293,11 @@ func writeModel(path string, o Options) error {
 // options name.
 func (r *Run) openParts() (*Parts, error) {
 	o := &r.opts
-	g, err := envs.Find(o.Rollout.Env)
-	if err != nil {
-		return nil, err
-	}
-	specs, err := g.Seats(engine.Params(o.Rollout.Params))
-	if err != nil {
-		return nil, err
-	}
-	ps, err := OpenPlayers(&o.Rollout, len(specs))
+	g, ps, err := openPolicyGame(&o.Rollout)
 	if err != nil {
 		return nil, err
 	}
 	r.closers = append(r.closers, ps)
-	if ps.Llama == nil {
-		return nil, errors.New("a training run needs a policy model")
-	}
-	if g, err = AttachJudge(g, &o.Rollout, ps, true); err != nil {
-		return nil, err
-	}
 	to := o.Train
 	to.LibDir = o.Rollout.LlamaLib
 	tr, err := train.New(o.Rollout.Model, to)
@@ -328,6 +314,33 @@ func (r *Run) openParts() (*Parts, error) {
 		}
 	}
 	return &Parts{Game: g, Policy: ps.Policy, Frozen: ps.Frozen, Swapper: ps.Llama, Trainer: tr, Named: ps.Named}, nil
+}
+
+// openPolicyGame opens the environment c names, with its judge, and the
+// players of a run whose policy is trained (a training run, or a worker
+// playing its episodes): the policy model is required.
+func openPolicyGame(c *RolloutOptions) (engine.Game, *Players, error) {
+	g, err := envs.Find(c.Env)
+	if err != nil {
+		return nil, nil, err
+	}
+	specs, err := g.Seats(engine.Params(c.Params))
+	if err != nil {
+		return nil, nil, err
+	}
+	ps, err := OpenPlayers(c, len(specs))
+	if err != nil {
+		return nil, nil, err
+	}
+	if ps.Llama == nil {
+		ps.Close()
+		return nil, nil, errors.New("a training run needs a policy model")
+	}
+	if g, err = AttachJudge(g, c, ps, true); err != nil {
+		ps.Close()
+		return nil, nil, err
+	}
+	return g, ps, nil
 }
 
 // Close releases what Open opened (not the caller's Parts).
