@@ -114,6 +114,22 @@ func train(t *testing.T, dir string, o loop.Options, start func(l *Learner)) *Le
 	return l
 }
 
+// openCluster opens a run in dir and attaches a learner to it; the caller
+// closes both.
+func openCluster(t *testing.T, dir string, o loop.Options, mode loop.Mode, log io.Writer) (*loop.Run, *Learner) {
+	t.Helper()
+	r, err := loop.Open(dir, o, mode, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Attach(context.Background(), r, log)
+	if err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
+	return r, l
+}
+
 type testLog struct{ t *testing.T }
 
 func (w testLog) Write(p []byte) (int, error) {
@@ -263,21 +279,14 @@ func TestClusterResumeAndStaleness(t *testing.T) {
 	o.Cluster = loop.DefaultCluster()
 	o.Cluster.Enabled, o.Cluster.Name = true, "test-resume"
 	resumed := filepath.Join(dir, "resumed")
-	r, err := loop.Open(resumed, o, loop.Fresh, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := Attach(context.Background(), r, testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, l := openCluster(t, resumed, o, loop.Fresh, testLog{t})
 	ctx, cancel := context.WithCancel(context.Background())
 	r.Hooks.Episode = func(it, done, total int) {
 		if it == 2 && done == 3 {
 			cancel()
 		}
 	}
-	err = r.Train(ctx)
+	err := r.Train(ctx)
 	l.Close()
 	r.Close()
 	if !errors.Is(err, context.Canceled) || r.State().Iteration != 1 {
@@ -287,12 +296,7 @@ func TestClusterResumeAndStaleness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err = loop.Open(resumed, ro, loop.Resume, nil); err != nil {
-		t.Fatal(err)
-	}
-	if l, err = Attach(context.Background(), r, testLog{t}); err != nil {
-		t.Fatal(err)
-	}
+	r, l = openCluster(t, resumed, ro, loop.Resume, testLog{t})
 	err = r.Train(context.Background())
 	l.Close()
 	r.Close()
@@ -339,15 +343,8 @@ func TestClusterWorkerError(t *testing.T) {
 	o := tinyOptions(t, dir, 1)
 	o.Cluster = loop.DefaultCluster()
 	o.Cluster.Enabled, o.Cluster.Workers, o.Cluster.Name = true, 0, "test-err"
-	r, err := loop.Open(filepath.Join(dir, "run"), o, loop.Fresh, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, l := openCluster(t, filepath.Join(dir, "run"), o, loop.Fresh, testLog{t})
 	defer r.Close()
-	l, err := Attach(context.Background(), r, testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer l.Close()
 	other := filepath.Join(dir, "other.gguf")
 	if err := model.WriteFile(other, model.Options{Seed: 2}); err != nil {
@@ -360,7 +357,7 @@ func TestClusterWorkerError(t *testing.T) {
 		defer close(done)
 		Work(ctx, WorkerOptions{URL: l.URL(), Name: "test-err", ID: "wrong-model", Model: other, Cache: filepath.Join(dir, "cache"), Log: testLog{t}})
 	}()
-	_, err = r.Step(context.Background())
+	_, err := r.Step(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "wrong-model") || !strings.Contains(err.Error(), "not the run's model") {
 		t.Fatalf("got %v, want the worker's error", err)
 	}
@@ -373,17 +370,10 @@ func TestClusterStrayResult(t *testing.T) {
 	o := tinyOptions(t, dir, 1)
 	o.Cluster = loop.DefaultCluster()
 	o.Cluster.Enabled, o.Cluster.Name = true, "test-stray"
-	r, err := loop.Open(filepath.Join(dir, "run"), o, loop.Fresh, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	var log strings.Builder
 	var mu sync.Mutex
-	l, err := Attach(context.Background(), r, lockedWriter{&mu, &log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, l := openCluster(t, filepath.Join(dir, "run"), o, loop.Fresh, lockedWriter{&mu, &log})
+	defer r.Close()
 	defer l.Close()
 	nc, err := nats.Connect(l.URL())
 	if err != nil {
