@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
@@ -52,7 +53,11 @@ func Clone(ctx context.Context, g engine.Game, rec *engine.Record, idx int, p *P
 			replies[e.NotificationID] = append(replies[e.NotificationID], e.Text)
 		}
 	}
+	// Seats asked together (ask_all) act concurrently.
+	var mu sync.Mutex
 	next := func(id string) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
 		q := replies[id]
 		if len(q) == 0 {
 			return "", false
