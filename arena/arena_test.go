@@ -578,3 +578,43 @@ func TestSotopiaJudged(t *testing.T) {
 		t.Errorf("the judge's goal score is not a behaviour column:\n%s", md.String())
 	}
 }
+
+// TestRecords: with Records, every played episode's record lands in
+// RecordsFile, and each agrees with its result line (seed, agents,
+// rewards).
+func TestRecords(t *testing.T) {
+	o := scriptedOptions(6, Env{Name: "craigslist"})
+	o.Records = true
+	dir := t.TempDir()
+	rep := evaluate(t, o, dir, []Player{ScriptedPlayer("strategic")}, []Player{ScriptedPlayer("naive")})
+	results := readResults(t, dir)
+	f, err := os.Open(filepath.Join(dir, RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var recs []engine.Record
+	dec := json.NewDecoder(f)
+	for dec.More() {
+		var r engine.Record
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) != len(results) || len(recs) != 12 || len(rep.Cells) != 2 {
+		t.Fatalf("%d records, %d results, %d cells; want 12, 12, 2", len(recs), len(results), len(rep.Cells))
+	}
+	for i, r := range recs {
+		res := results[i]
+		seat := -1
+		for j, s := range r.Seats {
+			if s.Role == res.Side {
+				seat = j
+			}
+		}
+		if r.Seed != res.Seed || seat < 0 || r.Seats[seat].Agent != res.Player || r.Outcome.Rewards[seat] != res.Reward {
+			t.Errorf("record %d (seed %d, seats %+v, rewards %v) does not match result %+v", i, r.Seed, r.Seats, r.Outcome.Rewards, res)
+		}
+	}
+}

@@ -180,11 +180,17 @@ func play(ctx context.Context, o Options, dir string, todo []work, h Hooks) ([]R
 	if len(todo) == 0 {
 		return nil, nil
 	}
-	var out *engine.JSONLWriter
+	var out, records *engine.JSONLWriter
 	if dir != "" {
 		var err error
 		if out, _, err = engine.AppendJSONL(filepath.Join(dir, ResultsFile)); err != nil {
 			return nil, err
+		}
+		if o.Records {
+			if records, _, err = engine.AppendJSONL(filepath.Join(dir, RecordsFile)); err != nil {
+				out.Close()
+				return nil, err
+			}
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -192,6 +198,7 @@ func play(ctx context.Context, o Options, dir string, todo []work, h Hooks) ([]R
 	jobs := make(chan work)
 	type done struct {
 		res Result
+		rec *engine.Record
 		err error
 	}
 	finished := make(chan done)
@@ -199,9 +206,9 @@ func play(ctx context.Context, o Options, dir string, todo []work, h Hooks) ([]R
 	for range min(o.Parallel, len(todo)) {
 		wg.Go(func() {
 			for w := range jobs {
-				res, err := playOne(ctx, o, w)
+				res, rec, err := playOne(ctx, o, w)
 				select {
-				case finished <- done{res, err}:
+				case finished <- done{res, rec, err}:
 				case <-ctx.Done():
 					return
 				}
@@ -228,6 +235,13 @@ func play(ctx context.Context, o Options, dir string, todo []work, h Hooks) ([]R
 		if firstErr != nil {
 			continue
 		}
+		if d.err == nil && records != nil {
+			// Before the result: a resumed evaluation replays what has
+			// no result, so a record is never missing, at worst doubled.
+			if d.err = records.Write(d.rec); d.err == nil {
+				d.err = records.Flush()
+			}
+		}
 		if d.err == nil && out != nil {
 			if d.err = out.Write(d.res); d.err == nil {
 				// Flushed per episode: an interrupt loses only the
@@ -245,9 +259,11 @@ func play(ctx context.Context, o Options, dir string, todo []work, h Hooks) ([]R
 			h.Episode(d.res)
 		}
 	}
-	if out != nil {
-		if err := out.Close(); firstErr == nil {
-			firstErr = err
+	for _, w := range []*engine.JSONLWriter{out, records} {
+		if w != nil {
+			if err := w.Close(); firstErr == nil {
+				firstErr = err
+			}
 		}
 	}
 	if firstErr == nil {
@@ -257,7 +273,7 @@ func play(ctx context.Context, o Options, dir string, todo []work, h Hooks) ([]R
 }
 
 // playOne plays episode w.episode of w's pairing.
-func playOne(ctx context.Context, o Options, w work) (Result, error) {
+func playOne(ctx context.Context, o Options, w work) (Result, *engine.Record, error) {
 	c := w.cell
 	ro := o.runnerOptions()
 	ro.Params = c.env.params
@@ -273,7 +289,7 @@ func playOne(ctx context.Context, o Options, w work) (Result, error) {
 	}
 	r, err := selfplay.NewRunner(c.env.game, nil, nil, ro)
 	if err != nil {
-		return Result{}, fmt.Errorf("arena: %s %s %s vs %s: %w", c.env.Name, c.side.Name, c.player.Name, c.opponent.Name, err)
+		return Result{}, nil, fmt.Errorf("arena: %s %s %s vs %s: %w", c.env.Name, c.side.Name, c.player.Name, c.opponent.Name, err)
 	}
 	var rec *engine.Record
 	start := time.Now()
@@ -282,12 +298,12 @@ func playOne(ctx context.Context, o Options, w work) (Result, error) {
 		return nil
 	})
 	if err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	if rec == nil {
-		return Result{}, fmt.Errorf("arena: %s episode %d: no record after %v", c.env.Name, w.episode, time.Since(start))
+		return Result{}, nil, fmt.Errorf("arena: %s episode %d: no record after %v", c.env.Name, w.episode, time.Since(start))
 	}
-	return newResult(rec, c.side, c.env, c.player, c.opponent, w.episode), nil
+	return newResult(rec, c.side, c.env, c.player, c.opponent, w.episode), rec, nil
 }
 
 // seedOf is the deal seed of held-out episode k: what a selfplay runner

@@ -44,6 +44,10 @@ type Options struct {
 	Trace string `yaml:"trace"`
 	// MaxRetries after an invalid reply before the inert default.
 	MaxRetries int `yaml:"max_retries"`
+	// Records also writes the engine record of every episode played to
+	// RecordsFile in the directory, to read the transcripts behind the
+	// numbers (omar replay, omar sft --records).
+	Records bool `yaml:"records"`
 	// Timeout bounds one reply of one seat (0: none).
 	Timeout time.Duration `yaml:"timeout"`
 	// Bootstrap is the number of bootstrap resamples behind every

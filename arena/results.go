@@ -15,8 +15,9 @@ import (
 
 // Files an evaluation writes in its directory.
 const (
-	ResultsFile = "results.jsonl" // one Result per finished episode (resume)
-	ConfigFile  = "arena.json"    // the conditions the results were played under
+	ResultsFile = "results.jsonl"  // one Result per finished episode (resume)
+	ConfigFile  = "arena.json"     // the conditions the results were played under
+	RecordsFile = "episodes.jsonl" // with Options.Records: every played episode's record
 )
 
 // Result is one finished episode of one pairing: a line of results.jsonl.

@@ -38,6 +38,7 @@ func bindEval(f *optionFlags[arena.Config]) {
 	f.Int("max-tokens", "most tokens of one reply", func(c *C) *int { return &c.MaxTokens })
 	f.Int("ctx", "tokens per model seat (prompt and reply)", func(c *C) *int { return &c.Context })
 	f.Float32("temperature", "sampling temperature of model players (0: greedy; default 1)", func(c *C) *float32 { return &c.Temperature })
+	f.Bool("records", "also write every played episode's record to the --out directory's episodes.jsonl", func(c *C) *bool { return &c.Records })
 	f.String("reference", "player the others are compared with (default: base, else the first)", func(c *C) *string { return &c.Reference })
 	f.Int("bootstrap", "bootstrap resamples per interval (default 1000)", func(c *C) *int { return &c.Bootstrap })
 	f.String("ollama-host", "Ollama server of ollama: players and --judge-ollama", func(c *C) *string { return &c.OllamaHost })

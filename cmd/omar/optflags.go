@@ -36,6 +36,19 @@ func (f *optionFlags[T]) Func(name, usage string, set func(o *T, v string) error
 	})
 }
 
+// Bool binds a boolean field: --name alone sets it, --name=false clears it.
+func (f *optionFlags[T]) Bool(name, usage string, field func(*T) *bool) {
+	f.fs.BoolFunc(name, usage, func(v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return err
+		}
+		f.given = append(f.given, name)
+		f.sets = append(f.sets, func(o *T) error { *field(o) = b; return nil })
+		return nil
+	})
+}
+
 // String binds a string field.
 func (f *optionFlags[T]) String(name, usage string, field func(*T) *string) {
 	f.Func(name, usage, func(o *T, v string) error { *field(o) = v; return nil })
