@@ -34,6 +34,15 @@ type BuiltinOptions struct {
 	// the fitted tokenizer's size (special tokens included).
 	Arch, Preset string
 	Vocab        int
+	// SplitDigits keeps every digit its own token (model.BPEOptions).
+	SplitDigits bool
+	// PromptWeight trains on the prompt tokens too (briefings, other
+	// seats' moves, the chat template), each at this fraction of a reply
+	// token's weight; 0 trains on the replies alone. The prompts are most
+	// of the corpus and full of what the replies need — numbers read back
+	// in the next turn's notification, the rounds counting up — so a
+	// model trained from scratch learns to read them sooner.
+	PromptWeight float64
 	// Steps optimizer steps of Batch sequences; Train the trainer's
 	// options (Full, the schedule).
 	Steps, Batch int
@@ -87,6 +96,8 @@ func (o BuiltinOptions) Validate() error {
 		return fmt.Errorf("builtin: checkpoint every %d < 1", o.CheckpointEvery)
 	case !o.Train.Full:
 		return errors.New("builtin: the trainer must train every weight (train.full)")
+	case !(o.PromptWeight >= 0 && o.PromptWeight <= 1):
+		return fmt.Errorf("builtin: prompt weight %g: want 0..1", o.PromptWeight)
 	}
 	return validateTrain(o.Train)
 }
@@ -152,7 +163,7 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 		text.WriteString(s)
 		text.WriteByte('\n')
 	}
-	merges, err := model.TrainBPE(text.String(), o.Vocab-3)
+	merges, err := model.TrainBPEWith(text.String(), o.Vocab-3, model.BPEOptions{SplitDigits: o.SplitDigits})
 	if err != nil {
 		return nil, fmt.Errorf("builtin: fit the tokenizer: %w", err)
 	}
@@ -214,7 +225,7 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 				epochs++
 				next = 0
 			}
-			b = append(b, epoch[next])
+			b = append(b, withPromptWeight(epoch[next], float32(o.PromptWeight)))
 			next++
 		}
 		return b
@@ -250,4 +261,23 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 		return nil, err
 	}
 	return rep, nil
+}
+
+// withPromptWeight returns s trained on every token: the replies at weight
+// 1, the rest at w (s itself when w is 0).
+func withPromptWeight(s train.Sequence, w float32) train.Sequence {
+	if w == 0 {
+		return s
+	}
+	mask := make([]bool, len(s.Tokens))
+	weights := make([]float32, len(s.Tokens))
+	for i := range mask {
+		mask[i] = true
+		weights[i] = w
+		if s.Mask[i] {
+			weights[i] = 1
+		}
+	}
+	s.Mask, s.Weights = mask, weights
+	return s
 }

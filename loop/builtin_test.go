@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/train"
 )
 
 // shortBuiltin is the built-in recipe cut down to run in seconds: a few
@@ -75,5 +78,26 @@ func TestBuildBuiltinShort(t *testing.T) {
 	y, _ := os.ReadFile(b)
 	if len(x) == 0 || !bytes.Equal(x, y) {
 		t.Errorf("an interrupted and resumed build wrote other bytes (%d and %d)", len(x), len(y))
+	}
+}
+
+func TestWithPromptWeight(t *testing.T) {
+	s := train.Sequence{Tokens: []int32{5, 6, 7, 8}, Mask: []bool{false, false, true, true}}
+	if got := withPromptWeight(s, 0); !slices.Equal(got.Mask, s.Mask) || got.Weights != nil {
+		t.Errorf("weight 0: %+v, want the sequence unchanged", got)
+	}
+	got := withPromptWeight(s, 0.25)
+	if !slices.Equal(got.Mask, []bool{true, true, true, true}) || !slices.Equal(got.Weights, []float32{0.25, 0.25, 1, 1}) {
+		t.Errorf("weight 0.25: mask %v weights %v", got.Mask, got.Weights)
+	}
+	if !slices.Equal(s.Mask, []bool{false, false, true, true}) {
+		t.Errorf("the input's mask changed: %v", s.Mask)
+	}
+	o := shortBuiltin()
+	for _, w := range []float64{-0.1, 1.5, math.NaN()} {
+		o.PromptWeight = w
+		if err := o.Validate(); err == nil {
+			t.Errorf("prompt weight %g: no error", w)
+		}
 	}
 }

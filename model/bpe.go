@@ -14,6 +14,22 @@ import (
 // Each merge is "left right" in the byte-to-unicode alphabet, the format of
 // tokenizer.ggml.merges.
 func TrainBPE(corpus string, vocabSize int) ([]string, error) {
+	return TrainBPEWith(corpus, vocabSize, BPEOptions{})
+}
+
+// BPEOptions shape what TrainBPEWith may merge.
+type BPEOptions struct {
+	// SplitDigits learns no merge inside a number (the pre-tokenizer's
+	// digit runs, with their leading space), so every digit stays its own
+	// token. A model then reads and writes a number digit by digit, the
+	// same few tokens whatever its value, which a small model learns to
+	// copy and compare from far fewer examples than one token per number
+	// it happened to see often.
+	SplitDigits bool
+}
+
+// TrainBPEWith is TrainBPE with options.
+func TrainBPEWith(corpus string, vocabSize int, o BPEOptions) ([]string, error) {
 	if vocabSize < 256 {
 		return nil, fmt.Errorf("model: BPE vocabulary of %d tokens is smaller than the 256 byte tokens", vocabSize)
 	}
@@ -32,6 +48,9 @@ func TrainBPE(corpus string, vocabSize int) ([]string, error) {
 	var words []word
 	index := map[string]int{}
 	for _, piece := range preSplit(corpus) {
+		if o.SplitDigits && strings.ContainsAny(piece, "0123456789") {
+			continue
+		}
 		if i, ok := index[piece]; ok {
 			words[i].count++
 			continue

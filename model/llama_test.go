@@ -4,6 +4,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/omar-selfplay/omar/gguf"
@@ -261,5 +262,48 @@ func TestLlamaCppF16(t *testing.T) {
 	}
 	if diff > 0.05 || diff == 0 {
 		t.Errorf("F16 vs F32 logits differ by up to %g, want (0, 0.05]", diff)
+	}
+}
+
+// TestSplitDigitsLlamaCpp fits merges that keep digits apart and checks
+// that llama.cpp, reading them from the file, tokenizes numbers digit by
+// digit exactly as the Go tokenizer does.
+func TestSplitDigitsLlamaCpp(t *testing.T) {
+	llamaLib(t)
+	merges, err := model.TrainBPEWith(model.Corpus(), 509, model.BPEOptions{SplitDigits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "digits.gguf")
+	if err := model.WriteFile(path, model.Options{Preset: "tiny", Seed: 1, Merges: merges}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := llamacpp.LoadModel(path, llamacpp.ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tok, err := model.MergesTokenizer(merges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := m.Vocab()
+	for _, s := range append(slices.Clone(llamaTexts), "PROPOSE: price=1280.50", "Round 3 of 4: 2024 items, $ 99 each") {
+		got, err := v.Tokenize(s, false, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := tok.Encode(s, true); !slices.Equal(got, want) {
+			t.Errorf("Tokenize(%q): llama.cpp %v, Go %v", s, got, want)
+		}
+		for _, id := range got {
+			piece, err := tok.Decode([]int32{id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.ContainsAny(piece, "0123456789") && len(strings.TrimSpace(piece)) != 1 {
+				t.Errorf("Tokenize(%q): token %d is %q, more than one digit", s, id, piece)
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -165,5 +166,26 @@ func BenchmarkEncode(b *testing.B) {
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		tok.Encode(text, false)
+	}
+}
+
+func TestTrainBPESplitDigits(t *testing.T) {
+	corpus := strings.Repeat("price=120 and price=120, then 4512 items at $ 99; price is low\n", 20)
+	plain, err := TrainBPE(corpus, 280)
+	if err != nil {
+		t.Fatal(err)
+	}
+	split, err := TrainBPEWith(corpus, 270, BPEOptions{SplitDigits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	digit := func(merges []string) bool {
+		return slices.ContainsFunc(merges, func(m string) bool { return strings.ContainsAny(m, "0123456789") })
+	}
+	if !digit(plain) {
+		t.Fatalf("without SplitDigits no merge joins digits: the corpus does not test the option")
+	}
+	if digit(split) {
+		t.Errorf("SplitDigits: merges join digits: %q", split)
 	}
 }

@@ -20,6 +20,7 @@ package train
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -220,6 +221,11 @@ type Sequence struct {
 	// them (nil); the base model is frozen, so they stay valid for as long
 	// as the tokens do.
 	RefLogprobs []float32
+	// Weights scale each masked token's loss (nil: 1 each); the
+	// minibatch's loss is the mean under these weights. Behaviour cloning
+	// uses them to train on the prompt tokens too, at a fraction of a
+	// reply token's weight (loop.BuiltinOptions.PromptWeight).
+	Weights []float32
 }
 
 // Stats summarises one Step: token-weighted means over every minibatch of
@@ -292,6 +298,16 @@ func (s Sequence) validate(i, nVocab, nCtx int) error {
 	for j, t := range s.Tokens {
 		if t < 0 || int(t) >= nVocab {
 			return fmt.Errorf("train: sequence %d: token %d at %d outside the vocabulary (%d)", i, t, j, nVocab)
+		}
+	}
+	if s.Weights != nil {
+		if err := checkLen(i, "weights", s.Weights, n); err != nil {
+			return err
+		}
+		for j, w := range s.Weights {
+			if !(w >= 0) || math.IsInf(float64(w), 0) {
+				return fmt.Errorf("train: sequence %d: weight %g at %d, want a finite value ≥ 0", i, w, j)
+			}
 		}
 	}
 	if s.RefLogprobs != nil {

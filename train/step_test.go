@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -423,5 +424,49 @@ func TestDeviceCUDAWithoutGPU(t *testing.T) {
 	o.Device = "cuda"
 	if _, err := New(path, o); err == nil || !strings.Contains(err.Error(), "cuda") {
 		t.Errorf("got %v, want an error about the cuda device", err)
+	}
+}
+
+// TestSFTWeights: with per-token Weights the loss SFTStep reports is the
+// weighted mean of the tokens' negative logprobs (EvaluatePolicy's), and
+// bad weights are refused.
+func TestSFTWeights(t *testing.T) {
+	o := testOptions()
+	tr := newTrainer(t, "llama", o)
+	ctx := context.Background()
+	seqs := randomSeqs(41, 3, 16, 30, tr.Vocab())
+	for i := range seqs {
+		seqs[i].Weights = make([]float32, len(seqs[i].Tokens))
+		for j := range seqs[i].Weights {
+			seqs[i].Weights[j] = float32(1 + (i+j)%4) // 1..4
+		}
+	}
+	scores, err := tr.EvaluatePolicy(ctx, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var num, den float64
+	for i, s := range seqs {
+		for j := 1; j < len(s.Tokens); j++ {
+			if s.Mask[j] {
+				num -= float64(s.Weights[j]) * float64(scores[i].Logprobs[j])
+				den += float64(s.Weights[j])
+			}
+		}
+	}
+	got, err := tr.SFTStep(ctx, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := num / den; math.Abs(got-want) > 1e-4*want {
+		t.Errorf("weighted SFT loss %.6f, want %.6f", got, want)
+	}
+	bad := []Sequence{{Tokens: seqs[0].Tokens, Mask: seqs[0].Mask, Weights: make([]float32, 3)}}
+	if _, err := tr.SFTStep(ctx, bad); err == nil || !strings.Contains(err.Error(), "weights") {
+		t.Errorf("weights of the wrong length: err %v", err)
+	}
+	bad[0].Weights = slices.Repeat([]float32{-1}, len(seqs[0].Tokens))
+	if _, err := tr.SFTStep(ctx, bad); err == nil || !strings.Contains(err.Error(), "weight -1") {
+		t.Errorf("a negative weight: err %v", err)
 	}
 }

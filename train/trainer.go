@@ -723,24 +723,39 @@ func (t *Trainer) prepare(ctx context.Context, obj *Objective, seqs []Sequence) 
 // whatever its length.
 func (t *Trainer) tokenWeights(seqs []Sequence, idx []int) map[int]float32 {
 	w := make(map[int]float32, len(idx))
-	total, nseq := 0, 0
+	total, nseq := 0.0, 0
 	for _, i := range idx {
-		if n := trainedTokens(seqs[i]); n > 0 {
+		if n := weightedTokens(seqs[i]); n > 0 {
 			total += n
 			nseq++
 		}
 	}
 	for _, i := range idx {
-		n := trainedTokens(seqs[i])
+		n := weightedTokens(seqs[i])
 		switch {
 		case n == 0:
 		case t.opts.LossAggregation == "sequence":
-			w[i] = 1 / float32(n*nseq)
+			w[i] = float32(1 / (n * float64(nseq)))
 		default:
-			w[i] = 1 / float32(total)
+			w[i] = float32(1 / total)
 		}
 	}
 	return w
+}
+
+// weightedTokens is the sum of the masked tokens' weights (their count
+// without Weights).
+func weightedTokens(s Sequence) float64 {
+	if s.Weights == nil {
+		return float64(trainedTokens(s))
+	}
+	n := 0.0
+	for i := 1; i < len(s.Mask); i++ {
+		if s.Mask[i] {
+			n += float64(s.Weights[i])
+		}
+	}
+	return n
 }
 
 // trainedTokens counts the masked tokens that have a prediction (i ≥ 1).
@@ -904,7 +919,12 @@ func (t *Trainer) accumulate(ctx context.Context, obj *Objective, seqs []Sequenc
 func (t *Trainer) setTrain(b *built, seqs []Sequence, p pass, wt map[int]float32) {
 	r := p.rows(seqs, b.nSel)
 	if f := b.fwd; f.weight != nil {
-		llamacpp.SetF32(f.weight, r.Values(func(s, _ int) float32 { return wt[s] }))
+		llamacpp.SetF32(f.weight, r.Values(func(s, pos int) float32 {
+			if ws := seqs[s].Weights; ws != nil {
+				return wt[s] * ws[pos]
+			}
+			return wt[s]
+		}))
 	}
 	if f := b.fwd; f.mask != nil {
 		llamacpp.SetF32(f.mask, r.Values(func(int, int) float32 { return 1 }))
