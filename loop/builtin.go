@@ -58,7 +58,7 @@ func DefaultBuiltin() BuiltinOptions {
 	var es []CorpusEnv
 	for _, id := range envs.Negotiation {
 		es = append(es, CorpusEnv{
-			Env: id, Params: BuiltinParams(), Episodes: 48,
+			Env: id, Params: BuiltinParams(), Episodes: 144,
 			// Strategic against both scripts, from both sides; only the
 			// strategic seats are learnt.
 			Casts: [][]string{{"strategic"}, {"strategic", "naive"}, {"naive", "strategic"}},
@@ -75,8 +75,8 @@ func DefaultBuiltin() BuiltinOptions {
 	t.BatchTokens = 4096
 	o := BuiltinOptions{
 		Corpus: CorpusOptions{Envs: es, Seed: 1, MaxTokens: 64, Context: 4096},
-		Arch:   "llama", Preset: "base", Vocab: 1024,
-		Steps: 300, Batch: 8, Train: t, CheckpointEvery: 25, Seed: 1,
+		Arch:   "llama", Preset: "base", Vocab: 1024, SplitDigits: true, PromptWeight: 0.2,
+		Steps: 500, Batch: 8, Train: t, CheckpointEvery: 25, Seed: 1,
 	}
 	o.Train.TotalSteps = o.Steps
 	return o

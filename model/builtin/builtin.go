@@ -23,7 +23,7 @@ var file []byte
 const Name = "omar-base.gguf"
 
 // SHA256 is the checksum of the embedded file (a test checks it).
-const SHA256 = "a58a456eb790e40a3ad3e403bdc1f5041b2834d80aadb7315cc59b679614605e"
+const SHA256 = "811e83b81eabbca3ba529789bc730acea7aa122a80c683531bb1e84461c82e69"
 
 // Bytes returns the model file. The slice is shared: do not modify it.
 func Bytes() []byte { return file }
