@@ -15,10 +15,11 @@ import (
 func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "model default")
 	out := fs.String("out", "", "output GGUF file (required)")
-	rebuild := fs.Bool("rebuild", false, "train the model anew from its recipe instead of writing the embedded copy (about 36 minutes on one core)")
+	rebuild := fs.Bool("rebuild", false, "train the model anew from its recipe instead of writing the embedded copy (about 36 minutes on one core; see --threads)")
 	work := fs.String("work", "", "with --rebuild: directory for the intermediate files and checkpoints; an interrupted build continues from it (default: OUT.work)")
 	steps := fs.Int("steps", 0, "with --rebuild: optimizer steps (default the recipe's)")
 	episodes := fs.Int("episodes", 0, "with --rebuild: corpus episodes per cast and environment (default the recipe's)")
+	threads := fs.Int("threads", 1, "with --rebuild: trainer threads, no more than the idle cores (the bytes are the same whatever the count)")
 	lib := fs.String("llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -37,6 +38,10 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	if *steps > 0 {
 		o.Steps, o.Train.TotalSteps = *steps, *steps
 	}
+	if *threads < 1 {
+		return usagef("--threads %d: want at least 1", *threads)
+	}
+	o.Train.Threads = *threads
 	if *episodes > 0 {
 		for i := range o.Corpus.Envs {
 			o.Corpus.Envs[i].Episodes = *episodes
