@@ -32,44 +32,49 @@ func smallModel(b *testing.B) string {
 // of the PPO loss, gradient clipping and AdamW; the sequences carry their
 // reference logprobs, as in a self-play iteration after Evaluate) and
 // reports sequence tokens per second. tiny: 8 sequences of 64–128 tokens;
-// small: 2 sequences of 64–128 tokens.
+// small: 2 sequences of 64–128 tokens. backward=outprod is the frozen
+// matrices' input gradient as ggml's out_prod (Options.OutProdBackward),
+// backward=transposed the default.
 func BenchmarkPPOStep(b *testing.B) {
 	for _, preset := range []string{"tiny", "small"} {
 		for _, threads := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%s/threads=%d", preset, threads), func(b *testing.B) {
-				o := testOptions()
-				o.Threads = threads
-				o.Epochs, o.MiniBatch = 1, 8
-				o.BatchTokens = 1024
-				path, n := tinyModel(b, "llama"), 8
-				if preset == "small" {
-					o.LoRARank = 8
-					path, n = smallModel(b), 2
-				}
-				tr, err := New(path, o)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer tr.Close()
-				seqs := randomSeqs(5, n, 64, 128, tr.Vocab())
-				ctx := context.Background()
-				scores, err := tr.Evaluate(ctx, seqs)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for i := range seqs {
-					seqs[i].RefLogprobs = scores[i].RefLogprobs
-				}
-				tokens := 0
-				for b.Loop() {
-					st, err := tr.Step(ctx, seqs)
+			for _, backward := range []string{"transposed", "outprod"} {
+				b.Run(fmt.Sprintf("%s/threads=%d/backward=%s", preset, threads, backward), func(b *testing.B) {
+					o := testOptions()
+					o.Threads = threads
+					o.OutProdBackward = backward == "outprod"
+					o.Epochs, o.MiniBatch = 1, 8
+					o.BatchTokens = 1024
+					path, n := tinyModel(b, "llama"), 8
+					if preset == "small" {
+						o.LoRARank = 8
+						path, n = smallModel(b), 2
+					}
+					tr, err := New(path, o)
 					if err != nil {
 						b.Fatal(err)
 					}
-					tokens += st.Tokens
-				}
-				b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
-			})
+					defer tr.Close()
+					seqs := randomSeqs(5, n, 64, 128, tr.Vocab())
+					ctx := context.Background()
+					scores, err := tr.Evaluate(ctx, seqs)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for i := range seqs {
+						seqs[i].RefLogprobs = scores[i].RefLogprobs
+					}
+					tokens := 0
+					for b.Loop() {
+						st, err := tr.Step(ctx, seqs)
+						if err != nil {
+							b.Fatal(err)
+						}
+						tokens += st.Tokens
+					}
+					b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+				})
+			}
 		}
 	}
 }

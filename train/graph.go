@@ -46,6 +46,13 @@ type built struct {
 	fwd   *Forward
 	terms []builtTerm
 	loss  llamacpp.Tensor
+	// known maps activations of a training graph to the transposed copies
+	// the forward pass made of them (nil when ggml's out_prod backward is
+	// kept, see attentionForBackward); transposed counts the backward
+	// nodes rewritten from out_prod to mul_mat.
+	known      map[llamacpp.Tensor]llamacpp.Tensor
+	order      []llamacpp.Tensor // known's copies in creation order
+	transposed int
 }
 
 func (b *built) free() { b.ctx.Free() }
@@ -130,11 +137,17 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 		k = t.expandKV(ctx, k, T, B)
 		v = t.expandKV(ctx, v, T, B)
 
-		kq := ctx.MulMat(k, q) // [T_k, T_q, H, B]
-		kq = ctx.SoftMaxExt(kq, kqMask, kqScale, 0)
-		vt := ctx.Cont(ctx.Permute(v, 1, 0, 2, 3)) // [T, D, H, B]
-		kqv := ctx.MulMat(vt, kq)                  // [D, T_q, H, B]
-		att := ctx.Reshape(ctx.Cont(ctx.Permute(kqv, 0, 2, 1, 3)), D*H, N)
+		var att llamacpp.Tensor
+		if b.known != nil {
+			att = t.attentionForBackward(ctx, b, q, k, v, kqMask, kqScale)
+		} else {
+			kq := ctx.MulMat(k, q) // [T_k, T_q, H, B]
+			kq = ctx.SoftMaxExt(kq, kqMask, kqScale, 0)
+			vt := ctx.Cont(ctx.Permute(v, 1, 0, 2, 3)) // [T, D, H, B]
+			kqv := ctx.MulMat(vt, kq)                  // [D, T_q, H, B]
+			att = ctx.Cont(ctx.Permute(kqv, 0, 2, 1, 3))
+		}
+		att = ctx.Reshape(att, D*H, N)
 		att = t.mm(ctx, l, "attn_output", att, adapterOn)
 		x = ctx.Add(att, x)
 
@@ -190,6 +203,9 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 	K := b.nSel
 	g := ctx.NewGraph(size, key.kind.grads())
 	b.g = g
+	if key.kind == kindTrain && t.wT != nil {
+		b.known = map[llamacpp.Tensor]llamacpp.Tensor{}
+	}
 	hidden := t.forward(ctx, b, key.b, key.t, key.kind != kindBase)
 	lp, lse, logits, hsel := t.tokenLogprob(ctx, b, hidden, K)
 	output := func(name string, x llamacpp.Tensor) llamacpp.Tensor {
@@ -212,7 +228,21 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 		}
 		llamacpp.SetLoss(b.loss)
 		output("loss", b.loss)
+		// The transposed activations are nodes of the forward pass,
+		// computed before the backward nodes that will read them.
+		for _, x := range b.order {
+			g.BuildForward(x)
+		}
 		t.backward(ctx, g, b.loss)
+		if b.known != nil {
+			for w, wT := range t.wT {
+				b.known[w] = wT
+			}
+			if b.transposed, err = g.UseTransposedBackward(b.known); err != nil {
+				ctx.Free()
+				return nil, err
+			}
+		}
 	default:
 		ctx.Free()
 		return nil, fmt.Errorf("train: unknown graph kind %d", key.kind)

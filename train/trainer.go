@@ -61,6 +61,9 @@ type Trainer struct {
 	wctx llamacpp.Context // base weights
 	wbuf llamacpp.Buffer
 	w    weights
+	// wT holds transposed copies of the frozen matrices (LoRA mode, see
+	// Options.OutProdBackward), keyed by the matrix.
+	wT map[llamacpp.Tensor]llamacpp.Tensor
 	// baseNames are the GGUF tensors loaded as base weights, base the
 	// weights with their directory entries (for SaveModel).
 	baseNames []string
@@ -159,7 +162,7 @@ func (t *Trainer) init() error {
 	primary := t.backends[0]
 
 	// Base weights.
-	if t.wctx, err = llamacpp.NewContext(len(f.Tensors)+8, 0, 0, false); err != nil {
+	if t.wctx, err = llamacpp.NewContext(2*len(f.Tensors)+8, 0, 0, false); err != nil {
 		return err
 	}
 	w, fills, err := declareWeights(t.wctx, &t.hp, dir)
@@ -167,6 +170,7 @@ func (t *Trainer) init() error {
 		return err
 	}
 	t.w = w
+	t.declareTransposes()
 	t.base = fills
 	for _, fl := range fills {
 		t.baseNames = append(t.baseNames, fl.info.Name)
@@ -180,6 +184,9 @@ func (t *Trainer) init() error {
 			return err
 		}
 		llamacpp.SetF32(fl.t, data)
+		if wT := t.wT[fl.t]; wT != nil {
+			llamacpp.SetF32(wT, transpose(data, int(fl.t.Ne[0]), int(fl.t.Ne[1])))
+		}
 	}
 
 	// Parameters: LoRA pairs per (layer, module) or, in full mode, the

@@ -1,0 +1,160 @@
+package llamacpp
+
+import (
+	"errors"
+	"sync"
+)
+
+// ggml's automatic differentiation writes both gradients of
+// c = mul_mat(a, b) as outer products: da = out_prod(b, dc) and
+// db = out_prod(a, transpose(dc)). On the CPU that kernel runs two to
+// three times slower than the forward mul_mat kernels on the same numbers
+// (for attention heads of 16–64 values, more), and in a LoRA trainer it is
+// most of the backward pass. Every out_prod(x, y) is also
+// mul_mat(xᵀ, yᵀ) when contiguous copies of xᵀ and yᵀ exist: a transposed
+// copy of a frozen matrix made once, a transposed activation the forward
+// pass makes, or a gradient that the graph already holds in the other
+// layout (the transpose of a transpose view, a reshape that ggml's
+// backward made contiguous).
+
+// opIDs are the enum ggml_op values of the loaded library, read from the
+// nodes ggml itself makes (the enum's numbering moves between versions).
+var opIDs struct {
+	once                                               sync.Once
+	mulMat, outProd, transpose, permute, cont, reshape int32
+	err                                                error
+}
+
+func loadOpIDs() error {
+	opIDs.once.Do(func() {
+		c, err := NewContext(16, 0, 0, false)
+		if err != nil {
+			opIDs.err = err
+			return
+		}
+		defer c.Free()
+		a, b := c.NewTensor(TypeF32, 4, 4), c.NewTensor(TypeF32, 4, 4)
+		opIDs.mulMat = c.MulMat(a, b).Op
+		opIDs.outProd = c.OutProd(a, b).Op
+		opIDs.transpose = c.Transpose(a).Op
+		opIDs.permute = c.Permute(a, 1, 0, 2, 3).Op
+		opIDs.cont = c.Cont(a).Op
+		opIDs.reshape = c.Reshape(a, 2, 8).Op
+		seen := map[int32]bool{}
+		for _, op := range []int32{opIDs.mulMat, opIDs.outProd, opIDs.transpose, opIDs.permute, opIDs.cont, opIDs.reshape} {
+			if seen[op] {
+				opIDs.err = errors.New("llamacpp: cannot tell ggml's mul_mat, out_prod, transpose, permute, cont and reshape ops apart")
+			}
+			seen[op] = true
+		}
+	})
+	return opIDs.err
+}
+
+// UseTransposedBackward rewrites, in a graph built with BuildBackward and
+// not yet allocated, every F32 node out_prod(x, y) for which contiguous
+// F32 tensors holding xᵀ and yᵀ can be found into mul_mat(xᵀ, yᵀ): the
+// same sums on the forward kernels. known maps tensors to contiguous
+// transposed copies of themselves (frozen matrices, activations the
+// forward pass transposed); other transposes are found by following
+// transpose, permute(1, 0, 2, 3), cont and same-shape reshape nodes. It
+// returns the number of nodes rewritten.
+func (g Graph) UseTransposedBackward(known map[Tensor]Tensor) (int, error) {
+	if err := loadOpIDs(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range g.NNodes() {
+		node := g.Node(i)
+		if node.Op != opIDs.outProd || node.Type != TypeF32 {
+			continue
+		}
+		a, b := mk(node.Src[0]), mk(node.Src[1])
+		aT, bT := transposed(known, a, 0), transposed(known, b, 0)
+		if aT == nil || bT == nil || !mulMatFits(aT, bT, node) {
+			continue
+		}
+		node.Op = opIDs.mulMat
+		node.Src[0], node.Src[1] = tp(aT), tp(bT)
+		n++
+	}
+	return n, nil
+}
+
+// maxChain bounds the view chains followed (they are a few nodes long).
+const maxChain = 8
+
+// transposed returns a contiguous F32 tensor holding xᵀ (x with ne[0] and
+// ne[1] swapped), or nil.
+func transposed(known map[Tensor]Tensor, x Tensor, depth int) Tensor {
+	if x == nil || depth > maxChain {
+		return nil
+	}
+	if t := known[x]; t != nil {
+		return t
+	}
+	src := mk(x.Src[0])
+	switch {
+	case isTranspose(x):
+		return contiguous(known, src, depth+1)
+	case (x.Op == opIDs.cont || x.Op == opIDs.reshape) && src != nil && x.Ne == src.Ne:
+		return transposed(known, src, depth+1)
+	}
+	return nil
+}
+
+// contiguous returns a contiguous F32 tensor holding x with x's shape, or
+// nil.
+func contiguous(known map[Tensor]Tensor, x Tensor, depth int) Tensor {
+	if x == nil || depth > maxChain {
+		return nil
+	}
+	if contiguousF32(x) {
+		return x
+	}
+	if isTranspose(x) {
+		return transposed(known, mk(x.Src[0]), depth+1)
+	}
+	return nil
+}
+
+// isTranspose reports whether x is a view of its source with ne[0] and
+// ne[1] swapped.
+func isTranspose(x Tensor) bool {
+	switch x.Op {
+	case opIDs.transpose:
+		return true
+	case opIDs.permute:
+		p := x.OpParams
+		return p[0] == 1 && p[1] == 0 && p[2] == 2 && p[3] == 3
+	}
+	return false
+}
+
+// mulMatFits checks that mul_mat(aT, bT) has out's shape and that ggml's
+// broadcasting of aT over bT's outer dimensions applies.
+func mulMatFits(aT, bT, out Tensor) bool {
+	if !contiguousF32(aT) || !contiguousF32(bT) || aT.Ne[0] != bT.Ne[0] {
+		return false
+	}
+	if aT.Ne[1] != out.Ne[0] || bT.Ne[1] != out.Ne[1] || bT.Ne[2] != out.Ne[2] || bT.Ne[3] != out.Ne[3] {
+		return false
+	}
+	return bT.Ne[2]%aT.Ne[2] == 0 && bT.Ne[3]%aT.Ne[3] == 0
+}
+
+// contiguousF32 reports whether t is an F32 tensor stored densely in ggml's
+// row-major order (ne[0] fastest).
+func contiguousF32(t Tensor) bool {
+	if t.Type != TypeF32 {
+		return false
+	}
+	stride := uintptr(4)
+	for d := range maxDims {
+		if t.Ne[d] != 1 && t.Nb[d] != stride {
+			return false
+		}
+		stride *= uintptr(t.Ne[d])
+	}
+	return true
+}

@@ -1,0 +1,76 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/omar-selfplay/omar/llamacpp"
+)
+
+// declareTransposes creates, in LoRA mode, a transposed copy of every
+// frozen matrix the backward pass multiplies by: the seven matrices of
+// each layer and the output layer. The backward of mul_mat(W, x) with
+// respect to x is then mul_mat(Wᵀ, dy) on the forward kernels instead of
+// ggml's out_prod (llamacpp.Graph.UseTransposedBackward). In full mode
+// the matrices change every step and are parameters: nothing is copied.
+func (t *Trainer) declareTransposes() {
+	if t.opts.Full || t.opts.OutProdBackward {
+		return
+	}
+	t.wT = map[llamacpp.Tensor]llamacpp.Tensor{}
+	add := func(w llamacpp.Tensor) {
+		if w == nil || t.wT[w] != nil {
+			return
+		}
+		wT := t.wctx.NewTensor(llamacpp.TypeF32, w.Ne[1], w.Ne[0])
+		t.wT[w] = llamacpp.SetName(wT, fmt.Sprintf("%.56s.T", llamacpp.GetName(w)))
+	}
+	for _, l := range t.w.layers {
+		for _, m := range AllModules {
+			add(l.mat[m])
+		}
+	}
+	add(t.w.output)
+}
+
+// transpose returns the [cols, rows] transpose of a row-major matrix of
+// rows rows of cols values (ggml's [ne0 = cols, ne1 = rows]).
+func transpose(a []float32, cols, rows int) []float32 {
+	out := make([]float32, len(a))
+	const blk = 32 // cache blocking: a 32×32 tile of each side stays in L1
+	for r0 := 0; r0 < rows; r0 += blk {
+		for c0 := 0; c0 < cols; c0 += blk {
+			for r := r0; r < min(r0+blk, rows); r++ {
+				for c := c0; c < min(c0+blk, cols); c++ {
+					out[c*rows+r] = a[r*cols+c]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// attentionForBackward is the attention of forward for a training graph
+// whose backward runs on mul_mat (Options.OutProdBackward off): the same
+// products, arranged so that two of the four attention products of the
+// backward pass find their operands contiguous in the layout mul_mat
+// reads. q, k and v are [D, T, H, B] (k and v with their kv heads
+// expanded); it returns the attention output [D, H, T, B], contiguous.
+//
+// c = mul_mat(a, b) has the gradients da = out_prod(b, dc) and
+// db = out_prod(a, dcᵀ) = mul_mat(aᵀ, dc). For the scores kq =
+// mul_mat(k, q) that is dq = mul_mat(kᵀ, dkq), with kᵀ copied here
+// (D·T values per head); for the output kqv = mul_mat(vᵀ, s) it is
+// ds = mul_mat(v, dkqv), where a same-shape reshape before the head
+// permute makes ggml's backward deliver dkqv contiguous. dk and dvᵀ need
+// the transposes of the T×T score gradients: copying those costs more
+// than the outer products they would replace, so they stay out_prod.
+func (t *Trainer) attentionForBackward(ctx llamacpp.Context, b *built, q, k, v, kqMask llamacpp.Tensor, kqScale float32) llamacpp.Tensor {
+	kT := ctx.Cont(ctx.Transpose(k))
+	b.known[k] = kT
+	b.order = append(b.order, kT)
+	kq := ctx.MulMat(k, q)                      // [T_k, T_q, H, B]
+	s := ctx.SoftMaxExt(kq, kqMask, kqScale, 0) // [T_k, T_q, H, B]
+	vt := ctx.Cont(ctx.Permute(v, 1, 0, 2, 3))  // [T, D, H, B]
+	kqv := ctx.MulMat(vt, s)                    // [D, T_q, H, B]
+	return ctx.Cont(ctx.Permute(ctx.Reshape(kqv, kqv.Ne[:]...), 0, 2, 1, 3))
+}

@@ -1,0 +1,87 @@
+package train
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+func TestTranspose(t *testing.T) {
+	a := []float32{1, 2, 3, 4, 5, 6} // 2 rows of 3
+	got := transpose(a, 3, 2)
+	want := []float32{1, 4, 2, 5, 3, 6}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("transpose = %v, want %v", got, want)
+		}
+	}
+	big := make([]float32, 70*45)
+	for i := range big {
+		big[i] = float32(i)
+	}
+	back := transpose(transpose(big, 70, 45), 45, 70)
+	for i := range big {
+		if back[i] != big[i] {
+			t.Fatalf("transpose twice differs at %d", i)
+		}
+	}
+}
+
+// TestTransposedBackwardMatchesOutProd computes the PPO gradient of the
+// same minibatch with the frozen matrices' input gradients as mul_mat by
+// their transposed copies (the default) and as ggml's out_prod: the
+// rewrite must happen and the gradients agree to float rounding.
+func TestTransposedBackwardMatchesOutProd(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen3"} {
+		t.Run(arch, func(t *testing.T) {
+			ctx := context.Background()
+			var grads [2][][]float32
+			for i, outProd := range []bool{false, true} {
+				o := testOptions()
+				o.OutProdBackward = outProd
+				o.KLCoef, o.EntropyCoef = 0.1, 0.01
+				tr := newTrainer(t, arch, o)
+				randomize(tr, 5, 0.05)
+				seqs := randomSeqs(17, 3, 20, 50, tr.Vocab())
+				ref, _, err := tr.score(ctx, seqs, kindBase)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j := range seqs {
+					seqs[j].RefLogprobs = ref[j]
+				}
+				idx := []int{0, 1, 2}
+				tr.gbuf.Clear(0)
+				if _, err := tr.accumulate(ctx, tr.ppo, seqs, idx, tr.tokenWeights(seqs, idx)); err != nil {
+					t.Fatal(err)
+				}
+				grads[i] = readParams(tr, true)
+				rewritten := 0
+				for k, b := range tr.cache {
+					if k.kind == kindTrain {
+						rewritten += b.transposed
+					}
+				}
+				// Per layer the input gradients of q, k, v, output,
+				// gate, up and down (layer 0's q, k and v read the
+				// embeddings, which need none), the output layer, and
+				// two attention products per layer (dq and ds).
+				if want := 7*tr.hp.nLayer - 3 + 1 + 2*tr.hp.nLayer; !outProd && rewritten != want {
+					t.Fatalf("%d backward nodes rewritten to mul_mat, want %d", rewritten, want)
+				}
+			}
+			var maxDiff, maxAbs float64
+			for i := range grads[0] {
+				for j := range grads[0][i] {
+					a, b := float64(grads[0][i][j]), float64(grads[1][i][j])
+					maxDiff = math.Max(maxDiff, math.Abs(a-b))
+					maxAbs = math.Max(maxAbs, math.Abs(b))
+				}
+			}
+			if maxAbs == 0 || maxDiff > 1e-4*maxAbs {
+				t.Fatalf("gradients differ by %g (largest %g)", maxDiff, maxAbs)
+			}
+			t.Logf("largest gradient %g, largest difference %g", maxAbs, maxDiff)
+		})
+	}
+}
