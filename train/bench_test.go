@@ -7,7 +7,9 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/model"
 )
 
@@ -161,4 +163,86 @@ func cpuSeconds() float64 {
 		return 0
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// BenchmarkVersusLlamaOpt measures, in one run and alternating every
+// iteration, the trainer's LoRA PPO step (one epoch, one minibatch) and
+// llama.cpp's own full fine-tune (llama_opt_epoch: forward, backward and
+// AdamW over every weight, one optimizer step per window) on the same
+// tiny model and the same 4 sequences of 256 tokens (llama.cpp rounds its
+// context to a multiple of 256), and reports the
+// time per sequence token of each and their ratio (llama_opt ÷ LoRA PPO;
+// above 1 the trainer is faster). One thread each; backward=outprod is the
+// trainer with Options.OutProdBackward.
+func BenchmarkVersusLlamaOpt(b *testing.B) {
+	for _, backward := range []string{"transposed", "outprod"} {
+		b.Run("backward="+backward, func(b *testing.B) { versusLlamaOpt(b, backward == "outprod") })
+	}
+}
+
+func versusLlamaOpt(b *testing.B, outProd bool) {
+	const nSeq, nCtx = 4, 256
+	path := tinyModel(b, "llama")
+	o := testOptions()
+	o.Epochs, o.MiniBatch, o.BatchTokens = 1, nSeq, nSeq*nCtx
+	o.OutProdBackward = outProd
+	tr, err := New(path, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	seqs := randomSeqs(5, nSeq, nCtx, nCtx+1, tr.Vocab())
+	ctx := context.Background()
+	scores, err := tr.Evaluate(ctx, seqs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	windows := make([][]int32, nSeq)
+	for i := range seqs {
+		seqs[i].RefLogprobs = scores[i].RefLogprobs
+		windows[i] = seqs[i].Tokens
+	}
+
+	m, err := llamacpp.LoadModel(path, llamacpp.ModelOptions{NoMmap: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	co := llamacpp.ContextOptions{}.Defaults()
+	co.NCtx, co.NBatch, co.NUBatch, co.Threads, co.ThreadsBatch = nCtx, nCtx, nCtx, 1, 1
+	co.TypeK, co.TypeV = llamacpp.KVTypeF32, llamacpp.KVTypeF32
+	lc, err := llamacpp.NewLlamaContext(m, co)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lc.Close()
+	if lc.NCtx() != nCtx {
+		b.Fatalf("llama.cpp made a context of %d tokens, want %d", lc.NCtx(), nCtx)
+	}
+	if err := lc.OptInit(); err != nil {
+		b.Fatal(err)
+	}
+
+	var ppoTime, optTime time.Duration
+	ppoTokens, optTokens := 0, 0
+	for b.Loop() {
+		t0 := time.Now()
+		st, err := tr.Step(ctx, seqs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := lc.OptEpoch(windows); err != nil {
+			b.Fatal(err)
+		}
+		optTime += time.Since(t1)
+		ppoTime += t1.Sub(t0)
+		ppoTokens += st.Tokens
+		optTokens += nSeq * nCtx
+	}
+	ppo := float64(ppoTime.Nanoseconds()) / float64(ppoTokens)
+	opt := float64(optTime.Nanoseconds()) / float64(optTokens)
+	b.ReportMetric(ppo, "ppo-ns/token")
+	b.ReportMetric(opt, "llama_opt-ns/token")
+	b.ReportMetric(opt/ppo, "ratio")
 }
