@@ -78,9 +78,10 @@ type Options struct {
 	Full bool `yaml:"full"`
 	// OutProdBackward keeps ggml's own input gradient of the frozen
 	// matrices, out_prod(W, dyᵀ), instead of mul_mat(Wᵀ, dy) with a
-	// transposed copy of each made at load (LoRA mode; full mode always
-	// uses out_prod). The copies double the frozen weights' memory; the
-	// forward kernels run the product 2–3× faster on the CPU.
+	// transposed copy of each made at load (LoRA mode on the CPU; full
+	// mode and CUDA always use out_prod). The copies double the frozen
+	// weights' memory; the forward kernels run the product several times
+	// faster on the CPU.
 	OutProdBackward bool `yaml:"out_prod_backward"`
 	// Epochs over the data of one Step call; MiniBatch sequences per
 	// optimizer step.

@@ -12,8 +12,10 @@ import (
 // respect to x is then mul_mat(Wᵀ, dy) on the forward kernels instead of
 // ggml's out_prod (llamacpp.Graph.UseTransposedBackward). In full mode
 // the matrices change every step and are parameters: nothing is copied.
+// On CUDA out_prod is a cuBLAS product as fast as mul_mat, so the copies
+// would only double the weights' memory: they are made on the CPU only.
 func (t *Trainer) declareTransposes() {
-	if t.opts.Full || t.opts.OutProdBackward {
+	if t.opts.Full || t.opts.OutProdBackward || t.opts.Device == "cuda" {
 		return
 	}
 	t.wT = map[llamacpp.Tensor]llamacpp.Tensor{}
