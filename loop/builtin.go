@@ -76,7 +76,7 @@ func DefaultBuiltin() BuiltinOptions {
 	o := BuiltinOptions{
 		Corpus: CorpusOptions{Envs: es, Seed: 1, MaxTokens: 64, Context: 4096},
 		Arch:   "llama", Preset: "base", Vocab: 1024, SplitDigits: true, PromptWeight: 0.2,
-		Steps: 500, Batch: 8, Train: t, CheckpointEvery: 25, Seed: 1,
+		Steps: 1200, Batch: 8, Train: t, CheckpointEvery: 25, Seed: 1,
 	}
 	o.Train.TotalSteps = o.Steps
 	return o

@@ -23,7 +23,7 @@ var file []byte
 const Name = "omar-base.gguf"
 
 // SHA256 is the checksum of the embedded file (a test checks it).
-const SHA256 = "811e83b81eabbca3ba529789bc730acea7aa122a80c683531bb1e84461c82e69"
+const SHA256 = "04a7dc31248b5231f59735db2ff55d4d966ee491717060c4e88bd6c6ab116c28"
 
 // Bytes returns the model file. The slice is shared: do not modify it.
 func Bytes() []byte { return file }
