@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/omar-selfplay/omar/llamacpp"
 )
@@ -46,9 +47,9 @@ type built struct {
 	fwd   *Forward
 	terms []builtTerm
 	loss  llamacpp.Tensor
-	// known maps activations of a training graph to the transposed copies
-	// the forward pass made of them (nil when ggml's out_prod backward is
-	// kept, see attentionForBackward); transposed counts the backward
+	// known maps the frozen matrices and the activations of a training
+	// graph to their transposed copies (nil when ggml's out_prod backward
+	// is kept, see transposeForBackward); transposed counts the backward
 	// nodes rewritten from out_prod to mul_mat.
 	known      map[llamacpp.Tensor]llamacpp.Tensor
 	order      []llamacpp.Tensor // known's copies in creation order
@@ -137,17 +138,19 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 		k = t.expandKV(ctx, k, T, B)
 		v = t.expandKV(ctx, v, T, B)
 
-		var att llamacpp.Tensor
 		if b.known != nil {
-			att = t.attentionForBackward(ctx, b, q, k, v, kqMask, kqScale)
-		} else {
-			kq := ctx.MulMat(k, q) // [T_k, T_q, H, B]
-			kq = ctx.SoftMaxExt(kq, kqMask, kqScale, 0)
-			vt := ctx.Cont(ctx.Permute(v, 1, 0, 2, 3)) // [T, D, H, B]
-			kqv := ctx.MulMat(vt, kq)                  // [D, T_q, H, B]
-			att = ctx.Cont(ctx.Permute(kqv, 0, 2, 1, 3))
+			b.transposeForBackward(ctx, k)
 		}
-		att = ctx.Reshape(att, D*H, N)
+		kq := ctx.MulMat(k, q) // [T_k, T_q, H, B]
+		kq = ctx.SoftMaxExt(kq, kqMask, kqScale, 0)
+		vt := ctx.Cont(ctx.Permute(v, 1, 0, 2, 3)) // [T, D, H, B]
+		kqv := ctx.MulMat(vt, kq)                  // [D, T_q, H, B]
+		if b.known != nil {
+			// A same-shape reshape: its backward makes the gradient
+			// arriving through the permute below contiguous.
+			kqv = ctx.Reshape(kqv, kqv.Ne[:]...)
+		}
+		att := ctx.Reshape(ctx.Cont(ctx.Permute(kqv, 0, 2, 1, 3)), D*H, N)
 		att = t.mm(ctx, l, "attn_output", att, adapterOn)
 		x = ctx.Add(att, x)
 
@@ -204,7 +207,7 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 	g := ctx.NewGraph(size, key.kind.grads())
 	b.g = g
 	if key.kind == kindTrain && t.wT != nil {
-		b.known = map[llamacpp.Tensor]llamacpp.Tensor{}
+		b.known = maps.Clone(t.wT)
 	}
 	hidden := t.forward(ctx, b, key.b, key.t, key.kind != kindBase)
 	lp, lse, logits, hsel := t.tokenLogprob(ctx, b, hidden, K)
@@ -235,9 +238,6 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 		}
 		t.backward(ctx, g, b.loss)
 		if b.known != nil {
-			for w, wT := range t.wT {
-				b.known[w] = wT
-			}
 			if b.transposed, err = g.UseTransposedBackward(b.known); err != nil {
 				ctx.Free()
 				return nil, err

@@ -51,28 +51,20 @@ func transpose(a []float32, cols, rows int) []float32 {
 	return out
 }
 
-// attentionForBackward is the attention of forward for a training graph
-// whose backward runs on mul_mat (Options.OutProdBackward off): the same
-// products, arranged so that two of the four attention products of the
-// backward pass find their operands contiguous in the layout mul_mat
-// reads. q, k and v are [D, T, H, B] (k and v with their kv heads
-// expanded); it returns the attention output [D, H, T, B], contiguous.
+// transposeForBackward copies xᵀ in the forward pass of a training graph
+// whose backward runs on mul_mat (Options.OutProdBackward off), so that
+// the backward product out_prod(x, dcᵀ) becomes mul_mat(xᵀ, dc).
 //
-// c = mul_mat(a, b) has the gradients da = out_prod(b, dc) and
-// db = out_prod(a, dcᵀ) = mul_mat(aᵀ, dc). For the scores kq =
-// mul_mat(k, q) that is dq = mul_mat(kᵀ, dkq), with kᵀ copied here
-// (D·T values per head); for the output kqv = mul_mat(vᵀ, s) it is
-// ds = mul_mat(v, dkqv), where a same-shape reshape before the head
+// forward uses it for the attention: c = mul_mat(a, b) has the gradients
+// da = out_prod(b, dc) and db = out_prod(a, dcᵀ) = mul_mat(aᵀ, dc). For
+// the scores kq = mul_mat(k, q) that is dq = mul_mat(kᵀ, dkq), with kᵀ
+// copied here (D·T values per head); for the output kqv = mul_mat(vᵀ, s)
+// it is ds = mul_mat(v, dkqv), where a same-shape reshape before the head
 // permute makes ggml's backward deliver dkqv contiguous. dk and dvᵀ need
 // the transposes of the T×T score gradients: copying those costs more
 // than the outer products they would replace, so they stay out_prod.
-func (t *Trainer) attentionForBackward(ctx llamacpp.Context, b *built, q, k, v, kqMask llamacpp.Tensor, kqScale float32) llamacpp.Tensor {
-	kT := ctx.Cont(ctx.Transpose(k))
-	b.known[k] = kT
-	b.order = append(b.order, kT)
-	kq := ctx.MulMat(k, q)                      // [T_k, T_q, H, B]
-	s := ctx.SoftMaxExt(kq, kqMask, kqScale, 0) // [T_k, T_q, H, B]
-	vt := ctx.Cont(ctx.Permute(v, 1, 0, 2, 3))  // [T, D, H, B]
-	kqv := ctx.MulMat(vt, s)                    // [D, T_q, H, B]
-	return ctx.Cont(ctx.Permute(ctx.Reshape(kqv, kqv.Ne[:]...), 0, 2, 1, 3))
+func (b *built) transposeForBackward(ctx llamacpp.Context, x llamacpp.Tensor) {
+	xT := ctx.Cont(ctx.Transpose(x))
+	b.known[x] = xT
+	b.order = append(b.order, xT)
 }
