@@ -23,6 +23,18 @@ func readParams(tr *Trainer, grads bool) [][]float32 {
 	return out
 }
 
+// setRefLogprobs gives seqs the base model's logprobs (the reference pass).
+func setRefLogprobs(t *testing.T, tr *Trainer, seqs []Sequence) {
+	t.Helper()
+	ref, _, err := tr.score(context.Background(), seqs, kindBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range seqs {
+		seqs[i].RefLogprobs = ref[i]
+	}
+}
+
 func writeParams(tr *Trainer, vals [][]float32) {
 	for i, p := range tr.params {
 		llamacpp.SetF32(p.t, vals[i])
@@ -71,13 +83,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 					}
 				}
 			}
-			ref, _, err := tr.score(ctx, seqs, kindBase)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range seqs {
-				seqs[i].RefLogprobs = ref[i]
-			}
+			setRefLogprobs(t, tr, seqs)
 			idx := []int{0, 1, 2}
 			n := 0
 			for _, s := range seqs {

@@ -43,13 +43,7 @@ func TestTransposedBackwardMatchesOutProd(t *testing.T) {
 				tr := newTrainer(t, arch, o)
 				randomize(tr, 5, 0.05)
 				seqs := randomSeqs(17, 3, 20, 50, tr.Vocab())
-				ref, _, err := tr.score(ctx, seqs, kindBase)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for j := range seqs {
-					seqs[j].RefLogprobs = ref[j]
-				}
+				setRefLogprobs(t, tr, seqs)
 				idx := []int{0, 1, 2}
 				tr.gbuf.Clear(0)
 				if _, err := tr.accumulate(ctx, tr.ppo, seqs, idx, tr.tokenWeights(seqs, idx)); err != nil {
