@@ -467,6 +467,19 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *episode {
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if e := s.lookup(w, r); e != nil {
+		// A closed log means the game has ended and its seats have been
+		// told so; wait the moment until the outcome is recorded, so that
+		// a client which saw "done" never reads the episode as running.
+		select {
+		case <-e.ready:
+			if e.log.Closed() {
+				select {
+				case <-e.finished:
+				case <-r.Context().Done():
+				}
+			}
+		default:
+		}
 		creator := s.isCreator(r)
 		s.mu.Lock()
 		info := e.public(creator)

@@ -94,17 +94,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	// The remote seats return after their last move; the server records
-	// the outcome a moment later, so wait for it to leave "running".
 	final, err := engineAPI.Episode(ctx, info.ID)
-	for wait := time.Millisecond; err == nil && final.Status == "running" && wait < 5*time.Second; wait *= 2 {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		final, err = engineAPI.Episode(ctx, info.ID)
-	}
 	if err != nil {
 		return err
 	}
