@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -245,4 +246,79 @@ func versusLlamaOpt(b *testing.B, outProd bool) {
 	b.ReportMetric(ppo, "ppo-ns/token")
 	b.ReportMetric(opt, "llama_opt-ns/token")
 	b.ReportMetric(opt/ppo, "ratio")
+}
+
+// selfplaySeqs are n sequences shaped like a default self-play
+// iteration's seat streams: a briefing of 150 tokens, then 7 turns of 75
+// context tokens (the other seat's move, the notification, the template)
+// and 5 generated ones — ~710 tokens, 5% trained.
+func selfplaySeqs(seed uint64, n, vocab int) []Sequence {
+	r := rand.New(rand.NewPCG(seed, 3))
+	seqs := make([]Sequence, n)
+	for i := range seqs {
+		l := 150 + 7*80 + r.IntN(32)
+		s := Sequence{Tokens: make([]int32, l), Mask: make([]bool, l), OldLogprobs: make([]float32, l),
+			Advantages: make([]float32, l), Returns: make([]float32, l), OldValues: make([]float32, l)}
+		for j := range l {
+			s.Tokens[j] = int32(r.IntN(vocab))
+			if j >= 150 && (j-150)%80 >= 75 && j < 150+7*80 {
+				s.Mask[j] = true
+				s.OldLogprobs[j] = -float32(1 + r.Float64())
+				s.Advantages[j] = float32(r.NormFloat64())
+				s.Returns[j] = float32(r.Float64())
+				s.OldValues[j] = float32(r.Float64())
+			}
+		}
+		seqs[i] = s
+	}
+	return seqs
+}
+
+// BenchmarkSelfplayUpdate measures the score and update phases of one
+// default self-play iteration on the built-in model's shape (preset base):
+// Evaluate (policy and reference passes) and Step (2 epochs, minibatches
+// of 8, the default options) over 32 seat streams of ~710 tokens, 5%
+// trained (selfplaySeqs). last=all runs the last layer on every row in the
+// reference and training graphs, last=selected on the selected rows only
+// (the default). Reports the seconds of each phase per iteration.
+func BenchmarkSelfplayUpdate(b *testing.B) {
+	tinyModel(b, "llama")
+	path := filepath.Join(modelsDir, "base.gguf")
+	if err := model.WriteFile(path, model.Options{Arch: "llama", Preset: "base", Seed: 7}); err != nil {
+		b.Fatal(err)
+	}
+	for _, last := range []string{"selected", "all"} {
+		b.Run("last="+last, func(b *testing.B) {
+			tr, err := New(path, Options{}.Defaults())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tr.Close()
+			tr.fullLastLayer = last == "all"
+			seqs := selfplaySeqs(5, 32, tr.Vocab())
+			ctx := context.Background()
+			var score, update time.Duration
+			for b.Loop() {
+				start := time.Now()
+				scores, err := tr.Evaluate(ctx, seqs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				score += time.Since(start)
+				for i := range seqs {
+					seqs[i].RefLogprobs = scores[i].RefLogprobs
+				}
+				start = time.Now()
+				if _, err := tr.Step(ctx, seqs); err != nil {
+					b.Fatal(err)
+				}
+				update += time.Since(start)
+				for i := range seqs {
+					seqs[i].RefLogprobs = nil
+				}
+			}
+			b.ReportMetric(score.Seconds()/float64(b.N), "score-s/op")
+			b.ReportMetric(update.Seconds()/float64(b.N), "update-s/op")
+		})
+	}
 }

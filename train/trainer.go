@@ -93,6 +93,10 @@ type Trainer struct {
 
 	cache    map[graphKey]*built
 	cacheLRU []graphKey
+	// fullLastLayer computes the last layer on every row in the graphs
+	// that read only the selected rows (see built.lastSelected); tests
+	// compare the two.
+	fullLastLayer bool
 
 	// ppo is Step's objective (Options.PPOLosses), sft SFTStep's.
 	ppo, sft *Objective
@@ -513,6 +517,33 @@ func (t *Trainer) setCommon(b *built, seqs []Sequence, p pass) {
 		llamacpp.SetI32(b.tgt, tgt)
 	}
 	llamacpp.SetF32(b.kqMask, mask)
+	if b.lastSelected {
+		t.setSelected(b, p)
+	}
+}
+
+// setSelected writes the inputs of a last layer on the selected rows: each
+// row's position, and a mask that lets it see the rows of its own sequence
+// up to itself (a padding row sees row 0).
+func (t *Trainer) setSelected(b *built, p pass) {
+	N, K := b.nRows, b.nSel
+	selPos := make([]int32, K)
+	mask := make([]float32, N*K)
+	inf := float32(math.Inf(-1))
+	for i := range mask {
+		mask[i] = inf
+	}
+	for k := range K {
+		r := 0
+		if k < len(p.sel) {
+			r = int(p.sel[k])
+		}
+		q := r % p.t
+		selPos[k] = int32(q)
+		clear(mask[k*N+r-q : k*N+r+1])
+	}
+	llamacpp.SetI32(b.selPos, selPos)
+	llamacpp.SetF32(b.selMask, mask)
 }
 
 // rows lists the pass's selected rows for the losses' inputs.

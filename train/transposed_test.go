@@ -79,3 +79,57 @@ func TestTransposedBackwardMatchesOutProd(t *testing.T) {
 		})
 	}
 }
+
+// TestLastLayerSelectedMatchesFull scores the reference logprobs and
+// computes the PPO gradient of one minibatch with the last layer on the
+// selected rows only (the default in LoRA mode) and on every row: the
+// numbers agree to float rounding.
+func TestLastLayerSelectedMatchesFull(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen3"} {
+		t.Run(arch, func(t *testing.T) {
+			ctx := context.Background()
+			var grads [2][][]float32
+			var refs [2][][]float32
+			for i, full := range []bool{false, true} {
+				o := testOptions()
+				o.KLCoef, o.EntropyCoef = 0.1, 0.01
+				tr := newTrainer(t, arch, o)
+				tr.fullLastLayer = full
+				randomize(tr, 5, 0.05)
+				seqs := randomSeqs(17, 3, 20, 50, tr.Vocab())
+				var err error
+				if refs[i], err = tr.references(ctx, seqs); err != nil {
+					t.Fatal(err)
+				}
+				for j := range seqs {
+					seqs[j].RefLogprobs = refs[i][j]
+				}
+				idx := []int{0, 1, 2}
+				tr.gbuf.Clear(0)
+				if _, err := tr.accumulate(ctx, tr.ppo, seqs, idx, tr.tokenWeights(seqs, idx)); err != nil {
+					t.Fatal(err)
+				}
+				grads[i] = readParams(tr, true)
+				for k, b := range tr.cache {
+					if want := !full && k.kind != kindPolicy; b.lastSelected != want {
+						t.Fatalf("graph kind %d: last layer on the selected rows %v, want %v", k.kind, b.lastSelected, want)
+					}
+				}
+			}
+			for name, pair := range map[string][2][][]float32{"gradients": grads, "reference logprobs": refs} {
+				var maxDiff, maxAbs float64
+				for i := range pair[0] {
+					for j := range pair[0][i] {
+						a, b := float64(pair[0][i][j]), float64(pair[1][i][j])
+						maxDiff = math.Max(maxDiff, math.Abs(a-b))
+						maxAbs = math.Max(maxAbs, math.Abs(b))
+					}
+				}
+				if maxAbs == 0 || maxDiff > 1e-4*maxAbs {
+					t.Fatalf("%s differ by %g (largest %g)", name, maxDiff, maxAbs)
+				}
+				t.Logf("%s: largest %g, largest difference %g", name, maxAbs, maxDiff)
+			}
+		})
+	}
+}
