@@ -278,9 +278,8 @@ func selfplaySeqs(seed uint64, n, vocab int) []Sequence {
 // default self-play iteration on the built-in model's shape (preset base):
 // Evaluate (policy and reference passes) and Step (2 epochs, minibatches
 // of 8, the default options) over 32 seat streams of ~710 tokens, 5%
-// trained (selfplaySeqs). last=all runs the last layer on every row in the
-// reference and training graphs, last=selected on the selected rows only
-// (the default). Reports the seconds of each phase per iteration.
+// trained (selfplaySeqs). last=all runs the last layer on every row,
+// last=selected on the selected rows only (the default). Reports the seconds of each phase per iteration.
 func BenchmarkSelfplayUpdate(b *testing.B) {
 	tinyModel(b, "llama")
 	path := filepath.Join(modelsDir, "base.gguf")

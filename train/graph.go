@@ -41,8 +41,8 @@ type built struct {
 	// the selected rows and their target indices [K].
 	tokens, pos, kqMask, sel, tgt llamacpp.Tensor
 	// lastSelected: the graph reads the final hidden state only at the
-	// selected rows (the reference logprobs, a training objective), so
-	// the last layer runs its queries, attention output and feed-forward
+	// selected rows (logprobs, values at generated tokens, a training
+	// objective), so the last layer runs its queries, attention output and feed-forward
 	// on those rows alone; its keys and values still cover every row.
 	// The same numbers up to float rounding, about a fifth less work
 	// on a 4-layer model with ~5% of rows trained. selPos are the
@@ -50,7 +50,8 @@ type built struct {
 	// all rows [N, K] (each row sees its own sequence up to itself).
 	lastSelected    bool
 	selPos, selMask llamacpp.Tensor
-	// Outputs of the scoring graphs: logprob [1, K], value [1, N] (policy).
+	// Outputs of the scoring graphs: logprob [1, K], value (policy) [1, K]
+	// when lastSelected, else [1, N].
 	logprob, value llamacpp.Tensor
 	// A training graph: the forward quantities (and shared inputs) its
 	// losses use, their terms and the total loss.
@@ -208,7 +209,7 @@ func (t *Trainer) tokenLogprob(ctx llamacpp.Context, b *built, hidden llamacpp.T
 	return ctx.Sub(xt, lse), lse, logits, hsel
 }
 
-// value is the value head on the final hidden state: w·h + b, [1, N].
+// value is the value head on the final hidden state: w·h + b, one per row.
 func (t *Trainer) value(ctx llamacpp.Context, hidden llamacpp.Tensor) llamacpp.Tensor {
 	return ctx.Add(ctx.MulMat(t.vhW, hidden), t.vhB)
 }
@@ -233,10 +234,11 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 		return x
 	}
 	b.sel, b.tgt = input("sel", llamacpp.TypeI32, int64(K)), input("tgt", llamacpp.TypeI32, int64(K))
-	// The policy graph returns values at every row; a full-parameter
-	// trainer keeps its numerics (the built-in model is rebuilt byte for
-	// byte from them).
-	b.lastSelected = key.kind != kindPolicy && !t.opts.Full && !t.fullLastLayer
+	// Every graph reads the final hidden state at the selected rows only
+	// (the values too: the estimators read them at generated tokens). A
+	// full-parameter trainer keeps its numerics: the built-in model is
+	// rebuilt byte for byte from them.
+	b.lastSelected = !t.opts.Full && !t.fullLastLayer
 	if b.lastSelected {
 		b.selPos = input("sel_pos", llamacpp.TypeI32, int64(K))
 		b.selMask = input("sel_mask", llamacpp.TypeF32, int64(b.nRows), int64(K))
@@ -253,7 +255,7 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 		b.logprob = output("logprob", lp)
 	case kindPolicy:
 		b.logprob = output("logprob", lp)
-		b.value = output("value", t.value(ctx, hidden))
+		b.value = output("value", t.value(ctx, hidden)) // [1, K] when lastSelected, else [1, N]
 	case kindTrain:
 		b.fwd = &Forward{K: K, Logprob: lp, LogSumExp: lse, Logits: logits, Hidden: hsel, ctx: ctx, t: t}
 		b.terms, b.loss, err = t.buildObjective(ctx, g, key.obj, b.fwd)

@@ -194,8 +194,13 @@ func TestForwardMatchesReference(t *testing.T) {
 				if d := maskedDiff(t, lps[i], want, s.Mask); d > 5e-5 {
 					t.Errorf("seq %d: logprobs differ by %g (got %v…, want %v…)", i, d, lps[i][1:4], want[1:4])
 				}
+				// Values at the masked tokens, 0 elsewhere.
 				wantV := make([]float32, len(s.Tokens))
-				copy(wantV[1:], vals[:len(vals)-1])
+				for j := 1; j < len(s.Tokens); j++ {
+					if s.Mask[j] {
+						wantV[j] = vals[j-1]
+					}
+				}
 				if d := maxAbsDiff(values[i], wantV); d > 5e-5 {
 					t.Errorf("seq %d: values differ by %g", i, d)
 				}

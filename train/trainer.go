@@ -594,7 +594,8 @@ func (t *Trainer) run(b *built, set func()) error {
 }
 
 // score runs a no-grad pass of kind over all sequences and returns the
-// per-token logprobs (and values for kindPolicy), indexed like Tokens.
+// per-token logprobs (and values for kindPolicy) of the masked tokens,
+// indexed like Tokens.
 func (t *Trainer) score(ctx context.Context, seqs []Sequence, kind graphKind) (lps, vals [][]float32, err error) {
 	idx := make([]int, len(seqs))
 	for i := range idx {
@@ -625,12 +626,18 @@ func (t *Trainer) score(ctx context.Context, seqs []Sequence, kind graphKind) (l
 			lps[si][q+1] = lp[k]
 		}
 		if kind == kindPolicy {
-			v := make([]float32, b.nRows)
+			v := make([]float32, b.value.Ne[0]*b.value.Ne[1])
 			llamacpp.GetF32(b.value, v)
-			for bi, si := range p.seqs {
-				n := len(seqs[si].Tokens)
-				vals[si] = make([]float32, n)
-				copy(vals[si][1:], v[bi*p.t:bi*p.t+n-1])
+			for _, si := range p.seqs {
+				vals[si] = make([]float32, len(seqs[si].Tokens))
+			}
+			for k := range p.sel {
+				si, q := p.rowOf(k)
+				r := k
+				if !b.lastSelected {
+					r = int(p.sel[k])
+				}
+				vals[si][q+1] = v[r]
 			}
 		}
 	}
@@ -640,7 +647,9 @@ func (t *Trainer) score(ctx context.Context, seqs []Sequence, kind graphKind) (l
 // Score is the no-grad pass over one sequence, indexed like its Tokens
 // (entry 0 is 0).
 type Score struct {
-	// Values are the critic's V(Tokens[:i]) for every token.
+	// Values are the critic's V(Tokens[:i]) at the masked tokens, 0
+	// elsewhere (the estimators read them at generated tokens, and the
+	// value loss trains them there).
 	Values []float32
 	// Logprobs are the current policy's log π(Tokens[i] | Tokens[:i]) of
 	// the masked tokens, 0 elsewhere: the output layer runs on those rows

@@ -80,7 +80,7 @@ func TestTransposedBackwardMatchesOutProd(t *testing.T) {
 	}
 }
 
-// TestLastLayerSelectedMatchesFull scores the reference logprobs and
+// TestLastLayerSelectedMatchesFull scores the policy and the reference and
 // computes the PPO gradient of one minibatch with the last layer on the
 // selected rows only (the default in LoRA mode) and on every row: the
 // numbers agree to float rounding.
@@ -89,7 +89,7 @@ func TestLastLayerSelectedMatchesFull(t *testing.T) {
 		t.Run(arch, func(t *testing.T) {
 			ctx := context.Background()
 			var grads [2][][]float32
-			var refs [2][][]float32
+			var refs, vals, lps [2][][]float32
 			for i, full := range []bool{false, true} {
 				o := testOptions()
 				o.KLCoef, o.EntropyCoef = 0.1, 0.01
@@ -99,6 +99,9 @@ func TestLastLayerSelectedMatchesFull(t *testing.T) {
 				seqs := randomSeqs(17, 3, 20, 50, tr.Vocab())
 				var err error
 				if refs[i], err = tr.references(ctx, seqs); err != nil {
+					t.Fatal(err)
+				}
+				if vals[i], lps[i], _, err = columns(tr.EvaluatePolicy(ctx, seqs)); err != nil {
 					t.Fatal(err)
 				}
 				for j := range seqs {
@@ -111,12 +114,12 @@ func TestLastLayerSelectedMatchesFull(t *testing.T) {
 				}
 				grads[i] = readParams(tr, true)
 				for k, b := range tr.cache {
-					if want := !full && k.kind != kindPolicy; b.lastSelected != want {
+					if want := !full; b.lastSelected != want {
 						t.Fatalf("graph kind %d: last layer on the selected rows %v, want %v", k.kind, b.lastSelected, want)
 					}
 				}
 			}
-			for name, pair := range map[string][2][][]float32{"gradients": grads, "reference logprobs": refs} {
+			for name, pair := range map[string][2][][]float32{"gradients": grads, "reference logprobs": refs, "values": vals, "logprobs": lps} {
 				var maxDiff, maxAbs float64
 				for i := range pair[0] {
 					for j := range pair[0][i] {
