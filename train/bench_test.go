@@ -175,13 +175,19 @@ func cpuSeconds() float64 {
 // time per sequence token of each and their ratio (llama_opt ÷ LoRA PPO;
 // above 1 the trainer is faster). One thread each; backward=outprod is the
 // trainer with Options.OutProdBackward.
+//
+// mask=random trains ~47% of the tokens (randomSeqs), mask=selfplay 8%, in
+// the pattern of a seat stream (seatSeqs: a briefing of 100 tokens, 4
+// turns of 34 context and 5 generated tokens); llama_opt trains on all.
 func BenchmarkVersusLlamaOpt(b *testing.B) {
-	for _, backward := range []string{"transposed", "outprod"} {
-		b.Run("backward="+backward, func(b *testing.B) { versusLlamaOpt(b, backward == "outprod") })
+	for _, mask := range []string{"random", "selfplay"} {
+		for _, backward := range []string{"transposed", "outprod"} {
+			b.Run("mask="+mask+"/backward="+backward, func(b *testing.B) { versusLlamaOpt(b, backward == "outprod", mask == "selfplay") })
+		}
 	}
 }
 
-func versusLlamaOpt(b *testing.B, outProd bool) {
+func versusLlamaOpt(b *testing.B, outProd, selfplayMask bool) {
 	const nSeq, nCtx = 4, 256
 	path := tinyModel(b, "llama")
 	o := testOptions()
@@ -193,6 +199,9 @@ func versusLlamaOpt(b *testing.B, outProd bool) {
 	}
 	defer tr.Close()
 	seqs := randomSeqs(5, nSeq, nCtx, nCtx+1, tr.Vocab())
+	if selfplayMask {
+		seqs = seatSeqs(5, nSeq, tr.Vocab(), 100, 4, 34, 5, 1)
+	}
 	ctx := context.Background()
 	scores, err := tr.Evaluate(ctx, seqs)
 	if err != nil {
@@ -253,15 +262,22 @@ func versusLlamaOpt(b *testing.B, outProd bool) {
 // context tokens (the other seat's move, the notification, the template)
 // and 5 generated ones — ~710 tokens, 5% trained.
 func selfplaySeqs(seed uint64, n, vocab int) []Sequence {
+	return seatSeqs(seed, n, vocab, 150, 7, 75, 5, 32)
+}
+
+// seatSeqs are n seat streams of random tokens: a briefing, then turns of
+// ctx context and gen generated (masked) tokens, then up to jitter-1 more
+// context tokens.
+func seatSeqs(seed uint64, n, vocab, brief, turns, ctx, gen, jitter int) []Sequence {
 	r := rand.New(rand.NewPCG(seed, 3))
 	seqs := make([]Sequence, n)
 	for i := range seqs {
-		l := 150 + 7*80 + r.IntN(32)
+		l := brief + turns*(ctx+gen) + r.IntN(jitter)
 		s := Sequence{Tokens: make([]int32, l), Mask: make([]bool, l), OldLogprobs: make([]float32, l),
 			Advantages: make([]float32, l), Returns: make([]float32, l), OldValues: make([]float32, l)}
 		for j := range l {
 			s.Tokens[j] = int32(r.IntN(vocab))
-			if j >= 150 && (j-150)%80 >= 75 && j < 150+7*80 {
+			if j >= brief && (j-brief)%(ctx+gen) >= ctx && j < brief+turns*(ctx+gen) {
 				s.Mask[j] = true
 				s.OldLogprobs[j] = -float32(1 + r.Float64())
 				s.Advantages[j] = float32(r.NormFloat64())

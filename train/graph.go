@@ -214,6 +214,20 @@ func (t *Trainer) value(ctx llamacpp.Context, hidden llamacpp.Tensor) llamacpp.T
 	return ctx.Add(ctx.MulMat(t.vhW, hidden), t.vhB)
 }
 
+// selectedCheaper tells whether a last layer on the K selected rows costs
+// less than on all N = b·t rows. It saves the queries, the attention
+// output and the feed-forward of N − K rows, but its K queries each attend
+// to all N rows instead of the t of their own sequence: worth it when few
+// rows are trained (self-play streams: ~5%), not when most are.
+func (t *Trainer) selectedCheaper(key graphKey) bool {
+	h := t.hp
+	E, qo := int64(h.nEmbd), int64(h.nHead*h.headDim)
+	perRow := E*2*qo + 3*E*int64(h.nFF) // q, output, gate, up, down
+	perPair := 2 * qo                   // scores and their mix
+	N, K := int64(key.b*key.t), int64(key.k)
+	return K*perRow+K*N*perPair < N*perRow+N*int64(key.t)*perPair
+}
+
 // build constructs the graph for key.
 func (t *Trainer) build(key graphKey) (*built, error) {
 	size := t.graphSize()
@@ -238,7 +252,7 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 	// (the values too: the estimators read them at generated tokens). A
 	// full-parameter trainer keeps its numerics: the built-in model is
 	// rebuilt byte for byte from them.
-	b.lastSelected = !t.opts.Full && !t.fullLastLayer
+	b.lastSelected = !t.opts.Full && !t.fullLastLayer && t.selectedCheaper(key)
 	if b.lastSelected {
 		b.selPos = input("sel_pos", llamacpp.TypeI32, int64(K))
 		b.selMask = input("sel_mask", llamacpp.TypeF32, int64(b.nRows), int64(K))

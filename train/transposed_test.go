@@ -136,3 +136,22 @@ func TestLastLayerSelectedMatchesFull(t *testing.T) {
 		})
 	}
 }
+
+// TestSelectedCheaper: the last layer runs on the selected rows when few
+// rows of long sequences are trained, and on every row when most are.
+func TestSelectedCheaper(t *testing.T) {
+	tr := newTrainer(t, "llama", testOptions())
+	for _, c := range []struct {
+		b, t, k int
+		want    bool
+	}{
+		{2, 736, 32, true},   // self-play seat streams, 5% trained
+		{4, 256, 96, true},   // 9%
+		{4, 256, 480, false}, // 47%: K queries over all N rows cost more
+		{1, 64, 64, false},   // every row selected
+	} {
+		if got := tr.selectedCheaper(graphKey{kind: kindTrain, b: c.b, t: c.t, k: c.k}); got != c.want {
+			t.Errorf("b %d, t %d, k %d: selected rows cheaper %v, want %v", c.b, c.t, c.k, got, c.want)
+		}
+	}
+}
