@@ -42,12 +42,13 @@ type built struct {
 	tokens, pos, kqMask, sel, tgt llamacpp.Tensor
 	// lastSelected: the graph reads the final hidden state only at the
 	// selected rows (logprobs, values at generated tokens, a training
-	// objective), so the last layer runs its queries, attention output and feed-forward
-	// on those rows alone; its keys and values still cover every row.
-	// The same numbers up to float rounding, about a fifth less work
-	// on a 4-layer model with ~5% of rows trained. selPos are the
-	// selected rows' positions [K], selMask their attention mask over
-	// all rows [N, K] (each row sees its own sequence up to itself).
+	// objective), so the last layer runs its queries, attention output
+	// and feed-forward on those rows alone; its keys and values still
+	// cover every row. The same numbers to float rounding; a quarter
+	// less time for a 4-layer model with 5% of the rows trained
+	// (BenchmarkSelfplayUpdate). selPos are the selected rows' positions
+	// [K], selMask their attention mask over all rows [N, K] (each row
+	// sees its own sequence up to itself).
 	lastSelected    bool
 	selPos, selMask llamacpp.Tensor
 	// Outputs of the scoring graphs: logprob [1, K], value (policy) [1, K]
@@ -184,9 +185,9 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 }
 
 // tokenLogprob selects K rows of the final hidden state (input b.sel;
-// forward has done so when b.lastSelected), applies the output layer to them only — the vocabulary-sized tensors are
-// the largest of the graph, and most rows of a trajectory are prompt — and
-// returns per selected row log softmax(logits)[target] [1, K], the
+// forward has done so when b.lastSelected), applies the output layer to
+// them only — the vocabulary-sized tensors are the largest of the graph,
+// and most rows of a trajectory are prompt — and returns per selected row log softmax(logits)[target] [1, K], the
 // log-sum-exp [1, K], the logits [V, K] and the selected hidden states
 // [E, K]. The target input b.tgt holds k·V + target for selected row k.
 //
