@@ -10,7 +10,7 @@ import (
 	"github.com/omar-selfplay/omar/loop"
 )
 
-// Train the built-in model on Craigslist for two iterations, from Go (the
+// Train the built-in model on Deal or No Deal for two iterations, from Go (the
 // default run has a league; its held-out evaluation is left out here).
 func Example() {
 	dir, _ := os.MkdirTemp("", "omar-run")

@@ -1,0 +1,33 @@
+package loop
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestDefaultEnvParams: a negotiation game named without parameters gets
+// the built-in model's when the run plays the built-in model, the default
+// environment always does, and explicit parameters or other environments
+// are left alone.
+func TestDefaultEnvParams(t *testing.T) {
+	explicit := map[string]any{"rounds": 2}
+	for _, c := range []struct {
+		name, env, model string
+		params           map[string]any
+		want             map[string]any
+	}{
+		{"default env, built-in model", DefaultEnv, "", nil, BuiltinParams()},
+		{"default env, a user's model", DefaultEnv, "/m.gguf", nil, BuiltinParams()},
+		{"another game, built-in model", "craigslist", "", nil, BuiltinParams()},
+		{"another game, a user's model", "casino", "/m.gguf", nil, nil},
+		{"explicit parameters", "craigslist", "", explicit, explicit},
+		{"not a negotiation game", "werewolf", "", nil, nil},
+	} {
+		o := Options{}.Defaults()
+		o.Rollout.Env, o.Rollout.Model, o.Rollout.Params = c.env, c.model, c.params
+		o.defaultEnvParams()
+		if !reflect.DeepEqual(o.Rollout.Params, c.want) {
+			t.Errorf("%s: params %v, want %v", c.name, o.Rollout.Params, c.want)
+		}
+	}
+}
