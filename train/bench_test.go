@@ -15,9 +15,23 @@ import (
 )
 
 var (
-	smallOnce sync.Once
-	smallErr  error
+	smallOnce, baseOnce sync.Once
+	smallErr, baseErr   error
 )
+
+// baseModel writes the "base" llama preset (the built-in model's shape,
+// ~0.9M parameters, a 1,024-token context) next to the tiny test models.
+func baseModel(b *testing.B) string {
+	tinyModel(b, "llama")
+	p := filepath.Join(modelsDir, "base.gguf")
+	baseOnce.Do(func() {
+		baseErr = model.WriteFile(p, model.Options{Arch: "llama", Preset: "base", Seed: 7, ContextLength: 1024})
+	})
+	if baseErr != nil {
+		b.Fatal(baseErr)
+	}
+	return p
+}
 
 // smallModel writes the "small" llama preset (~27M parameters) next to the
 // tiny test models.
@@ -118,10 +132,7 @@ func BenchmarkFullStep(b *testing.B) {
 				o.MiniBatch, o.BatchTokens = 8, 512
 				path := tinyModel(b, "llama")
 				if preset != "tiny" {
-					path = filepath.Join(modelsDir, preset+".gguf")
-					if err := model.WriteFile(path, model.Options{Arch: "llama", Preset: preset, Seed: 7, ContextLength: 1024}); err != nil {
-						b.Fatal(err)
-					}
+					path = baseModel(b)
 				}
 				tr, err := New(path, o)
 				if err != nil {
@@ -295,13 +306,10 @@ func seatSeqs(seed uint64, n, vocab, brief, turns, ctx, gen, jitter int) []Seque
 // Evaluate (policy and reference passes) and Step (2 epochs, minibatches
 // of 8, the default options) over 32 seat streams of ~710 tokens, 5%
 // trained (selfplaySeqs). last=all runs the last layer on every row,
-// last=selected on the selected rows only (the default). Reports the seconds of each phase per iteration.
+// last=selected on the selected rows only (the default). Reports the
+// seconds of each phase per iteration.
 func BenchmarkSelfplayUpdate(b *testing.B) {
-	tinyModel(b, "llama")
-	path := filepath.Join(modelsDir, "base.gguf")
-	if err := model.WriteFile(path, model.Options{Arch: "llama", Preset: "base", Seed: 7}); err != nil {
-		b.Fatal(err)
-	}
+	path := baseModel(b)
 	for _, last := range []string{"selected", "all"} {
 		b.Run("last="+last, func(b *testing.B) {
 			tr, err := New(path, Options{}.Defaults())

@@ -64,14 +64,7 @@ func TestTransposedBackwardMatchesOutProd(t *testing.T) {
 					t.Fatalf("%d backward nodes rewritten to mul_mat, want %d", rewritten, want)
 				}
 			}
-			var maxDiff, maxAbs float64
-			for i := range grads[0] {
-				for j := range grads[0][i] {
-					a, b := float64(grads[0][i][j]), float64(grads[1][i][j])
-					maxDiff = math.Max(maxDiff, math.Abs(a-b))
-					maxAbs = math.Max(maxAbs, math.Abs(b))
-				}
-			}
+			maxDiff, maxAbs := nestedDiff(grads[0], grads[1])
 			if maxAbs == 0 || maxDiff > 1e-4*maxAbs {
 				t.Fatalf("gradients differ by %g (largest %g)", maxDiff, maxAbs)
 			}
@@ -120,14 +113,7 @@ func TestLastLayerSelectedMatchesFull(t *testing.T) {
 				}
 			}
 			for name, pair := range map[string][2][][]float32{"gradients": grads, "reference logprobs": refs, "values": vals, "logprobs": lps} {
-				var maxDiff, maxAbs float64
-				for i := range pair[0] {
-					for j := range pair[0][i] {
-						a, b := float64(pair[0][i][j]), float64(pair[1][i][j])
-						maxDiff = math.Max(maxDiff, math.Abs(a-b))
-						maxAbs = math.Max(maxAbs, math.Abs(b))
-					}
-				}
+				maxDiff, maxAbs := nestedDiff(pair[0], pair[1])
 				if maxAbs == 0 || maxDiff > 1e-4*maxAbs {
 					t.Fatalf("%s differ by %g (largest %g)", name, maxDiff, maxAbs)
 				}
@@ -154,4 +140,17 @@ func TestSelectedCheaper(t *testing.T) {
 			t.Errorf("b %d, t %d, k %d: selected rows cheaper %v, want %v", c.b, c.t, c.k, got, c.want)
 		}
 	}
+}
+
+// nestedDiff is the largest |a − b| over two equally shaped slices of
+// slices, and the largest |b|.
+func nestedDiff(a, b [][]float32) (maxDiff, maxAbs float64) {
+	for i := range a {
+		for j := range a[i] {
+			x, y := float64(a[i][j]), float64(b[i][j])
+			maxDiff = math.Max(maxDiff, math.Abs(x-y))
+			maxAbs = math.Max(maxAbs, math.Abs(y))
+		}
+	}
+	return maxDiff, maxAbs
 }
