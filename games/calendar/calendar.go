@@ -313,6 +313,9 @@ func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
 }
 
 func briefing(s Scenario, seat int, q negotiation.Params) string {
+	if q.Compact {
+		return compactBriefing(s, seat, q)
+	}
 	var b strings.Builder
 	if seat == 0 {
 		fmt.Fprintf(&b, "You are the scheduling assistant of %s. The requester wants a one-hour %s with your principal today.\n", s.Principal, s.Meeting)
@@ -364,4 +367,30 @@ func valuation(seat engine.Seat, view []engine.Event) (negotiation.Valuation[int
 		Floor:      -0.01,
 		Disclosure: "My preference scores are " + strings.Join(parts, ", ") + ".",
 	}, nil
+}
+
+// compactBriefing is the briefing of Params.Compact: the rules first, the
+// seat's private calendar last.
+func compactBriefing(s Scenario, seat int, q negotiation.Params) string {
+	part := fmt.Sprintf("the assistant of %s, who is asked for a one-hour %s today", s.Principal, s.Meeting)
+	if seat == 1 {
+		part = fmt.Sprintf("asking %s's assistant for a one-hour %s today", s.Principal, s.Meeting)
+	}
+	var b strings.Builder
+	b.WriteString(negotiation.CompactHead("Meeting scheduling", part, q.Rounds, "the assistant", "PROPOSE: slot=<hour>", q.StructuredOnly))
+	b.WriteString("Reward: 1 for your favourite hour free for both, 0 for your least favourite; 0 without a meeting. Propose only hours you are free.\n")
+	c := s.Calendars[seat]
+	var free, busy []string
+	for h := First; h <= Last; h++ {
+		if v, ok := c.Value(h); ok {
+			free = append(free, fmt.Sprintf("%d=%s", h, strconv.FormatFloat(v, 'f', -1, 64)))
+		} else {
+			busy = append(busy, strconv.Itoa(h))
+		}
+	}
+	if len(busy) == 0 {
+		busy = []string{"none"}
+	}
+	fmt.Fprintf(&b, "Your secret calendar. Free, with your preference: %s. Busy: %s.\n", strings.Join(free, " "), strings.Join(busy, " "))
+	return b.String()
 }

@@ -216,6 +216,9 @@ func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
 }
 
 func briefing(s Scenario, seat int, q negotiation.Params) string {
+	if q.Compact {
+		return compactBriefing(s, seat, q)
+	}
 	other := 1 - seat
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are %s, camping next to %s. You two must agree how to split extra supplies: 3 packages each of food, water and firewood.\n", names[seat], names[other])
@@ -256,4 +259,19 @@ func valuation(seat engine.Seat, view []engine.Event) (negotiation.Valuation[neg
 	high := pool.Names[slices.Index(pr.Priorities[:], "high")]
 	v.Disclosure = fmt.Sprintf("Honestly, %s is my top priority, I need it the most.", high)
 	return v, nil
+}
+
+// compactBriefing is the briefing of Params.Compact: the rules first, the
+// seat's private points per package last.
+func compactBriefing(s Scenario, seat int, q negotiation.Params) string {
+	other := 1 - seat
+	var b strings.Builder
+	b.WriteString(negotiation.CompactHead("CaSiNo camping", names[seat]+", against "+names[other], q.Rounds, names[0], "PROPOSE: food=<n> water=<n> firewood=<n>", q.StructuredOnly))
+	fmt.Fprintf(&b, "Reward: grows with the points of the packages you get (a PROPOSE names them, 0 to 3 each; %s gets the rest); if either walks away each gets %d points; 0 without a deal.\n", names[other], WalkPoints)
+	vals := make([]string, len(pool.Names))
+	for k, n := range pool.Names {
+		vals[k] = fmt.Sprintf("%s=%d", n, points[s.Priorities[seat][k]])
+	}
+	fmt.Fprintf(&b, "Pool: 3 food, 3 water, 3 firewood. Your points per package: %s (%s's are secret).\n", strings.Join(vals, " "), names[other])
+	return b.String()
 }

@@ -164,6 +164,9 @@ func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
 }
 
 func briefing(s Scenario, seat int, q negotiation.Params) string {
+	if q.Compact {
+		return compactBriefing(s, seat, q)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are the %s in a Craigslist negotiation over this listing:\n", roles[seat])
 	fmt.Fprintf(&b, "  %s (%s) — listed at $%s\n  %s\n", s.Title, s.Category, negotiation.FormatPrice(s.Listing), s.Description)
@@ -182,6 +185,24 @@ func briefing(s Scenario, seat int, q negotiation.Params) string {
 	} else {
 		fmt.Fprintf(&b, "Example:\nSAY: Would you take a bit less if I pick it up today?\nPROPOSE: price=%s\n", ex)
 	}
+	return b.String()
+}
+
+// compactBriefing is the briefing of Params.Compact: the rules first, the
+// listing and the buyer's target last.
+func compactBriefing(s Scenario, seat int, q negotiation.Params) string {
+	var b strings.Builder
+	b.WriteString(negotiation.CompactHead("Craigslist bargaining", "the "+roles[seat], q.Rounds, "the buyer", "PROPOSE: price=<amount>", q.StructuredOnly))
+	if seat == 0 {
+		b.WriteString("Reward: 1 for a deal at or below your target, falling to 0 at the listing price; 0 without a deal.\n")
+	} else {
+		b.WriteString("Reward: 1 for a deal at or above the listing price, falling to 0 at the buyer's secret target; 0 without a deal.\n")
+	}
+	fmt.Fprintf(&b, "Item: %s, listed at $%s.", s.Title, negotiation.FormatPrice(s.Listing))
+	if seat == 0 {
+		fmt.Fprintf(&b, " Your secret target: $%s.", negotiation.FormatPrice(s.Target))
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 

@@ -223,6 +223,9 @@ func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
 }
 
 func briefing(s Scenario, seat int, q negotiation.Params) string {
+	if q.Compact {
+		return compactBriefing(s, seat, q)
+	}
 	p := s.pool()
 	other := 1 - seat
 	var b strings.Builder
@@ -258,4 +261,20 @@ func valuation(seat engine.Seat, view []engine.Event) (negotiation.Valuation[neg
 	v := negotiation.SplitValuation(p, pr.Seat, pr.Values[:], MaxScore)
 	v.Disclosure = fmt.Sprintf("My values are book=%d, hat=%d, ball=%d points each.", pr.Values[0], pr.Values[1], pr.Values[2])
 	return v, nil
+}
+
+// compactBriefing is the briefing of Params.Compact: the rules first, the
+// pool and the seat's private values last.
+func compactBriefing(s Scenario, seat int, q negotiation.Params) string {
+	p := s.pool()
+	other := 1 - seat
+	var b strings.Builder
+	b.WriteString(negotiation.CompactHead("Deal or No Deal", names[seat]+", against "+names[other], q.Rounds, names[0], "PROPOSE: book=<n> hat=<n> ball=<n>", q.StructuredOnly))
+	fmt.Fprintf(&b, "Reward: grows with the points of the items you get (a PROPOSE names them; %s gets the rest); 0 without a deal.\n", names[other])
+	vals := make([]string, 3)
+	for k := range vals {
+		vals[k] = fmt.Sprintf("%s=%d", pool.Names[k], s.Values[seat][k])
+	}
+	fmt.Fprintf(&b, "Pool: %s. Your points per item: %s (%d in all; %s's are secret).\n", p.Bundle(s.Counts[:]), strings.Join(vals, " "), MaxScore, names[other])
+	return b.String()
 }

@@ -435,6 +435,9 @@ func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
 }
 
 func briefing(s Scenario, seat int, q negotiation.Params) string {
+	if q.Compact {
+		return compactBriefing(s, seat, q)
+	}
 	other := 1 - seat
 	var b strings.Builder
 	if seat == 0 {
@@ -486,4 +489,25 @@ func valuation(seat engine.Seat, view []engine.Event) (negotiation.Valuation[Con
 		Format:     Format,
 		Disclosure: "For me " + strings.Join(parts, ", ") + ".",
 	}, nil
+}
+
+// compactBriefing is the briefing of Params.Compact: the rules first, the
+// seat's private points per option last.
+func compactBriefing(s Scenario, seat int, q negotiation.Params) string {
+	part := fmt.Sprintf("the worker, a %s candidate at %s", s.Job, s.Company)
+	if seat == 1 {
+		part = fmt.Sprintf("the recruiter of %s, hiring a %s", s.Company, s.Job)
+	}
+	var b strings.Builder
+	b.WriteString(negotiation.CompactHead("Job interview", part, q.Rounds, "the "+roles[0], Rules{}.TermsHelp(seat), q.StructuredOnly))
+	b.WriteString("Reward: grows with your points of the agreed contract (one option per issue); 0 without a deal.\n")
+	b.WriteString("Your secret points:\n")
+	for i, v := range s.Points[seat].Table() {
+		opts := make([]string, len(v))
+		for j, p := range v {
+			opts[j] = fmt.Sprintf("%s=%d", Issues[i].Options[j], p)
+		}
+		fmt.Fprintf(&b, "%s: %s\n", Issues[i].Name, strings.Join(opts, " "))
+	}
+	return b.String()
 }

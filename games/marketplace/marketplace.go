@@ -171,6 +171,9 @@ func Rescore(s Scenario, result string, t *Terms) ([2]float64, error) {
 }
 
 func briefing(s Scenario, seat int, q negotiation.Params) string {
+	if q.Compact {
+		return compactBriefing(s, seat, q)
+	}
 	var b strings.Builder
 	price := func(p float64) string { return "$" + negotiation.FormatPrice(p) }
 	if seat == 0 {
@@ -227,4 +230,28 @@ func valuation(seat engine.Seat, view []engine.Event) (negotiation.Valuation[flo
 		v.Disclosure = fmt.Sprintf("I cannot go below $%s.", negotiation.FormatPrice(pr.Reservation))
 	}
 	return v, nil
+}
+
+// compactBriefing is the briefing of Params.Compact: the rules first, the
+// item, the asking price and the seat's private limit last.
+func compactBriefing(s Scenario, seat int, q negotiation.Params) string {
+	var b strings.Builder
+	price := func(p float64) string { return "$" + negotiation.FormatPrice(p) }
+	part := "the seller"
+	if seat == 0 {
+		part = "the buying agent"
+	}
+	b.WriteString(negotiation.CompactHead("Marketplace bargaining", part, q.Rounds, "the buyer", "PROPOSE: price=<amount>", q.StructuredOnly))
+	if seat == 0 {
+		b.WriteString("Reward: 1 for a deal at the seller's secret lowest price, falling to 0 at your maximum; 0 without a deal.\n")
+	} else {
+		b.WriteString("Reward: 0 for a deal at or below your lowest price, rising to 1 at the buyer's secret maximum; 0 without a deal.\n")
+	}
+	fmt.Fprintf(&b, "Item: %s, asking %s.", s.Item, price(s.Asking))
+	if seat == 0 {
+		fmt.Fprintf(&b, " Your secret maximum: %s.\n", price(s.BuyerMax))
+	} else {
+		fmt.Fprintf(&b, " Your secret lowest price: %s.\n", price(s.SellerMin))
+	}
+	return b.String()
 }

@@ -17,6 +17,13 @@ type Params struct {
 	Rounds int `json:"rounds"`
 	// StructuredOnly refuses free-text SAY lines (for tiny models).
 	StructuredOnly bool `json:"structured_only"`
+	// Compact writes the short form of every text a seat reads: a briefing
+	// of the rules in three lines and the private facts in the last, one
+	// line per turn ("Seller offers a price of $560. Turn 2/4: PROPOSE |
+	// ACCEPT | REJECT | WALK"), and no echo of a seat's own move. The game
+	// is the same; a seat stream costs about a quarter of the tokens
+	// (docs/negotiation.md).
+	Compact bool `json:"compact"`
 	// ScenarioSet is "sampled" (a fresh scenario from the seeded sampler,
 	// the default) or "curated" (the game's embedded evaluation set).
 	ScenarioSet string `json:"scenario_set"`
@@ -48,7 +55,7 @@ func (p Params) Validate() error {
 
 // Options returns the loop options.
 func (p Params) Options() Options {
-	return Options{Rounds: p.Rounds, StructuredOnly: p.StructuredOnly}
+	return Options{Rounds: p.Rounds, StructuredOnly: p.StructuredOnly, Compact: p.Compact}
 }
 
 // Rand is the generator for one purpose of one episode.

@@ -46,6 +46,8 @@ type Options struct {
 	Rounds int
 	// StructuredOnly refuses SAY lines (for tiny models).
 	StructuredOnly bool
+	// Compact writes the short texts (Params.Compact).
+	Compact bool
 }
 
 // Offer is a standing proposal.
@@ -128,7 +130,7 @@ func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Opti
 		seat := (first + turn) % 2
 		other := 1 - seat
 		round := turn/2 + 1
-		if turn%2 == 0 {
+		if turn%2 == 0 && !o.Compact {
 			rt.Phase(fmt.Sprintf("Round %d of %d.", round, o.Rounds), map[string]int{"round": round})
 		}
 		res.Rounds = round
@@ -139,6 +141,10 @@ func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Opti
 		info := TurnInfo[T]{
 			Turn: turn + 1, Round: round, Rounds: o.Rounds, OwnTurn: turn/2 + 1, Final: turn == total-1,
 			Standing: standing, CanAccept: canAccept, StructuredOnly: o.StructuredOnly,
+		}
+		text := turnText(seats, rules, seat, info)
+		if o.Compact {
+			text = compactTurnText(seats, seat, info)
 		}
 		st := standing
 		terms, extra := rules.TermsGrammar(seat)
@@ -155,7 +161,7 @@ func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Opti
 		q := engine.Question{
 			Legal:   legal,
 			Seat:    seat,
-			Text:    turnText(seats, rules, seat, info),
+			Text:    text,
 			Grammar: Grammar(terms, extra, canAccept, o.StructuredOnly),
 			Data:    info,
 			Default: "REJECT",
@@ -195,10 +201,13 @@ func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Opti
 		mv := ans.Move.(Move[T])
 		ev := MoveEvent[T]{Seat: seat, Turn: turn + 1, Kind: mv.Kind, Say: mv.Say}
 		name := seats[seat].Name
-		var lines []string
+		// lines are for everyone; short (Options.Compact) for the other
+		// seat alone, whose offer "your offer" is.
+		var lines, short []string
 		if mv.Say != "" {
 			res.Said[seat] = append(res.Said[seat], mv.Say)
 			lines = append(lines, fmt.Sprintf("%s says: %s", name, mv.Say))
+			short = append(short, lines[0])
 		}
 		switch mv.Kind {
 		case KindPropose:
@@ -210,21 +219,31 @@ func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Opti
 			}
 			res.Proposals[seat]++
 			lines = append(lines, fmt.Sprintf("%s proposes: %s", name, standing.Text))
+			short = append(short, lines[len(lines)-1])
 		case KindAccept:
 			t := standing.Terms
 			ev.Terms = &t
 			lines = append(lines, fmt.Sprintf("%s accepts %s's offer: %s", name, seats[other].Name, standing.Text))
+			short = append(short, name+" accepts your offer.")
 		case KindReject:
 			if standing != nil && standing.Proposer == other {
 				lines = append(lines, fmt.Sprintf("%s rejects %s's offer.", name, seats[other].Name))
+				short = append(short, name+" rejects your offer.")
 				standing = nil
 			} else {
 				lines = append(lines, fmt.Sprintf("%s makes no offer this turn.", name))
+				short = append(short, name+" makes no offer.")
 			}
 		case KindWalk:
 			lines = append(lines, fmt.Sprintf("%s walks away: the negotiation ends without a deal.", name))
+			short = append(short, name+" walks away.")
 		}
-		rt.Broadcast(engine.Everyone(), seat, strings.Join(lines, "\n"), ev)
+		aud := engine.Everyone()
+		if o.Compact {
+			// The mover's reply is already in its own conversation.
+			aud, lines = engine.Only(other), short
+		}
+		rt.Broadcast(aud, seat, strings.Join(lines, "\n"), ev)
 		switch mv.Kind {
 		case KindAccept:
 			res.Status, res.Deal = StatusDeal, standing
@@ -269,6 +288,47 @@ func turnText[T any](seats []engine.Seat, rules Rules[T], seat int, info TurnInf
 		b.WriteString(", \"ACCEPT\"")
 	}
 	b.WriteString(", \"REJECT\" or \"WALK\".")
+	return b.String()
+}
+
+// compactTurnText is turnText's short form, read after the other seat's
+// move: the turn count, and the standing offer only when that move did not
+// just state it (after a SAY-only turn, or when the seat's own offer
+// stands). The moves are the briefing's; ACCEPT is possible whenever the
+// other seat's offer stands, unless this says it is not.
+func compactTurnText[T any](seats []engine.Seat, seat int, info TurnInfo[T]) string {
+	var b strings.Builder
+	switch s := info.Standing; {
+	case s == nil:
+	case s.Proposer == seat:
+		b.WriteString("Your offer stands. ")
+	case s.Turn != info.Turn-1:
+		fmt.Fprintf(&b, "%s's offer stands: %s ", seats[s.Proposer].Name, s.Text)
+	}
+	if !info.CanAccept && info.Standing != nil && info.Standing.Proposer != seat {
+		b.WriteString("You cannot accept it. ")
+	}
+	fmt.Fprintf(&b, "Turn %d/%d.", info.OwnTurn, info.Rounds)
+	if info.Final {
+		b.WriteString(" The last turn: ACCEPT or no deal.")
+	} else if info.OwnTurn == info.Rounds {
+		b.WriteString(" Your last turn.")
+	}
+	return b.String()
+}
+
+// CompactHead is the first lines of a compact briefing: the game, the
+// seat's part, the turns and the reply format. The private facts follow
+// (each game's own), last, where a small model reads them just before
+// its first reply.
+func CompactHead(game, part string, rounds int, first, termsHelp string, structuredOnly bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s. You are %s. %d turns each; %s moves first.\n", game, part, rounds, first)
+	b.WriteString("Reply with ")
+	if !structuredOnly {
+		b.WriteString("an optional line SAY: <message>, then ")
+	}
+	fmt.Fprintf(&b, "one line: %s | ACCEPT | REJECT | WALK\n", termsHelp)
 	return b.String()
 }
 

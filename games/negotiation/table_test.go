@@ -64,22 +64,68 @@ func TestPlay(t *testing.T) {
 		{name: "bad terms then a default", a: []string{"PROPOSE: n=0", "PROPOSE: 12", "PROPOSE: x"}, b: []string{"ACCEPT"}, rounds: 1, want: StatusNoDeal, wantWalk: -1, wantTurns: 2, invalid: [2]int{3, 1}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			seats := []engine.Seat{{Index: 0, Name: "A"}, {Index: 1, Name: "B"}}
-			rt, err := engine.NewRuntime(seats, []engine.Agent{script(tt.a...), script(tt.b...)}, engine.DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
+		for _, compact := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/compact=%v", tt.name, compact), func(t *testing.T) {
+				seats := []engine.Seat{{Index: 0, Name: "A"}, {Index: 1, Name: "B"}}
+				rt, err := engine.NewRuntime(seats, []engine.Agent{script(tt.a...), script(tt.b...)}, engine.DefaultOptions())
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := Play(context.Background(), rt, numberRules{}, Options{Rounds: tt.rounds, Compact: compact}, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != tt.want || res.Walker != tt.wantWalk || res.Turns != tt.wantTurns || res.Invalid != tt.invalid {
+					t.Fatalf("got status %s walker %d turns %d invalid %v; want %s %d %d %v", res.Status, res.Walker, res.Turns, res.Invalid, tt.want, tt.wantWalk, tt.wantTurns, tt.invalid)
+				}
+				if tt.want == StatusDeal && res.Deal.Terms != tt.wantDeal {
+					t.Errorf("deal: got %d, want %d", res.Deal.Terms, tt.wantDeal)
+				}
+			})
+		}
+	}
+}
+
+// TestPlayCompact pins what each seat reads in compact mode: no round
+// phases, no echo of its own move, one short line per turn.
+func TestPlayCompact(t *testing.T) {
+	seats := []engine.Seat{{Index: 0, Name: "A"}, {Index: 1, Name: "B"}}
+	a := script("PROPOSE: n=4", "SAY: well?", "PROPOSE: n=5")
+	b := script("SAY: hmm", "REJECT", "PROPOSE: n=9")
+	rt, err := engine.NewRuntime(seats, []engine.Agent{a, b}, engine.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Play(context.Background(), rt, numberRules{}, Options{Rounds: 3, Compact: true}, 0); err != nil {
+		t.Fatal(err)
+	}
+	want := [2]string{
+		`Turn 1/3.
+B says: hmm
+Your offer stands. Turn 2/3.
+B rejects your offer.
+Turn 3/3. Your last turn.
+B proposes: n=9`,
+		`A proposes: n=4
+Turn 1/3.
+A says: well?
+A's offer stands: n=4 Turn 2/3.
+A proposes: n=5
+Turn 3/3. The last turn: ACCEPT or no deal.`,
+	}
+	for seat := range 2 {
+		var lines []string
+		for _, e := range rt.Log().View(seat) {
+			switch e.Kind {
+			case engine.KindNotification, engine.KindObservation, engine.KindPhase:
+				if e.Kind == engine.KindPhase && strings.HasPrefix(e.Text, "The turn limit") {
+					continue
+				}
+				lines = append(lines, e.Text)
 			}
-			res, err := Play(context.Background(), rt, numberRules{}, Options{Rounds: tt.rounds}, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Status != tt.want || res.Walker != tt.wantWalk || res.Turns != tt.wantTurns || res.Invalid != tt.invalid {
-				t.Fatalf("got status %s walker %d turns %d invalid %v; want %s %d %d %v", res.Status, res.Walker, res.Turns, res.Invalid, tt.want, tt.wantWalk, tt.wantTurns, tt.invalid)
-			}
-			if tt.want == StatusDeal && res.Deal.Terms != tt.wantDeal {
-				t.Errorf("deal: got %d, want %d", res.Deal.Terms, tt.wantDeal)
-			}
-		})
+		}
+		if got := strings.Join(lines, "\n"); got != want[seat] {
+			t.Errorf("seat %d reads:\n%s\nwant:\n%s", seat, got, want[seat])
+		}
 	}
 }

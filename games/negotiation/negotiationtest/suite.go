@@ -70,12 +70,16 @@ func ValidationErrors(rec *engine.Record) [2]int {
 }
 
 // CheckConformance runs the engine's conformance suite on g with opts, and
-// again on the curated scenarios in structured-only mode.
+// again on the curated scenarios in structured-only mode, long and
+// compact.
 func CheckConformance(t *testing.T, g engine.Game, opts ...enginetest.Options) {
 	t.Helper()
 	enginetest.Conformance(t, g, opts...)
 	t.Run("structured_curated", func(t *testing.T) {
 		enginetest.Conformance(t, g, enginetest.Options{Seeds: 10, Params: engine.Params{"structured_only": true, "scenario_set": "curated"}})
+	})
+	t.Run("compact_curated", func(t *testing.T) {
+		enginetest.Conformance(t, g, enginetest.Options{Seeds: 10, Params: engine.Params{"structured_only": true, "compact": true, "scenario_set": "curated"}})
 	})
 }
 
@@ -116,22 +120,24 @@ func CheckSample[S any](t *testing.T, seeds int, sample func(*rand.Rand) S, vali
 }
 
 // CheckBriefingGolden compares both seats' briefings of one episode with
-// params p, free-text and structured-only, against
-// testdata/<role>[_structured].golden.
+// params p, free-text, structured-only and compact (structured), against
+// testdata/<role>[_structured|_compact].golden.
 func CheckBriefingGolden(t *testing.T, g engine.Game, p engine.Params, roles [2]string, update bool) {
 	t.Helper()
-	for _, structured := range []bool{false, true} {
-		q := engine.Params{"structured_only": structured}
+	for _, v := range []struct {
+		suffix              string
+		structured, compact bool
+	}{{"", false, false}, {"_structured", true, false}, {"_compact", true, true}} {
+		q := engine.Params{"structured_only": v.structured}
+		if v.compact {
+			q["compact"] = true
+		}
 		for k, v := range p {
 			q[k] = v
 		}
 		rec := Play(t, g, 0, q, [2][]string{{"WALK"}, nil})
 		for i, b := range Briefings(rec) {
-			name := roles[i]
-			if structured {
-				name += "_structured"
-			}
-			Golden(t, name+".golden", b, update)
+			Golden(t, roles[i]+v.suffix+".golden", b, update)
 		}
 	}
 }
