@@ -134,9 +134,19 @@ func (Options) Defaults() Options {
 // default map, so they are applied after decoding).
 func (o *Options) defaultEnvParams() {
 	builtin := o.Rollout.Model == "" && o.ModelPreset == BuiltinPreset
-	if o.Rollout.Params == nil && (o.Rollout.Env == DefaultEnv || builtin && slices.Contains(envs.Negotiation, o.Rollout.Env)) {
-		o.Rollout.Params = BuiltinParams()
+	if o.Rollout.Params == nil && (o.Rollout.Env == DefaultEnv || builtin) {
+		o.Rollout.Params = BuiltinEnvParams(o.Rollout.Env)
 	}
+}
+
+// BuiltinEnvParams are the parameters the built-in model plays env with
+// when none are given: BuiltinParams for a negotiation game (env with or
+// without its version), nil for the others.
+func BuiltinEnvParams(env string) map[string]any {
+	if name, _ := engine.SplitID(env); slices.Contains(envs.Negotiation, name) {
+		return BuiltinParams()
+	}
+	return nil
 }
 
 // maxCount bounds a run's iterations and episodes so that cursors and

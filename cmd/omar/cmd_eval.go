@@ -11,6 +11,7 @@ import (
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model/builtin"
 )
 
@@ -105,6 +106,13 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	} else if cfg.Model == "" && arena.NeedsModel(ps, qs) {
 		if cfg.Model, err = builtin.CacheFile(); err != nil {
 			return err
+		}
+		// The built-in model plays the negotiation games in the mode it
+		// learnt them in, unless --params or the config say otherwise.
+		for i := range cfg.Envs {
+			if cfg.Envs[i].Params == nil {
+				cfg.Envs[i].Params = loop.BuiltinEnvParams(cfg.Envs[i].Name)
+			}
 		}
 	}
 	var bar *progress
