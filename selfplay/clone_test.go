@@ -10,6 +10,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/games/casino"
+	"github.com/omar-selfplay/omar/games/craigslist"
 	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/scripted"
@@ -30,19 +31,34 @@ func scriptedPlayer(t *testing.T, rule scripted.Rule) *Player {
 // them with the end-of-turn token) and the clone of its records give the
 // same token streams, masks and turn ends, segments included.
 func TestCloneEqualsSelfplayStream(t *testing.T) {
+	bid := func(req inference.Request) string { return "BID " + strconv.Itoa(int(req.Sampling.Seed%9)) }
+	// Invalid ACCEPTs among the offers: validation errors are in the
+	// streams too.
+	bargain := func(req inference.Request) string {
+		if req.Sampling.Seed%3 == 0 {
+			return "ACCEPT"
+		}
+		return "PROPOSE: price=" + strconv.Itoa(int(100+req.Sampling.Seed%500))
+	}
 	for _, tc := range []struct {
 		name    string
+		game    engine.Game
+		params  engine.Params
+		reply   func(inference.Request) string
 		context int
-	}{{"one segment", 1024}, {"segments", 300}} {
+		max     int
+	}{
+		{"one segment", sealedbid.New(), engine.Params{"rounds": 6, "bidders": 3}, bid, 1024, 12},
+		{"segments", sealedbid.New(), engine.Params{"rounds": 6, "bidders": 3}, bid, 300, 12},
+		{"compact negotiation", craigslist.New(), engine.Params{"rounds": 4, "structured_only": true, "compact": true}, bargain, 1024, 32},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := scriptedPlayer(t, func(req inference.Request) string {
-				return "BID " + strconv.Itoa(int(req.Sampling.Seed%9))
-			})
+			p := scriptedPlayer(t, tc.reply)
 			opts := Options{}.Defaults()
-			opts.Params = engine.Params{"rounds": 6, "bidders": 3}
-			opts.Parallel, opts.MaxTokens, opts.MinReplyTokens, opts.Context = 2, 12, 6, tc.context
+			opts.Params = tc.params
+			opts.Parallel, opts.MaxTokens, opts.MinReplyTokens, opts.Context = 2, tc.max, 6, tc.context
 			opts.Grammar = false
-			r, err := NewRunner(sealedbid.New(), p, nil, opts)
+			r, err := NewRunner(tc.game, p, nil, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +68,7 @@ func TestCloneEqualsSelfplayStream(t *testing.T) {
 			}
 			segments := 0
 			for _, e := range res {
-				got, err := Clone(context.Background(), sealedbid.New(), e.Record, e.Index, p, opts, nil)
+				got, err := Clone(context.Background(), tc.game, e.Record, e.Index, p, opts, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
