@@ -22,8 +22,12 @@ import (
 
 // BuiltinParams are the negotiation games' parameters the built-in model
 // is trained and played with: structured moves only (no free-text SAY
-// lines) and 4 turns per seat, short enough for a small model.
-func BuiltinParams() map[string]any { return map[string]any{"structured_only": true, "rounds": 4} }
+// lines), 4 turns per seat, short enough for a small model, and the
+// compact texts (a seat stream about a third as long: the corpus trains
+// 2.5× faster per step, rollouts and PPO passes cost less).
+func BuiltinParams() map[string]any {
+	return map[string]any{"structured_only": true, "rounds": 4, "compact": true}
+}
 
 // BuiltinOptions are the recipe of the built-in model: a corpus of the
 // scripted policies' play, a tokenizer fitted to it, and a small model
@@ -58,7 +62,7 @@ func DefaultBuiltin() BuiltinOptions {
 	var es []CorpusEnv
 	for _, id := range envs.Negotiation {
 		es = append(es, CorpusEnv{
-			Env: id, Params: BuiltinParams(), Episodes: 144,
+			Env: id, Params: BuiltinParams(), Episodes: 288,
 			// Strategic against both scripts, from both sides; only the
 			// strategic seats are learnt.
 			Casts: [][]string{{"strategic"}, {"strategic", "naive"}, {"naive", "strategic"}},
@@ -76,7 +80,7 @@ func DefaultBuiltin() BuiltinOptions {
 	o := BuiltinOptions{
 		Corpus: CorpusOptions{Envs: es, Seed: 1, MaxTokens: 64, Context: 4096},
 		Arch:   "llama", Preset: "base", Vocab: 1024, SplitDigits: true, PromptWeight: 0.2,
-		Steps: 1200, Batch: 8, Train: t, CheckpointEvery: 25, Seed: 1,
+		Steps: 2400, Batch: 8, Train: t, CheckpointEvery: 25, Seed: 1,
 	}
 	o.Train.TotalSteps = o.Steps
 	return o

@@ -15,7 +15,7 @@ import (
 func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "model default")
 	out := fs.String("out", "", "output GGUF file (required)")
-	rebuild := fs.Bool("rebuild", false, "train the model anew from its recipe instead of writing the embedded copy (about 70 minutes on one idle core, 45 with --threads 2 on two)")
+	rebuild := fs.Bool("rebuild", false, "train the model anew from its recipe instead of writing the embedded copy (about 32 minutes with --threads 2 on two idle cores, 50 on one)")
 	work := fs.String("work", "", "with --rebuild: directory for the intermediate files and checkpoints; an interrupted build continues from it (default: OUT.work)")
 	steps := fs.Int("steps", 0, "with --rebuild: optimizer steps (default the recipe's)")
 	episodes := fs.Int("episodes", 0, "with --rebuild: corpus episodes per cast and environment (default the recipe's)")

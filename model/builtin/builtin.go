@@ -23,7 +23,7 @@ var file []byte
 const Name = "omar-base.gguf"
 
 // SHA256 is the checksum of the embedded file (a test checks it).
-const SHA256 = "04a7dc31248b5231f59735db2ff55d4d966ee491717060c4e88bd6c6ab116c28"
+const SHA256 = "daa224a3d7c9bea2471a4ff5caf7584a5f163fe0c20237be9790aaa1a33b0f0f"
 
 // Bytes returns the model file. The slice is shared: do not modify it.
 func Bytes() []byte { return file }
