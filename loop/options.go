@@ -79,9 +79,9 @@ func (c EarlyStop) reason(firstEntropy float64, m *Metrics) string {
 }
 
 // DefaultEnv is the environment of the built-in run: Deal or No Deal, the
-// game where ten iterations of league self-play from the built-in model
-// gain on held-out deals at every seed measured (Craigslist, the default
-// before, moved by −0.04 to +0.04; docs/selfplay.md).
+// game where league self-play from the built-in model gains on held-out
+// deals at every seed measured (Craigslist, the default before, moved by
+// −0.04 to +0.04; docs/selfplay.md).
 const DefaultEnv = "dealornodeal"
 
 // BuiltinPreset is the model_preset of the built-in model (package
@@ -91,8 +91,9 @@ const BuiltinPreset = "builtin"
 
 // Defaults returns the built-in run (`make run`): the built-in model
 // (trained from scratch on the scripted policies' play, written into the
-// run directory), Deal or No Deal in structured-move mode with 4 turns per
-// seat and grammar-constrained replies, a league (the policy against the
+// run directory), 30 iterations of Deal or No Deal in structured-move mode
+// with 4 turns per seat, the compact texts and grammar-constrained
+// replies (about 3.5 minutes on 2 cores), a league (the policy against the
 // naive and strategic scripts, the frozen base and its own snapshots, 20%
 // pure self-play), a held-out evaluation before the first iteration and
 // after every fifth, the hierarchical estimator, LoRA rank 8.
@@ -113,7 +114,7 @@ func (Options) Defaults() Options {
 	eval := DefaultEval()
 	eval.Every = 5
 	return Options{
-		Iterations:      10,
+		Iterations:      30,
 		Rollout:         r,
 		ModelPreset:     BuiltinPreset,
 		ModelArch:       "llama",
