@@ -1,6 +1,6 @@
 # omar — two commands do all set-up on a fresh machine:
 #   make run    installs what is missing, builds, and runs the main job
-#               (self-play PPO on the built-in tiny model) with progress bars
+#               (league self-play PPO on the built-in model) with progress bars
 #   make test   the whole test suite (vet, gofmt, race detector on the engine)
 #
 # Needs Go ≥ 1.26 and npm (for the prebuilt llama.cpp libraries); everything
