@@ -69,6 +69,18 @@ func (p Points) Table() [5][]int {
 	return [5][]int{p.Salary, p.DaysOff, p.Position, p.Workplace, p.Hours}
 }
 
+// options renders each issue's options with their points, "60000=15".
+func (p Points) options() [5][]string {
+	var out [5][]string
+	for i, v := range p.Table() {
+		out[i] = make([]string, len(v))
+		for j, n := range v {
+			out[i][j] = fmt.Sprintf("%s=%d", Issues[i].Options[j], n)
+		}
+	}
+	return out
+}
+
 // Of is the points of a contract.
 func (p Points) Of(c Contract) int {
 	t := p.Table()
@@ -447,11 +459,7 @@ func briefing(s Scenario, seat int, q negotiation.Params) string {
 	}
 	b.WriteString("The contract has five issues; you must agree one option for each.\n")
 	b.WriteString("Your private points for each option (the other side does not see them and has its own):\n")
-	for i, v := range s.Points[seat].Table() {
-		opts := make([]string, len(v))
-		for j, p := range v {
-			opts[j] = fmt.Sprintf("%s=%d", Issues[i].Options[j], p)
-		}
+	for i, opts := range s.Points[seat].options() {
 		fmt.Fprintf(&b, "- %s: %s\n", Issues[i].Name, strings.Join(opts, ", "))
 	}
 	fmt.Fprintf(&b, "The best contract for you is worth %d points. Your reward grows with the points of the agreed contract, most steeply around a contract that is fair to both; ", MaxPoints)
@@ -502,11 +510,7 @@ func compactBriefing(s Scenario, seat int, q negotiation.Params) string {
 	b.WriteString(negotiation.CompactHead("Job interview", part, q.Rounds, "the "+roles[0], Rules{}.TermsHelp(seat), q.StructuredOnly))
 	b.WriteString("Reward: grows with your points of the agreed contract (one option per issue); 0 without a deal.\n")
 	b.WriteString("Your secret points:\n")
-	for i, v := range s.Points[seat].Table() {
-		opts := make([]string, len(v))
-		for j, p := range v {
-			opts[j] = fmt.Sprintf("%s=%d", Issues[i].Options[j], p)
-		}
+	for i, opts := range s.Points[seat].options() {
 		fmt.Fprintf(&b, "%s: %s\n", Issues[i].Name, strings.Join(opts, " "))
 	}
 	return b.String()
