@@ -107,8 +107,11 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		if cfg.Model, err = builtin.CacheFile(); err != nil {
 			return err
 		}
-		// The built-in model plays the negotiation games in the mode it
-		// learnt them in, unless --params or the config say otherwise.
+	}
+	if cfg.Model != "" && builtin.Is(cfg.Model) {
+		// The built-in model (or a run directory's copy of it) plays the
+		// negotiation games in the mode it learnt them in, unless
+		// --params or the config say otherwise.
 		for i := range cfg.Envs {
 			if cfg.Envs[i].Params == nil {
 				cfg.Envs[i].Params = loop.BuiltinEnvParams(cfg.Envs[i].Name)

@@ -10,7 +10,9 @@ import (
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/model/builtin"
 )
 
 func TestEvalScripted(t *testing.T) {
@@ -127,5 +129,52 @@ func TestEvalModel(t *testing.T) {
 	}
 	if len(rep.Cells) != 4 || rep.Reference != "base" || rep.Transfer == nil || rep.Transfer.Rows[0].Player != "adapter:"+apath {
 		t.Errorf("report: %d cells, reference %q, transfer %+v", len(rep.Cells), rep.Reference, rep.Transfer)
+	}
+}
+
+// TestEvalBuiltinParams: the built-in model, or a copy of it, plays a
+// negotiation game named without params in the built-in parameters; explicit
+// --params win.
+func TestEvalBuiltinParams(t *testing.T) {
+	if llamatest.LibDir() == "" {
+		t.Skip("llama.cpp libraries not installed in lib/llama/cpu (run scripts/install-llama.sh cpu)")
+	}
+	dir := t.TempDir()
+	mpath := filepath.Join(dir, "copy.gguf")
+	if err := builtin.WriteFile(mpath); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		params []string
+		want   map[string]any
+	}{
+		{"default", nil, loop.BuiltinParams()},
+		{"explicit", []string{"--params", `{"rounds":2}`}, map[string]any{"rounds": 2.0}},
+	} {
+		out := filepath.Join(dir, c.name)
+		args := append([]string{"eval", "--model", mpath, "--llama-lib", llamatest.LibDir(), "--players", "base",
+			"--opponents", "scripted:naive", "--env", "craigslist", "--episodes", "1", "--bootstrap", "100",
+			"--max-tokens", "24", "--threads", "1", "--threads-batch", "1", "--out", out}, c.params...)
+		if _, stderr, code := runCLI(t, args...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, code, stderr)
+		}
+		b, err := os.ReadFile(filepath.Join(out, arena.ConfigFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			Envs []struct {
+				Params map[string]any `json:"params"`
+			} `json:"envs"`
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(c.want)
+		got, _ := json.Marshal(cfg.Envs[0].Params)
+		if len(cfg.Envs) != 1 || string(got) != string(want) {
+			t.Errorf("%s: params %s, want %s", c.name, got, want)
+		}
 	}
 }

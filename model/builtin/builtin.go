@@ -10,6 +10,7 @@
 package builtin
 
 import (
+	"bytes"
 	_ "embed"
 	"fmt"
 	"os"
@@ -30,6 +31,18 @@ func Bytes() []byte { return file }
 
 // WriteFile writes the model to path.
 func WriteFile(path string) error { return os.WriteFile(path, file, 0o644) }
+
+// Is reports whether the file at path is the built-in model (a copy of
+// it, as a run directory's model.gguf is): same size, then same bytes.
+// Files of another size are not read.
+func Is(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil || st.Size() != int64(len(file)) {
+		return false
+	}
+	b, err := os.ReadFile(path)
+	return err == nil && bytes.Equal(b, file)
+}
 
 // CacheFile writes the model into the user's cache directory once (named
 // by its checksum, so a new build's model never meets an old file) and

@@ -41,3 +41,24 @@ func TestCacheFile(t *testing.T) {
 		}
 	}
 }
+
+func TestIs(t *testing.T) {
+	dir := t.TempDir()
+	same, other, short := dir+"/same.gguf", dir+"/other.gguf", dir+"/short.gguf"
+	if err := WriteFile(same); err != nil {
+		t.Fatal(err)
+	}
+	changed := bytes.Clone(Bytes())
+	changed[len(changed)-1] ^= 1
+	if err := os.WriteFile(other, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(short, Bytes()[:100], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]bool{same: true, other: false, short: false, dir + "/missing.gguf": false} {
+		if got := Is(path); got != want {
+			t.Errorf("Is(%s) = %v, want %v", path, got, want)
+		}
+	}
+}
