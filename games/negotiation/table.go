@@ -142,9 +142,11 @@ func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Opti
 			Turn: turn + 1, Round: round, Rounds: o.Rounds, OwnTurn: turn/2 + 1, Final: turn == total-1,
 			Standing: standing, CanAccept: canAccept, StructuredOnly: o.StructuredOnly,
 		}
-		text := turnText(seats, rules, seat, info)
+		var text string
 		if o.Compact {
 			text = compactTurnText(seats, seat, info)
+		} else {
+			text = turnText(seats, rules, seat, info)
 		}
 		st := standing
 		terms, extra := rules.TermsGrammar(seat)
