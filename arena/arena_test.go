@@ -587,6 +587,46 @@ func TestRecords(t *testing.T) {
 	o.Records = true
 	dir := t.TempDir()
 	rep := evaluate(t, o, dir, []Player{ScriptedPlayer("strategic")}, []Player{ScriptedPlayer("naive")})
+	if len(rep.Cells) != 2 {
+		t.Fatalf("%d cells, want 2", len(rep.Cells))
+	}
+	checkRecords(t, dir, 12)
+}
+
+// TestRecordsResume: an evaluation interrupted after a record was written
+// and before its result (the last result line lost, a torn record after
+// it) resumes to one record per result, in the results' order.
+func TestRecordsResume(t *testing.T) {
+	o := scriptedOptions(6, Env{Name: "craigslist"})
+	o.Records = true
+	dir := t.TempDir()
+	players, opponents := []Player{ScriptedPlayer("strategic")}, []Player{ScriptedPlayer("naive")}
+	evaluate(t, o, dir, players, opponents)
+	results := filepath.Join(dir, ResultsFile)
+	b, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	if err := os.WriteFile(results, bytes.Join(lines[:len(lines)-3], nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, RecordsFile), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"env":"craigslist_v1","se`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	evaluate(t, o, dir, players, opponents)
+	checkRecords(t, dir, 12)
+}
+
+// checkRecords checks that dir holds want results and one record per
+// result, in the same order, agreeing on seed, agent and reward.
+func checkRecords(t *testing.T, dir string, want int) {
+	t.Helper()
 	results := readResults(t, dir)
 	f, err := os.Open(filepath.Join(dir, RecordsFile))
 	if err != nil {
@@ -602,8 +642,8 @@ func TestRecords(t *testing.T) {
 		}
 		recs = append(recs, r)
 	}
-	if len(recs) != len(results) || len(recs) != 12 || len(rep.Cells) != 2 {
-		t.Fatalf("%d records, %d results, %d cells; want 12, 12, 2", len(recs), len(results), len(rep.Cells))
+	if len(recs) != len(results) || len(recs) != want {
+		t.Fatalf("%d records, %d results; want %d of each", len(recs), len(results), want)
 	}
 	for i, r := range recs {
 		res := results[i]

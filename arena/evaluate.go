@@ -1,9 +1,12 @@
 package arena
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -96,7 +99,7 @@ func Evaluate(ctx context.Context, o Options, dir string, players, opponents []P
 	if h.Start != nil {
 		h.Start(len(cells)*o.Episodes, len(results))
 	}
-	played, err := play(ctx, o, dir, todo, h)
+	played, err := play(ctx, o, dir, len(prior), todo, h)
 	results = append(results, played...)
 	if err != nil {
 		return nil, err
@@ -175,8 +178,8 @@ type work struct {
 
 // play runs todo with o.Parallel episodes in flight and returns the
 // results (in the order they finished), appending each to dir's results
-// file first.
-func play(ctx context.Context, o Options, dir string, todo []work, h Hooks) ([]Result, error) {
+// file first. prior is the number of results already in that file.
+func play(ctx context.Context, o Options, dir string, prior int, todo []work, h Hooks) ([]Result, error) {
 	if len(todo) == 0 {
 		return nil, nil
 	}
@@ -187,7 +190,15 @@ func play(ctx context.Context, o Options, dir string, todo []work, h Hooks) ([]R
 			return nil, err
 		}
 		if o.Records {
-			if records, _, err = engine.AppendJSONL(filepath.Join(dir, RecordsFile)); err != nil {
+			path := filepath.Join(dir, RecordsFile)
+			// A record is written just before its result: an
+			// interrupt between the two leaves one record whose
+			// episode is played again now. Drop it, so that the file
+			// keeps one record per result.
+			if err = keepLines(path, prior); err == nil {
+				records, _, err = engine.AppendJSONL(path)
+			}
+			if err != nil {
 				out.Close()
 				return nil, err
 			}
@@ -237,7 +248,8 @@ func play(ctx context.Context, o Options, dir string, todo []work, h Hooks) ([]R
 		}
 		if d.err == nil && records != nil {
 			// Before the result: a resumed evaluation replays what has
-			// no result, so a record is never missing, at worst doubled.
+			// no result, so a record is never missing (and keepLines
+			// drops the copy an interrupt left).
 			if d.err = records.Write(d.rec); d.err == nil {
 				d.err = records.Flush()
 			}
@@ -310,4 +322,43 @@ func playOne(ctx context.Context, o Options, w work) (Result, *engine.Record, er
 // with seed (group size 1) deals its episode FirstEpisode+k from.
 func seedOf(seed uint64, k int) uint64 {
 	return seeds.Derive(seed, 0, uint64(FirstEpisode+k))
+}
+
+// keepLines truncates the file at path after its first n lines when it has
+// more (a missing file is left missing).
+func keepLines(path string, n int) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var off int64
+	for range n {
+		line, err := br.ReadSlice('\n')
+		off += int64(len(line))
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: read on to its end.
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				off += int64(len(line))
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil // n lines or fewer
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := br.Peek(1); errors.Is(err, io.EOF) {
+		return nil
+	}
+	if err := f.Truncate(off); err != nil {
+		return fmt.Errorf("arena: %s: %w", path, err)
+	}
+	return nil
 }
