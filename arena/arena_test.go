@@ -658,3 +658,44 @@ func checkRecords(t *testing.T, dir string, want int) {
 		}
 	}
 }
+
+// TestKeepLines: the file keeps its first n lines, whatever their length;
+// a file with n lines or fewer (a torn last line included) is left as it is.
+func TestKeepLines(t *testing.T) {
+	long := strings.Repeat("x", 10000) // longer than the reader's buffer
+	lines := "a\n" + long + "\nb\n"
+	for _, c := range []struct {
+		name, in string
+		n        int
+		want     string
+	}{
+		{"none kept", lines, 0, ""},
+		{"one", lines, 1, "a\n"},
+		{"past a long line", lines, 2, "a\n" + long + "\n"},
+		{"all", lines, 3, lines},
+		{"more than there are", lines, 5, lines},
+		{"a torn line after n", lines + `{"se`, 3, lines},
+		{"a torn line within n", lines + `{"se`, 4, lines + `{"se`},
+		{"empty", "", 2, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "f.jsonl")
+			if err := os.WriteFile(path, []byte(c.in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := keepLines(path, c.n); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != c.want {
+				t.Errorf("kept %d bytes, want %d", len(got), len(c.want))
+			}
+		})
+	}
+	if err := keepLines(filepath.Join(t.TempDir(), "missing"), 1); err != nil {
+		t.Errorf("a missing file: %v", err)
+	}
+}
