@@ -340,12 +340,9 @@ func keepLines(path string, n int) error {
 	for range n {
 		line, err := br.ReadSlice('\n')
 		off += int64(len(line))
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: read on to its end.
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				off += int64(len(line))
-			}
+		for errors.Is(err, bufio.ErrBufferFull) { // a line longer than the buffer
+			line, err = br.ReadSlice('\n')
+			off += int64(len(line))
 		}
 		if errors.Is(err, io.EOF) {
 			return nil // n lines or fewer
