@@ -31,6 +31,11 @@ func (r *BuildReport) WriteSummary(w io.Writer, out string, steps int) error {
 		fmt.Fprintf(w, "trained %d parameters for %d steps (%d resumed) in %s; loss %.4f → %.4f\n",
 			r.Params, steps, r.ResumedSteps, r.TrainTime.Round(1e6), r.Losses[0], r.Losses[n-1])
 	}
+	for i, d := range r.Dagger {
+		pct := func(n int) float64 { return 100 * float64(n) / float64(max(1, d.Turns)) }
+		fmt.Fprintf(w, "dagger round %d: %d episodes (%d skipped); the model's reply was the expert's in %d of %d turns (%.1f%%), the same kind of move in %.1f%%; %d sequences\n",
+			i+1, d.Episodes, d.Skipped, d.Agreed, d.Turns, pct(d.Agreed), pct(d.SameMove), d.Sequences)
+	}
 	same := "differs from"
 	if sum == builtin.SHA256 {
 		same = "equals"

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -30,6 +31,7 @@ func shortBuiltin() BuiltinOptions {
 	o.Steps, o.Batch, o.CheckpointEvery = 12, 2, 6
 	o.Train.TotalSteps, o.Train.WarmupSteps = o.Steps, 4
 	o.Train.LR = 5e-3
+	o.Dagger.Rounds, o.Dagger.Episodes, o.Dagger.Steps = 2, 2, 8
 	return o
 }
 
@@ -49,10 +51,10 @@ func TestBuildBuiltinShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Losses) != o.Steps || rep.Corpus.Trajectories == 0 {
+	if len(rep.Losses) != o.TotalSteps() || rep.Corpus.Trajectories == 0 {
 		t.Fatalf("report %+v", rep)
 	}
-	head, tail := mean(rep.Losses[:4]), mean(rep.Losses[len(rep.Losses)-4:])
+	head, tail := mean(rep.Losses[:4]), mean(rep.Losses[o.Steps-4:o.Steps])
 	if tail >= head {
 		t.Errorf("loss %.3f over the first steps, %.3f over the last: it did not fall", head, tail)
 	}
@@ -61,22 +63,29 @@ func TestBuildBuiltinShort(t *testing.T) {
 	// the count (ggml's CPU kernels give each output row to one thread).
 	o.Train.Threads = 2
 	b := filepath.Join(dir, "b.gguf")
-	ctx, cancel := context.WithCancel(context.Background())
-	steps := 0
-	_, err = BuildBuiltin(ctx, o, b, filepath.Join(dir, "b.work"), lib, BuildHooks{Step: func(step, _ int, _ float64) {
-		if steps++; step == o.CheckpointEvery+3 {
-			cancel()
+	// It is interrupted twice: in behaviour cloning after its first
+	// checkpoint, and in the second DAgger round after that round's first.
+	for _, at := range []int{o.CheckpointEvery + 3, o.Steps + o.Dagger.Steps + o.CheckpointEvery + 1} {
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err = BuildBuiltin(ctx, o, b, filepath.Join(dir, "b.work"), lib, BuildHooks{Step: func(step, _ int, _ float64) {
+			if step == at {
+				cancel()
+			}
+		}})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("build interrupted at step %d: %v", at, err)
 		}
-	}})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted build: %v", err)
 	}
 	rep2, err := BuildBuiltin(context.Background(), o, b, filepath.Join(dir, "b.work"), lib, BuildHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep2.ResumedSteps == 0 {
-		t.Errorf("the second build did not resume from the checkpoint")
+		t.Errorf("the last build did not resume from the checkpoint")
+	}
+	if len(rep.Dagger) != 2 || rep.Dagger[0].Episodes == 0 || rep.Dagger[0].Sequences == 0 || !reflect.DeepEqual(rep.Dagger, rep2.Dagger) {
+		t.Errorf("DAgger rounds %+v, resumed %+v", rep.Dagger, rep2.Dagger)
 	}
 	x, _ := os.ReadFile(a)
 	y, _ := os.ReadFile(b)

@@ -221,11 +221,7 @@ func CloneRecords(ctx context.Context, paths []string, learn []string, p *selfpl
 func WeightedSequences(trajs []WeightedTrajectory, seed uint64, epoch int) []train.Sequence {
 	var out []train.Sequence
 	for i, t := range trajs {
-		n := int(t.Weight)
-		frac := t.Weight - float64(n)
-		if frac > 0 && float64(seeds.Derive(seed, uint64(epoch), uint64(i))>>11)/(1<<53) < frac {
-			n++
-		}
+		n := repeats(t.Weight, seeds.Derive(seed, uint64(epoch), uint64(i)))
 		seqs, _ := Sequences([]selfplay.Trajectory{t.Trajectory})
 		for range n {
 			out = append(out, seqs...)

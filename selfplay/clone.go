@@ -75,12 +75,9 @@ func Clone(ctx context.Context, g engine.Game, rec *engine.Record, idx int, p *P
 		prepare: func(*Player) {}, unprepare: func(*Player) {},
 		generate: func(_ context.Context, _ int, sp *Player, req inference.Request) (inference.Response, error) {
 			text := pending[sp]
-			ids, err := sp.Tokenizer.Tokenize(*text, false, false)
+			ids, err := replyTokens(sp.Tokenizer, eot, *text)
 			if err != nil {
-				return inference.Response{}, fmt.Errorf("selfplay: clone: tokenize reply: %w", err)
-			}
-			if eot >= 0 {
-				ids = append(ids, eot)
+				return inference.Response{}, err
 			}
 			if len(ids) > req.MaxTokens {
 				return inference.Response{}, fmt.Errorf("selfplay: clone: reply %q is %d tokens, more than max tokens %d", *text, len(ids), req.MaxTokens)
@@ -140,6 +137,28 @@ func Clone(ctx context.Context, g engine.Game, rec *engine.Record, idx int, p *P
 		out = append(out, trajs...)
 	}
 	return out, nil
+}
+
+// ReplyTokens are the tokens Clone renders for a reply text with tok: the
+// text tokenised (special-token text stays plain text) and closed by the
+// chat template's end-of-turn token.
+func ReplyTokens(tok inference.Tokenizer, text string) ([]int32, error) {
+	eot, err := endOfTurn(tok)
+	if err != nil {
+		return nil, err
+	}
+	return replyTokens(tok, eot, text)
+}
+
+func replyTokens(tok inference.Tokenizer, eot int32, text string) ([]int32, error) {
+	ids, err := tok.Tokenize(text, false, false)
+	if err != nil {
+		return nil, fmt.Errorf("selfplay: clone: tokenize reply: %w", err)
+	}
+	if eot >= 0 {
+		ids = append(ids, eot)
+	}
+	return ids, nil
 }
 
 // sameEvents compares two logs by what a seat reads (kind, seat,

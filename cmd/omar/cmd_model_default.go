@@ -20,6 +20,9 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	steps := fs.Int("steps", 0, "with --rebuild: optimizer steps (default the recipe's)")
 	episodes := fs.Int("episodes", 0, "with --rebuild: corpus episodes per cast and environment (default the recipe's)")
 	threads := fs.Int("threads", 1, "with --rebuild: trainer threads, no more than the idle cores (the bytes are the same whatever the count)")
+	daggerRounds := fs.Int("dagger-rounds", -1, "with --rebuild: DAgger rounds after behaviour cloning (default the recipe's; 0 none)")
+	daggerSteps := fs.Int("dagger-steps", 0, "with --rebuild: optimizer steps per DAgger round (default the recipe's)")
+	daggerEpisodes := fs.Int("dagger-episodes", 0, "with --rebuild: DAgger episodes per game, seat and opponent (default the recipe's)")
 	lib := fs.String("llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -47,6 +50,15 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 			o.Corpus.Envs[i].Episodes = *episodes
 		}
 	}
+	if *daggerRounds >= 0 {
+		o.Dagger.Rounds = *daggerRounds
+	}
+	if *daggerSteps > 0 {
+		o.Dagger.Steps = *daggerSteps
+	}
+	if *daggerEpisodes > 0 {
+		o.Dagger.Episodes = *daggerEpisodes
+	}
 	if *work == "" {
 		*work = *out + ".work"
 	}
@@ -56,8 +68,8 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 		Stage: func(s string) {
 			stage = s
 			fmt.Fprintf(env.stderr, "model default: %s\n", s)
-			if s == "train" {
-				bar = newProgress(env, o.Steps, "train")
+			if s == "train" && bar == nil {
+				bar = newProgress(env, o.TotalSteps(), "train")
 			}
 		},
 		Step: func(step, total int, loss float64) {
@@ -78,5 +90,5 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		return err
 	}
-	return rep.WriteSummary(env.stdout, *out, o.Steps)
+	return rep.WriteSummary(env.stdout, *out, o.TotalSteps())
 }
