@@ -289,7 +289,7 @@ func playOne(ctx context.Context, o Options, w work) (Result, *engine.Record, er
 	c := w.cell
 	ro := o.runnerOptions()
 	ro.Params = c.env.params
-	ro.Agents = c.side.agents(c.player.agent(), c.opponent.agent())
+	ro.Agents = c.side.Agents(c.player.agent(), c.opponent.agent())
 	ro.KeyPrefix = "arena" + strconv.Itoa(c.index) + "/"
 	for _, p := range []Player{c.player, c.opponent} {
 		if p.Model != nil {

@@ -29,9 +29,9 @@ func (s Side) Has(seat engine.Seat) bool {
 	return hit != s.Complement
 }
 
-// agents is the selfplay Agents map that puts player on the side and
+// Agents is the selfplay Agents map that puts player on the side and
 // opponent everywhere else.
-func (s Side) agents(player, opponent string) map[string]string {
+func (s Side) Agents(player, opponent string) map[string]string {
 	in, out := player, opponent
 	if s.Complement {
 		in, out = opponent, player
@@ -50,6 +50,12 @@ var teamSides = map[string][]Side{
 		{Name: "werewolves", Keys: []string{"werewolf"}},
 		{Name: "villagers", Keys: []string{"werewolf"}, Complement: true},
 	},
+}
+
+// Sides returns the sides of g for parameters p: the named ones, or all
+// (Env.Sides).
+func Sides(g engine.Game, p engine.Params, names []string) ([]Side, error) {
+	return sidesOf(g, p, names)
 }
 
 // sidesOf returns the sides of g for parameters p: the named ones, or all.

@@ -89,8 +89,7 @@ func DefaultBuiltin() BuiltinOptions {
 		// Off: two rounds changed the held-out reward by +0.001 [−0.015,
 		// +0.017] (docs/models.md); `--dagger-rounds N` turns them on.
 		Dagger: DaggerOptions{
-			Rounds: 0, Episodes: 64, Opponents: []string{"naive", "strategic"}, Expert: "strategic",
-			Steps: 600, LR: 5e-4, Weight: 2,
+			Rounds: 0, Games: DaggerGames(), Episodes: 64, Steps: 600, LR: 5e-4, Weight: 2,
 		},
 	}
 	o.Train.TotalSteps = o.Steps

@@ -32,6 +32,10 @@ func shortBuiltin() BuiltinOptions {
 	o.Train.TotalSteps, o.Train.WarmupSteps = o.Steps, 4
 	o.Train.LR = 5e-3
 	o.Dagger.Rounds, o.Dagger.Episodes, o.Dagger.Steps = 2, 2, 8
+	o.Dagger.Games = []DaggerGame{
+		{Env: "casino", Expert: "strategic", Opponents: []string{"naive", "strategic"}},
+		{Env: "craigslist", Expert: "strategic", Opponents: []string{"strategic"}},
+	}
 	return o
 }
 

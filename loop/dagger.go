@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
@@ -28,13 +29,15 @@ import (
 type DaggerOptions struct {
 	// Rounds of play, labelling and training; 0 builds without DAgger.
 	Rounds int
-	// Episodes per game, seat and opponent in each round.
+	// Games are played in each round; each must be an environment of the
+	// corpus (its parameters are the corpus's).
+	Games []DaggerGame
+	// Episodes per game, side and opponent in each round.
 	Episodes int
-	// Opponents are the scripted policies the model plays against.
-	Opponents []string
-	// Expert is the scripted policy whose replies label the model's
-	// states; the corpus environments that learn it are played.
-	Expert string
+	// MaxPerSeat caps the labelled turns of one seat in an episode (spread
+	// evenly over its disagreements; 0: no cap). Each is a sequence as
+	// long as the seat's stream up to that turn, so long games need it.
+	MaxPerSeat int
 	// Steps optimizer steps per round, from the previous round's weights
 	// with a fresh optimizer, warm-up and cosine decay at LR.
 	Steps int
@@ -42,6 +45,45 @@ type DaggerOptions struct {
 	// Weight is how often each labelled sequence is seen per epoch,
 	// as CorpusEnv.Weight.
 	Weight float64
+}
+
+// DaggerGame is a game of the DAgger rounds: the model takes each side
+// (arena.Sides: a role, a Werewolf team) against each opponent script,
+// and the expert script labels its seats.
+type DaggerGame struct {
+	Env, Expert string
+	Opponents   []string
+}
+
+// DaggerGames are the games DAgger plays by default: the six negotiation
+// games, labelled by the strategic script, against the naive and the
+// strategic one.
+func DaggerGames() []DaggerGame {
+	var out []DaggerGame
+	for _, id := range envs.Negotiation {
+		out = append(out, DaggerGame{Env: id, Expert: "strategic", Opponents: []string{"naive", "strategic"}})
+	}
+	return out
+}
+
+// DaggerGameFor is the DAgger game of an environment: a negotiation game
+// as in DaggerGames, any other game with its default scripted policy as
+// the expert and the opponent.
+func DaggerGameFor(env string) (DaggerGame, error) {
+	g, err := envs.Find(env)
+	if err != nil {
+		return DaggerGame{}, err
+	}
+	for _, d := range DaggerGames() {
+		if d.Env == g.ID() || d.Env == env {
+			return d, nil
+		}
+	}
+	pols := g.Policies()
+	if len(pols) == 0 {
+		return DaggerGame{}, fmt.Errorf("dagger: %s has no scripted policy to label with", env)
+	}
+	return DaggerGame{Env: env, Expert: pols[0].Name, Opponents: []string{pols[0].Name}}, nil
 }
 
 // Validate reports the first invalid field.
@@ -54,16 +96,30 @@ func (o DaggerOptions) Validate() error {
 		return fmt.Errorf("dagger: rounds %d: want 0..100", o.Rounds)
 	case o.Episodes < 1 || o.Episodes > maxCount:
 		return fmt.Errorf("dagger: episodes %d: want 1..%d", o.Episodes, maxCount)
-	case len(o.Opponents) == 0:
-		return errors.New("dagger: no opponents")
-	case o.Expert == "":
-		return errors.New("dagger: no expert")
+	case len(o.Games) == 0:
+		return errors.New("dagger: no games")
+	case o.MaxPerSeat < 0:
+		return fmt.Errorf("dagger: max per seat %d < 0", o.MaxPerSeat)
 	case o.Steps < 1:
 		return fmt.Errorf("dagger: steps %d < 1", o.Steps)
 	case !(o.LR > 0 && o.LR < 1):
 		return fmt.Errorf("dagger: lr %v: want 0 < lr < 1", o.LR)
 	case !(o.Weight > 0 && o.Weight <= 100):
 		return fmt.Errorf("dagger: weight %v: want 0 < weight ≤ 100", o.Weight)
+	}
+	for _, g := range o.Games {
+		game, err := envs.Find(g.Env)
+		if err != nil {
+			return fmt.Errorf("dagger: %w", err)
+		}
+		for _, name := range append([]string{g.Expert}, g.Opponents...) {
+			if _, err := engine.FindPolicy(game, strings.TrimPrefix(name, "scripted:")); err != nil {
+				return fmt.Errorf("dagger: %s: %w", g.Env, err)
+			}
+		}
+		if len(g.Opponents) == 0 {
+			return fmt.Errorf("dagger: %s: no opponents", g.Env)
+		}
 	}
 	return nil
 }
@@ -79,48 +135,46 @@ type DaggerStats struct {
 	Sequences int
 }
 
-func (s *DaggerStats) add(o DaggerStats) {
-	s.Episodes += o.Episodes
-	s.Skipped += o.Skipped
-	s.Turns += o.Turns
-	s.Agreed += o.Agreed
-	s.SameMove += o.SameMove
-	s.Sequences += o.Sequences
-}
-
-// daggerPlay plays one round: the model p on every seat of each game the
-// corpus learns the expert in, against each opponent script, and returns
-// the labelled sequences. Rollouts run one episode at a time, so the
-// samples do not depend on the batching and a rebuild reproduces them.
+// daggerPlay plays one round: the model p on each side of each game
+// against each opponent script, and returns the labelled sequences.
+// Rollouts run one episode at a time, so the samples do not depend on the
+// batching and a rebuild reproduces them.
 func daggerPlay(ctx context.Context, c CorpusOptions, d DaggerOptions, round int, p *selfplay.Player, promptWeight float32, seed uint64) ([]train.Sequence, DaggerStats, error) {
 	var st DaggerStats
 	var out []train.Sequence
-	for ei, e := range c.Envs {
-		if !e.learns(d.Expert) || len(e.Learn) == 0 {
-			continue
+	for gi, dg := range d.Games {
+		ei := slices.IndexFunc(c.Envs, func(e CorpusEnv) bool { return e.Env == dg.Env })
+		if ei < 0 {
+			return nil, st, fmt.Errorf("dagger: %s is not an environment of the corpus", dg.Env)
 		}
-		g, err := envs.Find(e.Env)
+		g, err := envs.Find(dg.Env)
 		if err != nil {
 			return nil, st, err
 		}
-		ro := c.runnerOptions(e.Params)
-		specs, err := g.Seats(ro.Params)
+		ro := c.runnerOptions(c.Envs[ei].Params)
+		sides, err := arena.Sides(g, ro.Params, nil)
 		if err != nil {
-			return nil, st, fmt.Errorf("dagger: %s: %w", e.Env, err)
+			return nil, st, fmt.Errorf("dagger: %s: %w", dg.Env, err)
 		}
-		for seat := range specs {
-			for oi, opp := range d.Opponents {
+		for si, side := range sides {
+			for oi, opp := range dg.Opponents {
 				o := ro
 				o.Parallel = 1
-				o.Seed = seeds.Derive(seed, 0x64616767, uint64(round), uint64(ei), uint64(seat), uint64(oi)) // "dagg"
-				o.Agents = map[string]string{"seat" + strconv.Itoa(seat): selfplay.AgentPolicy, "*": "scripted:" + strings.TrimPrefix(opp, "scripted:")}
-				o.KeyPrefix = fmt.Sprintf("dagger%d/%s/%d/%d/", round, e.Env, seat, oi)
+				o.Seed = seeds.Derive(seed, 0x64616767, uint64(round), uint64(gi), uint64(si), uint64(oi)) // "dagg"
+				o.Agents = side.Agents(p.Label, "scripted:"+strings.TrimPrefix(opp, "scripted:"))
+				o.KeyPrefix = fmt.Sprintf("dagger%d/%s/%d/%d/", round, dg.Env, si, oi)
 				r, err := selfplay.NewRunner(g, p, nil, o)
 				if err != nil {
-					return nil, st, fmt.Errorf("dagger: %s: %w", e.Env, err)
+					return nil, st, fmt.Errorf("dagger: %s: %w", dg.Env, err)
 				}
 				_, err = r.Run(ctx, 0, d.Episodes, func(res *selfplay.EpisodeResult) error {
-					seqs, es, err := labelEpisode(ctx, g, res.Record, res.Index, seat, d.Expert, p, o, promptWeight)
+					var seats []int
+					for _, s := range res.Record.Seats {
+						if side.Has(engine.Seat{Index: s.Index, Name: s.Name, Role: s.Role}) {
+							seats = append(seats, s.Index)
+						}
+					}
+					seqs, es, err := labelEpisode(ctx, g, res.Record, res.Index, seats, dg.Expert, p, o, promptWeight, d.MaxPerSeat)
 					if err != nil {
 						if ctx.Err() != nil {
 							return ctx.Err()
@@ -133,7 +187,7 @@ func daggerPlay(ctx context.Context, c CorpusOptions, d DaggerOptions, round int
 					return nil
 				})
 				if err != nil {
-					return nil, st, fmt.Errorf("dagger: %s: %w", e.Env, err)
+					return nil, st, fmt.Errorf("dagger: %s: %w", dg.Env, err)
 				}
 			}
 		}
@@ -141,37 +195,76 @@ func daggerPlay(ctx context.Context, c CorpusOptions, d DaggerOptions, round int
 	return out, st, nil
 }
 
-// labelEpisode labels the model's seat of rec with the expert's replies
-// and renders the sequences that teach them (labelledSequences). It fails
-// on an episode it cannot label exactly: a seat that answered a
-// notification more than once (a retry), a stream cut into segments.
-func labelEpisode(ctx context.Context, g engine.Game, rec *engine.Record, idx, seat int, expert string, p *selfplay.Player, o selfplay.Options, promptWeight float32) ([]train.Sequence, DaggerStats, error) {
+func (s *DaggerStats) add(o DaggerStats) {
+	s.Episodes += o.Episodes
+	s.Skipped += o.Skipped
+	s.Turns += o.Turns
+	s.Agreed += o.Agreed
+	s.SameMove += o.SameMove
+	s.Sequences += o.Sequences
+}
+
+// labelEpisode labels the model's seats of rec with the expert's replies
+// and renders the sequences that teach them (labelledSequences), at most
+// maxPerSeat per seat (0: all). It fails on an episode it cannot label
+// exactly (a seat that answered a notification more than once: a retry)
+// and leaves out a seat whose stream was cut into segments.
+func labelEpisode(ctx context.Context, g engine.Game, rec *engine.Record, idx int, seats []int, expert string, p *selfplay.Player, o selfplay.Options, promptWeight float32, maxPerSeat int) ([]train.Sequence, DaggerStats, error) {
 	var st DaggerStats
-	replies, labels, err := expertLabels(ctx, g, rec, seat, expert)
+	labelled, err := expertLabels(ctx, g, rec, seats, expert)
 	if err != nil {
 		return nil, st, err
 	}
-	trajs, err := selfplay.Clone(ctx, g, rec, idx, p, o, []int{seat})
+	// A reply the model wrote up to max_tokens has no end-of-turn token in
+	// the record; its clone closes it with one, which the stream then
+	// holds anyway (the chat template ends every turn with it).
+	o.MaxTokens++
+	trajs, err := selfplay.Clone(ctx, g, rec, idx, p, o, seats)
 	if err != nil {
 		return nil, st, err
 	}
-	if len(trajs) != 1 {
-		return nil, st, fmt.Errorf("dagger: seat %d of episode %d renders %d segments", seat, idx, len(trajs))
+	streams := map[int]int{}
+	for _, t := range trajs {
+		streams[t.Seat]++
 	}
-	seqs, err := labelledSequences(trajs[0], replies, labels, func(s string) ([]int32, error) { return selfplay.ReplyTokens(p.Tokenizer, s) }, promptWeight)
-	if err != nil {
-		return nil, st, err
-	}
-	st.Episodes, st.Turns, st.Sequences = 1, len(replies), len(seqs)
-	for k := range replies {
-		if replies[k] == labels[k] {
-			st.Agreed++
+	var out []train.Sequence
+	for _, t := range trajs {
+		l := labelled[t.Seat]
+		if streams[t.Seat] > 1 {
+			// The stream was cut into segments at the context limit: its
+			// turns cannot be told apart from the record's; the seat is
+			// left out.
+			continue
 		}
-		if moveKind(replies[k]) == moveKind(labels[k]) {
-			st.SameMove++
+		seqs, err := labelledSequences(t, l.replies, l.labels, func(s string) ([]int32, error) { return selfplay.ReplyTokens(p.Tokenizer, s) }, promptWeight)
+		if err != nil {
+			return nil, st, err
+		}
+		out = append(out, spread(seqs, maxPerSeat)...)
+		st.Turns += len(l.replies)
+		for k := range l.replies {
+			if l.replies[k] == l.labels[k] {
+				st.Agreed++
+			}
+			if moveKind(l.replies[k]) == moveKind(l.labels[k]) {
+				st.SameMove++
+			}
 		}
 	}
-	return seqs, st, nil
+	st.Episodes, st.Sequences = 1, len(out)
+	return out, st, nil
+}
+
+// spread keeps at most n of xs, evenly spaced (all when n is 0).
+func spread[T any](xs []T, n int) []T {
+	if n == 0 || len(xs) <= n {
+		return xs
+	}
+	out := make([]T, n)
+	for i := range n {
+		out[i] = xs[i*len(xs)/n]
+	}
+	return out
 }
 
 // moveKind is a reply's first word without a trailing colon.
@@ -183,54 +276,64 @@ func moveKind(reply string) string {
 	return strings.TrimSuffix(f[0], ":")
 }
 
+// seatLabels are a seat's recorded replies and the expert's, in turn order.
+type seatLabels struct{ replies, labels []string }
+
 // expertLabels replays rec and asks the expert script, at each turn of
-// seat, what it would reply in the state the recorded seat was in (its
-// view holds the recorded seat's own earlier moves). It returns the
-// seat's recorded replies and the expert's, in turn order.
-func expertLabels(ctx context.Context, g engine.Game, rec *engine.Record, seat int, expert string) (replies, labels []string, err error) {
+// the seats, what it would reply in the state the recorded seat was in
+// (its view holds the recorded seat's own earlier moves).
+func expertLabels(ctx context.Context, g engine.Game, rec *engine.Record, seats []int, expert string) (map[int]*seatLabels, error) {
 	queue := map[string][]string{}
 	for _, e := range rec.Events {
 		if e.Kind == engine.KindAction {
 			queue[e.NotificationID] = append(queue[e.NotificationID], e.Text)
-			if e.Seat == seat && len(queue[e.NotificationID]) > 1 {
-				return nil, nil, fmt.Errorf("dagger: seat %d answered notification %s more than once", seat, e.NotificationID)
+			if slices.Contains(seats, e.Seat) && len(queue[e.NotificationID]) > 1 {
+				return nil, fmt.Errorf("dagger: seat %d answered notification %s more than once", e.Seat, e.NotificationID)
 			}
 		}
 	}
 	experts, err := engine.ScriptedCast(g, []string{expert}, seeds.Derive(rec.Seed, 0x6c61626c)) // "labl"
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	out := map[int]*seatLabels{}
+	var mu sync.Mutex // seats asked together (ask_all) act concurrently
 	cast := func(s engine.Seat) (engine.Agent, string, error) {
 		var ex engine.Agent
-		if s.Index == seat {
+		if slices.Contains(seats, s.Index) {
 			a, _, err := experts(s)
 			if err != nil {
 				return nil, "", err
 			}
 			ex = a
+			out[s.Index] = &seatLabels{}
 		}
 		return engine.AgentFunc(func(ctx context.Context, t engine.Turn) (engine.Action, error) {
+			mu.Lock()
 			q := queue[t.Notification.ID]
+			if len(q) > 0 {
+				queue[t.Notification.ID] = q[1:]
+			}
+			mu.Unlock()
 			if len(q) == 0 {
 				return engine.Action{}, engine.ErrTimeout
 			}
-			queue[t.Notification.ID] = q[1:]
 			if ex != nil {
 				a, err := ex.Act(ctx, t)
 				if err != nil {
 					return engine.Action{}, fmt.Errorf("dagger: expert: %w", err)
 				}
-				replies = append(replies, q[0])
-				labels = append(labels, a.Text)
+				l := out[s.Index] // one seat's turns are sequential
+				l.replies = append(l.replies, q[0])
+				l.labels = append(l.labels, a.Text)
 			}
 			return engine.Action{NotificationID: t.Notification.ID, Text: q[0]}, nil
 		}), "", nil
 	}
 	if _, err := engine.Play(ctx, g, rec.Seed, rec.Params, cast, engine.DefaultOptions(), nil); err != nil {
-		return nil, nil, fmt.Errorf("dagger: replay: %w", err)
+		return nil, fmt.Errorf("dagger: replay: %w", err)
 	}
-	return replies, labels, nil
+	return out, nil
 }
 
 // labelledSequences turns one cloned seat stream t, whose turns k the seat

@@ -34,10 +34,11 @@ func TestExpertLabels(t *testing.T) {
 				t.Fatal(err)
 			}
 			for seat, name := range []string{"strategic", "naive"} {
-				replies, labels, err := expertLabels(ctx, g, rec, seat, "strategic")
+				l, err := expertLabels(ctx, g, rec, []int{seat}, "strategic")
 				if err != nil {
 					t.Fatalf("%s: %v", id, err)
 				}
+				replies, labels := l[seat].replies, l[seat].labels
 				var own []string
 				for _, e := range rec.Events {
 					if e.Kind == engine.KindAction && e.Seat == seat {
@@ -121,5 +122,96 @@ func TestLabelledSequences(t *testing.T) {
 	}
 	if _, err := labelledSequences(tr, []string{"a", "b"}, []string{"a", "b"}, labelTokens, p); err == nil {
 		t.Error("two replies for a stream of three: no error")
+	}
+}
+
+// TestExpertLabelsWerewolf labels a team of a Werewolf game, whose votes
+// are asked of every seat at once: every recorded action of the team's
+// seats gets one label, in order.
+func TestExpertLabelsWerewolf(t *testing.T) {
+	ctx := context.Background()
+	g, err := envs.Find("werewolf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range uint64(3) {
+		cast, err := engine.ScriptedCast(g, []string{"heuristic"}, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := engine.Play(ctx, g, 40+k, nil, cast, engine.DefaultOptions(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seats []int
+		for _, s := range rec.Seats {
+			if s.Role != "werewolf" {
+				seats = append(seats, s.Index)
+			}
+		}
+		l, err := expertLabels(ctx, g, rec, seats, "heuristic")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seat := range seats {
+			var own []string
+			for _, e := range rec.Events {
+				if e.Kind == engine.KindAction && e.Seat == seat {
+					own = append(own, e.Text)
+				}
+			}
+			if !slices.Equal(l[seat].replies, own) || len(l[seat].labels) != len(own) {
+				t.Errorf("game %d seat %d: replies %q (%d labels), the record's %q", k, seat, l[seat].replies, len(l[seat].labels), own)
+			}
+		}
+	}
+}
+
+func TestSpread(t *testing.T) {
+	xs := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	for _, tc := range []struct {
+		n    int
+		want []int
+	}{{0, xs}, {10, xs}, {12, xs}, {4, []int{0, 2, 5, 7}}, {1, []int{0}}} {
+		if got := spread(xs, tc.n); !slices.Equal(got, tc.want) {
+			t.Errorf("spread(%d) = %v, want %v", tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestDaggerOptions(t *testing.T) {
+	ww, err := DaggerGameFor("werewolf")
+	if err != nil || ww.Expert != "heuristic" || !slices.Equal(ww.Opponents, []string{"heuristic"}) {
+		t.Errorf("werewolf: %+v, %v", ww, err)
+	}
+	if c, err := DaggerGameFor("craigslist"); err != nil || c.Expert != "strategic" || len(c.Opponents) != 2 {
+		t.Errorf("craigslist: %+v, %v", c, err)
+	}
+	if _, err := DaggerGameFor("nosuchgame"); err == nil {
+		t.Error("an unknown environment: no error")
+	}
+	good := DefaultBuiltin().Dagger
+	good.Rounds = 1
+	if err := good.Validate(); err != nil {
+		t.Fatalf("the recipe's DAgger options with one round: %v", err)
+	}
+	for name, f := range map[string]func(*DaggerOptions){
+		"no games": func(o *DaggerOptions) { o.Games = nil },
+		"unknown expert": func(o *DaggerOptions) {
+			o.Games = []DaggerGame{{Env: "casino", Expert: "oracle", Opponents: []string{"naive"}}}
+		},
+		"no opponents":      func(o *DaggerOptions) { o.Games = []DaggerGame{{Env: "casino", Expert: "strategic"}} },
+		"zero steps":        func(o *DaggerOptions) { o.Steps = 0 },
+		"lr 1":              func(o *DaggerOptions) { o.LR = 1 },
+		"weight 0":          func(o *DaggerOptions) { o.Weight = 0 },
+		"negative cap":      func(o *DaggerOptions) { o.MaxPerSeat = -1 },
+		"negative rounds":   func(o *DaggerOptions) { o.Rounds = -1 },
+		"too many episodes": func(o *DaggerOptions) { o.Episodes = maxCount + 1 },
+	} {
+		o := good
+		f(&o)
+		if err := o.Validate(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
 	}
 }

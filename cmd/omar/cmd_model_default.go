@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model/builtin"
@@ -23,6 +24,8 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	daggerRounds := fs.Int("dagger-rounds", -1, "with --rebuild: DAgger rounds after behaviour cloning (default the recipe's; 0 none)")
 	daggerSteps := fs.Int("dagger-steps", 0, "with --rebuild: optimizer steps per DAgger round (default the recipe's)")
 	daggerEpisodes := fs.Int("dagger-episodes", 0, "with --rebuild: DAgger episodes per game, seat and opponent (default the recipe's)")
+	daggerEnvs := fs.String("dagger-envs", "", "with --rebuild: environments of the DAgger rounds, comma-separated (default the six negotiation games; others are labelled and opposed by their default script)")
+	daggerMax := fs.Int("dagger-max-per-seat", -1, "with --rebuild: most labelled turns of one seat per DAgger episode (default the recipe's; 0 all)")
 	lib := fs.String("llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -58,6 +61,19 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if *daggerEpisodes > 0 {
 		o.Dagger.Episodes = *daggerEpisodes
+	}
+	if *daggerEnvs != "" {
+		o.Dagger.Games = nil
+		for _, e := range strings.Split(*daggerEnvs, ",") {
+			g, err := loop.DaggerGameFor(strings.TrimSpace(e))
+			if err != nil {
+				return usagef("--dagger-envs: %v", err)
+			}
+			o.Dagger.Games = append(o.Dagger.Games, g)
+		}
+	}
+	if *daggerMax >= 0 {
+		o.Dagger.MaxPerSeat = *daggerMax
 	}
 	if *work == "" {
 		*work = *out + ".work"
