@@ -89,7 +89,7 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 			}
 		},
 		Step: func(step, total int, loss float64) {
-			bar.add(1)
+			bar.set(step)
 			bar.describe(fmt.Sprintf("train loss %.3f", loss))
 			if !env.interactive && (step%50 == 0 || step == total) {
 				fmt.Fprintf(env.stderr, "model default: step %d/%d loss %.4f\n", step, total, loss)

@@ -31,6 +31,13 @@ func (p *progress) add(n int) {
 	}
 }
 
+// set moves the bar to n done (a resumed job starts part of the way).
+func (p *progress) set(n int) {
+	if p.bar != nil {
+		_ = p.bar.Set(n)
+	}
+}
+
 func (p *progress) describe(s string) {
 	if p.bar != nil {
 		p.bar.Describe(s)
