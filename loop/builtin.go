@@ -138,6 +138,9 @@ type BuildReport struct {
 	CorpusTime   time.Duration
 	TrainTime    time.Duration
 	ResumedSteps int // steps taken from a checkpoint
+	// ReusedSteps are the cloning stage's steps not run because its model
+	// was in the work directory (a build with DAgger rounds resumed).
+	ReusedSteps int
 	// Dagger are the DAgger rounds' play and labels, in order.
 	Dagger []DaggerStats
 }
@@ -234,6 +237,8 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 		if err := trainStage(ctx, init, final, filepath.Join(work, "checkpoint"), to, o.Steps, o.Batch, o.CheckpointEvery, cloned, rand.New(rand.NewPCG(o.Seed, 0x62756c74)), sh, rep); err != nil { // "bult"
 			return nil, err
 		}
+	} else {
+		rep.ReusedSteps = o.Steps
 	}
 	var labelled []train.Sequence
 	for r := 1; r <= o.Dagger.Rounds; r++ {

@@ -28,8 +28,8 @@ func (r *BuildReport) WriteSummary(w io.Writer, out string, steps int) error {
 	st := r.Corpus
 	fmt.Fprintf(w, "corpus: %d episodes (%d skipped), %d trajectories in %s\n", st.Episodes, st.Skipped, st.Trajectories, r.CorpusTime.Round(1e6))
 	if n := len(r.Losses); n > 0 {
-		fmt.Fprintf(w, "trained %d parameters for %d steps (%d resumed) in %s; loss %.4f → %.4f\n",
-			r.Params, steps, r.ResumedSteps, r.TrainTime.Round(1e6), r.Losses[0], r.Losses[n-1])
+		fmt.Fprintf(w, "trained %d parameters for %d steps (%d resumed, %d of the cloning stage reused from the work directory) in %s; loss %.4f → %.4f\n",
+			r.Params, steps, r.ResumedSteps, r.ReusedSteps, r.TrainTime.Round(1e6), r.Losses[0], r.Losses[n-1])
 	}
 	for i, d := range r.Dagger {
 		pct := func(n int) float64 { return 100 * float64(n) / float64(max(1, d.Turns)) }
