@@ -1,9 +1,12 @@
 package loop
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,6 +18,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/inference/scripted"
+	"github.com/omar-selfplay/omar/internal/atomicfile"
 	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/seeds"
@@ -154,6 +158,9 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 		return nil, err
 	}
 	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	if err := checkWork(work, o); err != nil {
 		return nil, err
 	}
 	stage := func(s string) {
@@ -374,6 +381,35 @@ func repeats(w float64, h uint64) int {
 		n++
 	}
 	return n
+}
+
+// recipeFile records in a work directory the recipe its files were made
+// with.
+const recipeFile = "recipe.json"
+
+// checkWork records o's recipe in work, or checks that the files already
+// there were made with the same one: checkpoints and stage models of
+// another recipe would resume into a model of neither. What does not
+// change the bytes — the thread count, the library directory, how many
+// DAgger rounds follow the ones already trained — may differ.
+func checkWork(work string, o BuiltinOptions) error {
+	o.Train.Threads, o.Train.LibDir, o.Dagger.Rounds = 0, "", 0
+	want, err := json.MarshalIndent(o, "", "  ")
+	if err != nil {
+		return fmt.Errorf("builtin: %w", err)
+	}
+	want = append(want, '\n')
+	path := filepath.Join(work, recipeFile)
+	got, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return atomicfile.Write(path, want, 0o644)
+	case err != nil:
+		return fmt.Errorf("builtin: %w", err)
+	case !bytes.Equal(got, want):
+		return fmt.Errorf("builtin: the work directory %s holds the files of another recipe (its %s differs from this build's options); remove it or choose another work directory", work, recipeFile)
+	}
+	return nil
 }
 
 // withPromptWeight returns s trained on every token: the replies at weight

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
@@ -115,6 +116,37 @@ func TestWithPromptWeight(t *testing.T) {
 		o.PromptWeight = w
 		if err := o.Validate(); err == nil {
 			t.Errorf("prompt weight %g: no error", w)
+		}
+	}
+}
+
+// TestCheckWork: a work directory keeps the recipe it was started with;
+// another recipe is refused, other thread counts and more DAgger rounds
+// are not.
+func TestCheckWork(t *testing.T) {
+	dir := t.TempDir()
+	o := shortBuiltin()
+	if err := checkWork(dir, o); err != nil {
+		t.Fatal(err)
+	}
+	same := o
+	same.Train.Threads, same.Dagger.Rounds = 2, 5
+	if err := checkWork(dir, same); err != nil {
+		t.Errorf("other threads and rounds: %v", err)
+	}
+	for name, f := range map[string]func(*BuiltinOptions){
+		"steps":         func(o *BuiltinOptions) { o.Steps++ },
+		"episodes":      func(o *BuiltinOptions) { o.Corpus.Envs[0].Episodes++ },
+		"lr":            func(o *BuiltinOptions) { o.Train.LR *= 2 },
+		"dagger steps":  func(o *BuiltinOptions) { o.Dagger.Steps++ },
+		"dagger games":  func(o *BuiltinOptions) { o.Dagger.Games = o.Dagger.Games[:1] },
+		"prompt weight": func(o *BuiltinOptions) { o.PromptWeight = 0 },
+	} {
+		other := shortBuiltin()
+		f(&other)
+		err := checkWork(dir, other)
+		if err == nil || !strings.Contains(err.Error(), "another recipe") {
+			t.Errorf("%s changed: %v", name, err)
 		}
 	}
 }
