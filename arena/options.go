@@ -194,7 +194,7 @@ func (o Options) resolve() ([]*env, error) {
 		if _, err := g.NewEpisode(seedOf(o.Seed, 0), r.params); err != nil {
 			return nil, fmt.Errorf("arena: env %s: %w", e.Name, err)
 		}
-		sides, err := sidesOf(g, r.params, e.Sides)
+		sides, err := Sides(g, r.params, e.Sides)
 		if err != nil {
 			return nil, fmt.Errorf("arena: env %s: %w", e.Name, err)
 		}

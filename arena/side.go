@@ -55,11 +55,6 @@ var teamSides = map[string][]Side{
 // Sides returns the sides of g for parameters p: the named ones, or all
 // (Env.Sides).
 func Sides(g engine.Game, p engine.Params, names []string) ([]Side, error) {
-	return sidesOf(g, p, names)
-}
-
-// sidesOf returns the sides of g for parameters p: the named ones, or all.
-func sidesOf(g engine.Game, p engine.Params, names []string) ([]Side, error) {
 	name, _ := engine.SplitID(g.ID())
 	all := teamSides[name]
 	if all == nil {

@@ -142,6 +142,10 @@ type DaggerStats struct {
 func daggerPlay(ctx context.Context, c CorpusOptions, d DaggerOptions, round int, p *selfplay.Player, promptWeight float32, seed uint64) ([]train.Sequence, DaggerStats, error) {
 	var st DaggerStats
 	var out []train.Sequence
+	labelTokens, err := selfplay.ReplyTokenizer(p.Tokenizer)
+	if err != nil {
+		return nil, st, err
+	}
 	for gi, dg := range d.Games {
 		ei := slices.IndexFunc(c.Envs, func(e CorpusEnv) bool { return e.Env == dg.Env })
 		if ei < 0 {
@@ -174,7 +178,7 @@ func daggerPlay(ctx context.Context, c CorpusOptions, d DaggerOptions, round int
 							seats = append(seats, s.Index)
 						}
 					}
-					seqs, es, err := labelEpisode(ctx, g, res.Record, res.Index, seats, dg.Expert, p, o, promptWeight, d.MaxPerSeat)
+					seqs, es, err := labelEpisode(ctx, g, res.Record, res.Index, seats, dg.Expert, p, labelTokens, o, promptWeight, d.MaxPerSeat)
 					if err != nil {
 						if ctx.Err() != nil {
 							return ctx.Err()
@@ -205,11 +209,12 @@ func (s *DaggerStats) add(o DaggerStats) {
 }
 
 // labelEpisode labels the model's seats of rec with the expert's replies
-// and renders the sequences that teach them (labelledSequences), at most
+// and renders the sequences that teach them (labelledSequences, the labels
+// tokenised by labelTokens, selfplay.ReplyTokenizer's), at most
 // maxPerSeat per seat (0: all). It fails on an episode it cannot label
 // exactly (a seat that answered a notification more than once: a retry)
 // and leaves out a seat whose stream was cut into segments.
-func labelEpisode(ctx context.Context, g engine.Game, rec *engine.Record, idx int, seats []int, expert string, p *selfplay.Player, o selfplay.Options, promptWeight float32, maxPerSeat int) ([]train.Sequence, DaggerStats, error) {
+func labelEpisode(ctx context.Context, g engine.Game, rec *engine.Record, idx int, seats []int, expert string, p *selfplay.Player, labelTokens func(string) ([]int32, error), o selfplay.Options, promptWeight float32, maxPerSeat int) ([]train.Sequence, DaggerStats, error) {
 	var st DaggerStats
 	labelled, err := expertLabels(ctx, g, rec, seats, expert)
 	if err != nil {
@@ -236,7 +241,7 @@ func labelEpisode(ctx context.Context, g engine.Game, rec *engine.Record, idx in
 			// left out.
 			continue
 		}
-		seqs, err := labelledSequences(t, l.replies, l.labels, func(s string) ([]int32, error) { return selfplay.ReplyTokens(p.Tokenizer, s) }, promptWeight)
+		seqs, err := labelledSequences(t, l.replies, l.labels, labelTokens, promptWeight)
 		if err != nil {
 			return nil, st, err
 		}

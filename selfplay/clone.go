@@ -43,7 +43,7 @@ func Clone(ctx context.Context, g engine.Game, rec *engine.Record, idx int, p *P
 	if rec.Env != g.ID() {
 		return nil, fmt.Errorf("selfplay: clone: record of %s, game %s", rec.Env, g.ID())
 	}
-	eot, err := endOfTurn(p.Tokenizer)
+	replyTokens, err := ReplyTokenizer(p.Tokenizer)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func Clone(ctx context.Context, g engine.Game, rec *engine.Record, idx int, p *P
 		prepare: func(*Player) {}, unprepare: func(*Player) {},
 		generate: func(_ context.Context, _ int, sp *Player, req inference.Request) (inference.Response, error) {
 			text := pending[sp]
-			ids, err := replyTokens(sp.Tokenizer, eot, *text)
+			ids, err := replyTokens(*text)
 			if err != nil {
 				return inference.Response{}, err
 			}
@@ -139,26 +139,24 @@ func Clone(ctx context.Context, g engine.Game, rec *engine.Record, idx int, p *P
 	return out, nil
 }
 
-// ReplyTokens are the tokens Clone renders for a reply text with tok: the
+// ReplyTokenizer returns what Clone renders a reply text as with tok: the
 // text tokenised (special-token text stays plain text) and closed by the
 // chat template's end-of-turn token.
-func ReplyTokens(tok inference.Tokenizer, text string) ([]int32, error) {
+func ReplyTokenizer(tok inference.Tokenizer) (func(text string) ([]int32, error), error) {
 	eot, err := endOfTurn(tok)
 	if err != nil {
 		return nil, err
 	}
-	return replyTokens(tok, eot, text)
-}
-
-func replyTokens(tok inference.Tokenizer, eot int32, text string) ([]int32, error) {
-	ids, err := tok.Tokenize(text, false, false)
-	if err != nil {
-		return nil, fmt.Errorf("selfplay: clone: tokenize reply: %w", err)
-	}
-	if eot >= 0 {
-		ids = append(ids, eot)
-	}
-	return ids, nil
+	return func(text string) ([]int32, error) {
+		ids, err := tok.Tokenize(text, false, false)
+		if err != nil {
+			return nil, fmt.Errorf("selfplay: clone: tokenize reply: %w", err)
+		}
+		if eot >= 0 {
+			ids = append(ids, eot)
+		}
+		return ids, nil
+	}, nil
 }
 
 // sameEvents compares two logs by what a seat reads (kind, seat,
