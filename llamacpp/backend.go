@@ -40,6 +40,7 @@ var (
 	ggmlBackendDevDescription  func(dev uintptr) string                 // const char * ggml_backend_dev_description(ggml_backend_dev_t device)
 	ggmlBackendDevType         func(dev uintptr) DeviceType             // enum ggml_backend_dev_type ggml_backend_dev_type(ggml_backend_dev_t device)
 	ggmlBackendDevBackendReg   func(dev uintptr) uintptr                // ggml_backend_reg_t ggml_backend_dev_backend_reg(ggml_backend_dev_t device)
+	ggmlBackendGetDevice       func(b uintptr) uintptr                  // ggml_backend_dev_t ggml_backend_get_device(ggml_backend_t backend)
 	ggmlBackendDevInit         func(dev uintptr, params string) uintptr // ggml_backend_t ggml_backend_dev_init(ggml_backend_dev_t device, const char * params)
 	ggmlBackendRegGetProcAddr  func(reg uintptr, name string) uintptr   // void * ggml_backend_reg_get_proc_address(ggml_backend_reg_t reg, const char * name)
 	ggmlBackendFree            func(b uintptr)                          // void ggml_backend_free(ggml_backend_t backend)
@@ -67,6 +68,7 @@ func init() {
 			{&ggmlBackendDevDescription, "ggml_backend_dev_description"},
 			{&ggmlBackendDevType, "ggml_backend_dev_type"},
 			{&ggmlBackendDevBackendReg, "ggml_backend_dev_backend_reg"},
+			{&ggmlBackendGetDevice, "ggml_backend_get_device"},
 			{&ggmlBackendDevInit, "ggml_backend_dev_init"},
 			{&ggmlBackendRegGetProcAddr, "ggml_backend_reg_get_proc_address"},
 			{&ggmlBackendFree, "ggml_backend_free"},
@@ -158,18 +160,32 @@ func NewBackend(typ DeviceType, nThreads int) (Backend, error) {
 			return 0, fmt.Errorf("llamacpp: cannot initialise device %s", ggmlBackendDevName(d))
 		}
 		if typ == DeviceCPU && nThreads > 0 {
-			reg := ggmlBackendDevBackendReg(d)
-			fn := ggmlBackendRegGetProcAddr(reg, "ggml_backend_set_n_threads")
-			if fn == 0 {
+			if err := Backend(b).SetThreads(nThreads); err != nil {
 				ggmlBackendFree(b)
-				return 0, errors.New("llamacpp: CPU backend has no ggml_backend_set_n_threads")
+				return 0, err
 			}
-			// void ggml_backend_set_n_threads(ggml_backend_t backend, int n_threads)
-			purego.SyscallN(fn, b, uintptr(nThreads))
 		}
 		return Backend(b), nil
 	}
 	return 0, fmt.Errorf("llamacpp: no ggml device of type %d (registered devices: %d)", typ, n)
+}
+
+// SetThreads sets the number of threads a CPU backend computes its next
+// graphs with (it is an error on other backends). The results do not
+// depend on it: ggml splits every op's output rows between the threads,
+// and each row is summed by one.
+func (b Backend) SetThreads(n int) error {
+	if n < 1 {
+		return fmt.Errorf("llamacpp: %d threads", n)
+	}
+	d := ggmlBackendGetDevice(uintptr(b))
+	fn := ggmlBackendRegGetProcAddr(ggmlBackendDevBackendReg(d), "ggml_backend_set_n_threads")
+	if fn == 0 {
+		return fmt.Errorf("llamacpp: backend %s has no ggml_backend_set_n_threads", b.Name())
+	}
+	// void ggml_backend_set_n_threads(ggml_backend_t backend, int n_threads)
+	purego.SyscallN(fn, uintptr(b), uintptr(n))
+	return nil
 }
 
 // Name is the backend's name, e.g. "CPU" or "CUDA0".

@@ -335,6 +335,7 @@ type distillation struct {
 	dir      string
 	lb       *llama.Backend
 	tr       *train.Trainer
+	threads  *trainThreads
 	games    []engine.Game
 	runners  []*selfplay.Runner
 	opps     []string
@@ -388,6 +389,7 @@ func openDistill(o DistillOptions, dir string, adapters []string) (_ *distillati
 	}
 	to := o.Run.Train
 	to.LibDir, to.LR = ro.LlamaLib, o.LR
+	d.threads = newTrainThreads(&to)
 	if d.tr, err = train.New(ro.Model, to); err != nil {
 		return nil, err
 	}
@@ -514,6 +516,7 @@ func (d *distillation) step(ctx context.Context, before []DistillEnvResult) (Dis
 	var trajs []selfplay.Trajectory
 	var rewards []float64
 	cursor := d.state.Cursor[env]
+	d.threads.begin()
 	_, err := d.runners[e].Run(ctx, cursor, o.Episodes, func(r *selfplay.EpisodeResult) error {
 		trajs = append(trajs, r.Trajectories...)
 		rewards = append(rewards, r.Record.Outcome.Rewards[r.Index%2])
@@ -534,6 +537,9 @@ func (d *distillation) step(ctx context.Context, before []DistillEnvResult) (Dis
 	}
 	obj, err := train.NewObjective(train.TopKReverseKL{K: o.TopK, Teacher: top})
 	if err != nil {
+		return res, err
+	}
+	if _, err := d.threads.apply(d.tr); err != nil {
 		return res, err
 	}
 	ts, err := d.tr.StepWith(ctx, obj, seqs)

@@ -77,6 +77,9 @@ type Metrics struct {
 	// sampled per decode step during the rollout (its occupancy; it
 	// depends on timing).
 	MeanBatch float64 `json:"mean_batch"`
+	// TrainThreads is the trainer's CPU thread count in this iteration
+	// (train.threads, or with 0 the cores free during the rollout).
+	TrainThreads int `json:"train_threads,omitempty"`
 }
 
 // ReadMetrics reads a run's metrics.jsonl.

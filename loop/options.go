@@ -93,7 +93,7 @@ const BuiltinPreset = "builtin"
 // (trained from scratch on the scripted policies' play, written into the
 // run directory), 30 iterations of Deal or No Deal in structured-move mode
 // with 4 turns per seat, the compact texts and grammar-constrained
-// replies (about 3.5 minutes on 2 cores), a league (the policy against the
+// replies (about 2.7 minutes on 2 idle cores), a league (the policy against the
 // naive and strategic scripts, the frozen base and its own snapshots, 20%
 // pure self-play), a held-out evaluation before the first iteration and
 // after every fifth, the hierarchical estimator, LoRA rank 8.
@@ -109,6 +109,7 @@ func (Options) Defaults() Options {
 	r.KVCache = "f32"
 	t := train.Options{}.Defaults()
 	t.LR, t.ValueLR = 1e-3, 1e-3
+	t.Threads = 0 // the cores free during the rollout (trainThreads)
 	league := DefaultLeague()
 	league.Enabled = true
 	eval := DefaultEval()
@@ -212,6 +213,9 @@ func validateTrain(t train.Options) error {
 		if !finite(float64(f.v)) {
 			return fmt.Errorf("train.%s %v: want a finite number", f.name, f.v)
 		}
+	}
+	if t.Threads == 0 { // a run's default: sized to the free cores
+		t.Threads = 1
 	}
 	if err := t.Validate(); err != nil {
 		return fmt.Errorf("train: %w", err)

@@ -135,6 +135,7 @@ type Run struct {
 	game    engine.Game
 	runner  *selfplay.Runner
 	trainer Trainer
+	threads *trainThreads
 	swapper Swapper
 	est     selfplay.Estimator
 	state   State
@@ -243,6 +244,10 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 		}
 	}
 	r.game, r.trainer, r.swapper = parts.Game, parts.Trainer, parts.Swapper
+	if r.threads == nil { // the caller's trainer
+		to := o.Train
+		r.threads = newTrainThreads(&to)
+	}
 	if r.game == nil || r.trainer == nil || r.swapper == nil || parts.Policy == nil {
 		return nil, errors.New("loop: parts need a game, a policy player, a swapper and a trainer")
 	}
@@ -300,6 +305,7 @@ func (r *Run) openParts() (*Parts, error) {
 	r.closers = append(r.closers, ps)
 	to := o.Train
 	to.LibDir = o.Rollout.LlamaLib
+	r.threads = newTrainThreads(&to)
 	tr, err := train.New(o.Rollout.Model, to)
 	if err != nil {
 		return nil, err
@@ -506,6 +512,7 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 	// Rollout.
 	r.phase(it, "rollout")
 	start := time.Now()
+	r.threads.begin()
 	var before llama.Stats
 	lb, _ := r.swapper.(*llama.Backend)
 	if lb != nil {
@@ -608,6 +615,9 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 
 	// Score: values, current and reference logprobs.
 	r.phase(it, "score")
+	if m.TrainThreads, err = r.threads.apply(r.trainer); err != nil {
+		return nil, err
+	}
 	start = time.Now()
 	seqs, keep := Sequences(trajs)
 	if len(seqs) == 0 {

@@ -310,14 +310,19 @@ func seatSeqs(seed uint64, n, vocab, brief, turns, ctx, gen, jitter int) []Seque
 // seconds of each phase per iteration.
 func BenchmarkSelfplayUpdate(b *testing.B) {
 	path := baseModel(b)
-	for _, last := range []string{"selected", "all"} {
-		b.Run("last="+last, func(b *testing.B) {
-			tr, err := New(path, Options{}.Defaults())
+	for _, c := range []struct {
+		last    string
+		threads int
+	}{{"selected", 1}, {"all", 1}, {"selected", 2}} {
+		b.Run(fmt.Sprintf("last=%s/threads=%d", c.last, c.threads), func(b *testing.B) {
+			o := Options{}.Defaults()
+			o.Threads = c.threads
+			tr, err := New(path, o)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer tr.Close()
-			tr.fullLastLayer = last == "all"
+			tr.fullLastLayer = c.last == "all"
 			seqs := selfplaySeqs(5, 32, tr.Vocab())
 			ctx := context.Background()
 			var score, update time.Duration

@@ -470,3 +470,50 @@ func TestSFTWeights(t *testing.T) {
 		t.Errorf("a negative weight: err %v", err)
 	}
 }
+
+// TestThreadsDoNotChangeResults trains the same steps with one thread and
+// with two (switched between steps): SetThreads is safe for a caller that
+// picks the count from the cores free at the moment, because every score
+// and weight comes out the same to the bit.
+func TestThreadsDoNotChangeResults(t *testing.T) {
+	run := func(threads func(step int) int) (scores []Score, params [][]float32) {
+		o := testOptions()
+		o.Epochs, o.MiniBatch = 2, 2
+		tr := newTrainer(t, "llama", o)
+		randomize(tr, 3, 0.05)
+		ctx := context.Background()
+		seqs := randomSeqs(11, 5, 20, 90, tr.Vocab())
+		for step := range 3 {
+			if err := tr.SetThreads(threads(step)); err != nil {
+				t.Fatal(err)
+			}
+			sc, err := tr.Evaluate(ctx, seqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scores = append(scores, sc...)
+			if _, err := tr.Step(ctx, seqs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return scores, readParams(tr, false)
+	}
+	s1, p1 := run(func(int) int { return 1 })
+	s2, p2 := run(func(step int) int { return 2 - step%2 })
+	for i := range s1 {
+		for _, c := range [][2][]float32{{s1[i].Values, s2[i].Values}, {s1[i].Logprobs, s2[i].Logprobs}, {s1[i].RefLogprobs, s2[i].RefLogprobs}} {
+			if !slices.Equal(c[0], c[1]) {
+				t.Fatalf("score %d differs between thread counts (max |Δ| %g)", i, maxAbsDiff(c[0], c[1]))
+			}
+		}
+	}
+	for i := range p1 {
+		if !slices.Equal(p1[i], p2[i]) {
+			t.Fatalf("parameter %d differs between thread counts (max |Δ| %g)", i, maxAbsDiff(p1[i], p2[i]))
+		}
+	}
+	tr := newTrainer(t, "llama", testOptions())
+	if err := tr.SetThreads(0); err == nil {
+		t.Error("SetThreads(0): no error")
+	}
+}

@@ -311,6 +311,24 @@ func (t *Trainer) initBackends() error {
 	return nil
 }
 
+// SetThreads changes the number of threads the CPU backend computes the
+// following passes with (Options.Threads is the first count), for a caller
+// that knows how many cores are free at the moment (see cpuuse). Scores,
+// gradients and weights do not depend on it.
+func (t *Trainer) SetThreads(n int) error {
+	if n < 1 {
+		return fmt.Errorf("train: threads %d < 1", n)
+	}
+	if err := t.backends[len(t.backends)-1].SetThreads(n); err != nil {
+		return err
+	}
+	t.opts.Threads = n
+	return nil
+}
+
+// Threads is the CPU backend's current thread count.
+func (t *Trainer) Threads() int { return t.opts.Threads }
+
 // buildOptimizer builds the two small graphs run once per optimizer step:
 // the squared global gradient norm, and AdamW on the clipped gradients.
 func (t *Trainer) buildOptimizer() error {

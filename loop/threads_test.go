@@ -1,0 +1,49 @@
+package loop
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/omar-selfplay/omar/internal/cpuuse"
+	"github.com/omar-selfplay/omar/train"
+)
+
+type threadSetter struct{ set []int }
+
+func (s *threadSetter) SetThreads(n int) error { s.set = append(s.set, n); return nil }
+
+func TestTrainThreads(t *testing.T) {
+	fixed := train.Options{Threads: 3}
+	if tt := newTrainThreads(&fixed); tt.auto || fixed.Threads != 3 {
+		t.Errorf("threads 3: auto %v, trainer threads %d; want a fixed 3", tt.auto, fixed.Threads)
+	}
+	auto := train.Options{}
+	tt := newTrainThreads(&auto)
+	if !tt.auto || auto.Threads != 1 {
+		t.Fatalf("threads 0: auto %v, trainer threads %d; want auto, created with 1", tt.auto, auto.Threads)
+	}
+	var s threadSetter
+	tt.begin()
+	if n, err := tt.apply(&s); err != nil || n != 1 || len(s.set) != 0 {
+		t.Errorf("apply after a window too short to measure: %d, %v, set %v; want 1 and no change", n, err, s.set)
+	}
+	tt.begin()
+	for end := time.Now().Add(250 * time.Millisecond); time.Now().Before(end); {
+	}
+	n, err := tt.apply(&s)
+	if err != nil || n < 1 || n > cpuuse.Usable() {
+		t.Fatalf("apply: %d, %v; want 1..%d", n, err, cpuuse.Usable())
+	}
+	if want := n != 1; want != (len(s.set) == 1) || want && s.set[0] != n {
+		t.Errorf("apply chose %d threads and set %v", n, s.set)
+	}
+	if runtime.GOOS == "linux" && cpuuse.Usable() == 1 && n != 1 {
+		t.Errorf("one usable core, %d threads", n)
+	}
+	tt = newTrainThreads(&fixed)
+	tt.begin()
+	if n, _ := tt.apply(&s); n != 3 {
+		t.Errorf("fixed threads: apply gave %d, want 3", n)
+	}
+}
