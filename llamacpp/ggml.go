@@ -117,6 +117,8 @@ var (
 	ggmlReshape4D           func(ctx, a uintptr, ne0, ne1, ne2, ne3 int64) uintptr
 	ggmlView1D              func(ctx, a uintptr, ne0 int64, offset uintptr) uintptr
 	ggmlView2D              func(ctx, a uintptr, ne0, ne1 int64, nb1, offset uintptr) uintptr
+	ggmlView4D              func(ctx, a uintptr, ne0, ne1, ne2, ne3 int64, nb1, nb2, nb3, offset uintptr) uintptr
+	ggmlAcc                 func(ctx, a, b uintptr, nb1, nb2, nb3, offset uintptr) uintptr
 	ggmlSilu                func(ctx, a uintptr) uintptr
 	ggmlSumRows             func(ctx, a uintptr) uintptr
 	ggmlSum                 func(ctx, a uintptr) uintptr
@@ -195,6 +197,8 @@ func init() {
 			{&ggmlReshape4D, "ggml_reshape_4d"},
 			{&ggmlView1D, "ggml_view_1d"},
 			{&ggmlView2D, "ggml_view_2d"},
+			{&ggmlView4D, "ggml_view_4d"},
+			{&ggmlAcc, "ggml_acc"},
 			{&ggmlSilu, "ggml_silu"},
 			{&ggmlSumRows, "ggml_sum_rows"},
 			{&ggmlSum, "ggml_sum"},
@@ -451,6 +455,22 @@ func (c Context) View1D(a Tensor, ne0 int64, offset uintptr) Tensor {
 func (c Context) View2D(a Tensor, ne0, ne1 int64, nb1, offset uintptr) Tensor {
 	return mk(ggmlView2D(uintptr(c), tp(a), ne0, ne1, nb1, offset))
 }
+
+// View4D is a view of a with shape ne and byte strides nb (nb[0] is the
+// element size), starting offset bytes into a.
+func (c Context) View4D(a Tensor, ne [4]int64, nb [3]uintptr, offset uintptr) Tensor {
+	return mk(ggmlView4D(uintptr(c), tp(a), ne[0], ne[1], ne[2], ne[3], nb[0], nb[1], nb[2], offset))
+}
+
+// Acc is a copy of a (contiguous F32) with b added into the view of it
+// that has b's shape, strides nb and offset (bytes). Its backward hands a
+// the whole gradient and b the view's, read with the strides nb: the
+// gradient must arrive contiguous (after a permute, put a same-shape
+// Reshape between the two).
+func (c Context) Acc(a, b Tensor, nb [3]uintptr, offset uintptr) Tensor {
+	return mk(ggmlAcc(uintptr(c), tp(a), tp(b), nb[0], nb[1], nb[2], offset))
+}
+
 func (c Context) Silu(a Tensor) Tensor    { return mk(ggmlSilu(uintptr(c), tp(a))) }
 func (c Context) SumRows(a Tensor) Tensor { return mk(ggmlSumRows(uintptr(c), tp(a))) }
 func (c Context) Sum(a Tensor) Tensor     { return mk(ggmlSum(uintptr(c), tp(a))) }

@@ -311,10 +311,10 @@ func seatSeqs(seed uint64, n, vocab, brief, turns, ctx, gen, jitter int) []Seque
 func BenchmarkSelfplayUpdate(b *testing.B) {
 	path := baseModel(b)
 	for _, c := range []struct {
-		last    string
-		threads int
-	}{{"selected", 1}, {"all", 1}, {"selected", 2}} {
-		b.Run(fmt.Sprintf("last=%s/threads=%d", c.last, c.threads), func(b *testing.B) {
+		last, attn string
+		threads    int
+	}{{"selected", "blocks", 1}, {"selected", "full", 1}, {"all", "blocks", 1}, {"selected", "blocks", 2}} {
+		b.Run(fmt.Sprintf("last=%s/attn=%s/threads=%d", c.last, c.attn, c.threads), func(b *testing.B) {
 			o := Options{}.Defaults()
 			o.Threads = c.threads
 			tr, err := New(path, o)
@@ -323,6 +323,9 @@ func BenchmarkSelfplayUpdate(b *testing.B) {
 			}
 			defer tr.Close()
 			tr.fullLastLayer = c.last == "all"
+			if c.attn == "full" {
+				tr.attnBlock = -1
+			}
 			seqs := selfplaySeqs(5, 32, tr.Vocab())
 			ctx := context.Background()
 			var score, update time.Duration

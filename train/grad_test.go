@@ -52,9 +52,11 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		arch               string
 		zeroAdv            bool
 		value, kl, entropy float32
+		block              int // Trainer.attnBlock: 16 gives sequences of 33–64 tokens two blocks
 	}{
 		{name: "policy", arch: "llama"},
 		{name: "policy_qwen3", arch: "qwen3"},
+		{name: "policy_blocks", arch: "llama", block: 16},
 		{name: "value", arch: "llama", zeroAdv: true, value: 1},
 		{name: "kl_entropy", arch: "qwen2", zeroAdv: true, kl: 1, entropy: 0.5},
 	}
@@ -63,6 +65,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			o := testOptions()
 			o.ValueCoef, o.KLCoef, o.EntropyCoef = tt.value, tt.kl, tt.entropy
 			tr := newTrainer(t, tt.arch, o)
+			tr.attnBlock = tt.block
 			randomize(tr, 5, 0.05)
 			ctx := context.Background()
 			seqs := randomSeqs(17, 3, 20, 50, tr.Vocab())

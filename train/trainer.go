@@ -97,6 +97,10 @@ type Trainer struct {
 	// that read only the selected rows (see built.lastSelected); tests
 	// compare the two.
 	fullLastLayer bool
+	// attnBlock is the number of query rows per causal attention block
+	// (see attnBlocks); 0 means defaultAttnBlock, < 0 no blocks. Tests and
+	// benchmarks compare settings.
+	attnBlock int
 
 	// ppo is Step's objective (Options.PPOLosses), sft SFTStep's.
 	ppo, sft *Objective
@@ -534,7 +538,23 @@ func (t *Trainer) setCommon(b *built, seqs []Sequence, p pass) {
 	if b.tgt.Buffer != 0 { // an objective need not read Forward.Logprob
 		llamacpp.SetI32(b.tgt, tgt)
 	}
-	llamacpp.SetF32(b.kqMask, mask)
+	if b.kqMask.Buffer != 0 { // every layer may attend in blocks
+		llamacpp.SetF32(b.kqMask, mask)
+	}
+	if b.blocks != nil {
+		llamacpp.SetF32(b.kqvZero, make([]float32, b.kqvZero.Ne[0]*b.kqvZero.Ne[1]*b.kqvZero.Ne[2]*b.kqvZero.Ne[3]))
+		from := 0
+		for j, to := range b.blocks {
+			// Block j's queries from..to-1 over keys 0..to-1: the
+			// rows of the full mask, cut at the block's last key.
+			m := make([]float32, 0, to*(to-from))
+			for q := from; q < to; q++ {
+				m = append(m, mask[q*T:q*T+to]...)
+			}
+			llamacpp.SetF32(b.blockMask[j], m)
+			from = to
+		}
+	}
 	if b.lastSelected {
 		t.setSelected(b, p)
 	}

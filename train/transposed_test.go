@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -153,4 +154,84 @@ func nestedDiff(a, b [][]float32) (maxDiff, maxAbs float64) {
 		}
 	}
 	return maxDiff, maxAbs
+}
+
+func TestAttnBlocks(t *testing.T) {
+	tr := newTrainer(t, "llama", testOptions())
+	for _, c := range []struct {
+		size, T int
+		want    []int
+	}{
+		{0, 96, nil},                  // shorter than two default blocks
+		{0, 128, []int{64, 128}},      // two
+		{0, 224, []int{96, 192, 224}}, // three, the last shorter
+		{0, 736, []int{96, 192, 288, 384, 480, 576, 672, 736}}, // self-play streams
+		{128, 736, []int{160, 320, 480, 640, 736}},
+		{32, 96, []int{32, 64, 96}},
+		{32, 48, nil},
+		{-1, 4096, nil}, // off
+	} {
+		tr.attnBlock = c.size
+		got := tr.attnBlocks(c.T)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("block %d, T %d: %v, want %v", c.size, c.T, got, c.want)
+		}
+	}
+}
+
+// TestBlockedAttentionMatchesFull scores and computes the PPO gradient of
+// sequences long enough for several causal attention blocks, and again
+// with one T×T product: the numbers agree to float rounding, and the
+// blocks' products run on mul_mat in the backward pass as the full one's
+// do.
+func TestBlockedAttentionMatchesFull(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen3"} {
+		t.Run(arch, func(t *testing.T) {
+			ctx := context.Background()
+			var grads, refs, vals, lps [2][][]float32
+			var rewritten [2]int
+			for i, block := range []int{32, -1} {
+				o := testOptions()
+				o.KLCoef, o.EntropyCoef = 0.1, 0.01
+				tr := newTrainer(t, arch, o)
+				tr.attnBlock = block
+				randomize(tr, 5, 0.05)
+				seqs := randomSeqs(23, 3, 70, 140, tr.Vocab())
+				var err error
+				if refs[i], err = tr.references(ctx, seqs); err != nil {
+					t.Fatal(err)
+				}
+				if vals[i], lps[i], _, err = columns(tr.EvaluatePolicy(ctx, seqs)); err != nil {
+					t.Fatal(err)
+				}
+				for j := range seqs {
+					seqs[j].RefLogprobs = refs[i][j]
+				}
+				idx := []int{0, 1, 2}
+				tr.gbuf.Clear(0)
+				if _, err := tr.accumulate(ctx, tr.ppo, seqs, idx, tr.tokenWeights(seqs, idx)); err != nil {
+					t.Fatal(err)
+				}
+				grads[i] = readParams(tr, true)
+				for k, b := range tr.cache {
+					if (b.blocks != nil) != (block > 0) {
+						t.Fatalf("graph kind %d, t %d: blocks %v with block size %d", k.kind, k.t, b.blocks, block)
+					}
+					if k.kind == kindTrain {
+						rewritten[i] += b.transposed
+					}
+				}
+			}
+			if rewritten[0] <= rewritten[1] {
+				t.Errorf("backward nodes on mul_mat: %d with blocks, %d without; want more with", rewritten[0], rewritten[1])
+			}
+			for name, pair := range map[string][2][][]float32{"gradients": grads, "reference logprobs": refs, "values": vals, "logprobs": lps} {
+				maxDiff, maxAbs := nestedDiff(pair[0], pair[1])
+				if maxAbs == 0 || maxDiff > 1e-4*maxAbs {
+					t.Fatalf("%s differ by %g (largest %g)", name, maxDiff, maxAbs)
+				}
+				t.Logf("%s: largest %g, largest difference %g", name, maxAbs, maxDiff)
+			}
+		})
+	}
 }
