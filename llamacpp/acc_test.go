@@ -48,26 +48,8 @@ func TestViewAccGradient(t *testing.T) {
 	loss := ctx.Add(ctx.Sum(ctx.Mul(a, y1)), ctx.Sum(ctx.Mul(rows(0, 4), y2)))
 	SetLoss(loss)
 	SetOutput(loss)
-	g := ctx.NewGraph(256, true)
-	g.BuildForward(loss)
-	accs := make([]Tensor, g.NNodes())
-	for i := range accs {
-		switch g.Node(i) {
-		case w:
-			accs[i] = gacc
-		case loss:
-			accs[i] = lossGrad
-		}
-	}
-	g.BuildBackward(ctx, accs)
-	sched, err := NewSched([]Backend{be}, 256)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, sched := backwardGraph(t, be, ctx, loss, map[Tensor]Tensor{w: gacc, loss: lossGrad})
 	defer sched.Free()
-	if err := sched.Alloc(g); err != nil {
-		t.Fatal(err)
-	}
 	ys1, ys2 := seq(48, 0.5), seq(48, 100)
 	SetF32(zero, make([]float32, 48))
 	SetF32(y1, ys1)

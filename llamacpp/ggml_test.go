@@ -68,27 +68,8 @@ func TestGGMLGradient(t *testing.T) {
 	loss := ctx.Sum(ctx.Sqr(ctx.Sub(ctx.Mul(w, x), y)))
 	SetLoss(loss)
 	SetOutput(loss)
-	g := ctx.NewGraph(256, true)
-	g.BuildForward(loss)
-	accs := make([]Tensor, g.NNodes())
-	for i := range accs {
-		switch g.Node(i) {
-		case w:
-			accs[i] = gacc
-		case loss:
-			accs[i] = lossGrad
-		}
-	}
-	g.BuildBackward(ctx, accs)
-
-	sched, err := NewSched([]Backend{be}, 256)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, sched := backwardGraph(t, be, ctx, loss, map[Tensor]Tensor{w: gacc, loss: lossGrad})
 	defer sched.Free()
-	if err := sched.Alloc(g); err != nil {
-		t.Fatal(err)
-	}
 	xs, ys := []float32{2, 1, -1, 0.5}, []float32{1, 1, 1, 1}
 	SetF32(x, xs)
 	SetF32(y, ys)
@@ -155,4 +136,27 @@ func TestDevices(t *testing.T) {
 	if !cpu {
 		t.Errorf("got devices %+v, want a CPU device", devs)
 	}
+}
+
+// backwardGraph builds and allocates the forward and backward graph of
+// loss on be, accumulating the gradient of each tensor of accs (the
+// parameters, and the loss with its seed gradient) into its accumulator.
+func backwardGraph(t *testing.T, be Backend, ctx Context, loss Tensor, accs map[Tensor]Tensor) (Graph, Sched) {
+	t.Helper()
+	g := ctx.NewGraph(256, true)
+	g.BuildForward(loss)
+	nodeAccs := make([]Tensor, g.NNodes())
+	for i := range nodeAccs {
+		nodeAccs[i] = accs[g.Node(i)]
+	}
+	g.BuildBackward(ctx, nodeAccs)
+	sched, err := NewSched([]Backend{be}, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sched.Alloc(g); err != nil {
+		sched.Free()
+		t.Fatal(err)
+	}
+	return g, sched
 }

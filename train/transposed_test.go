@@ -74,52 +74,65 @@ func TestTransposedBackwardMatchesOutProd(t *testing.T) {
 	}
 }
 
-// TestLastLayerSelectedMatchesFull scores the policy and the reference and
-// computes the PPO gradient of one minibatch with the last layer on the
-// selected rows only (the default in LoRA mode) and on every row: the
-// numbers agree to float rounding.
+// compareForms scores the policy and the reference and computes the PPO
+// gradient of one minibatch of seqs(tr) with two forms of the trainer
+// (form(tr, 0) and form(tr, 1) configure them; check inspects each after
+// its passes): the numbers must agree to float rounding.
+func compareForms(t *testing.T, arch string, seqs func(tr *Trainer) []Sequence, form, check func(tr *Trainer, i int)) {
+	t.Helper()
+	ctx := context.Background()
+	var grads, refs, vals, lps [2][][]float32
+	for i := range 2 {
+		o := testOptions()
+		o.KLCoef, o.EntropyCoef = 0.1, 0.01
+		tr := newTrainer(t, arch, o)
+		form(tr, i)
+		randomize(tr, 5, 0.05)
+		ss := seqs(tr)
+		var err error
+		if refs[i], err = tr.references(ctx, ss); err != nil {
+			t.Fatal(err)
+		}
+		if vals[i], lps[i], _, err = columns(tr.EvaluatePolicy(ctx, ss)); err != nil {
+			t.Fatal(err)
+		}
+		for j := range ss {
+			ss[j].RefLogprobs = refs[i][j]
+		}
+		idx := make([]int, len(ss))
+		for j := range idx {
+			idx[j] = j
+		}
+		tr.gbuf.Clear(0)
+		if _, err := tr.accumulate(ctx, tr.ppo, ss, idx, tr.tokenWeights(ss, idx)); err != nil {
+			t.Fatal(err)
+		}
+		grads[i] = readParams(tr, true)
+		check(tr, i)
+	}
+	for name, pair := range map[string][2][][]float32{"gradients": grads, "reference logprobs": refs, "values": vals, "logprobs": lps} {
+		maxDiff, maxAbs := nestedDiff(pair[0], pair[1])
+		if maxAbs == 0 || maxDiff > 1e-4*maxAbs {
+			t.Fatalf("%s differ by %g (largest %g)", name, maxDiff, maxAbs)
+		}
+		t.Logf("%s: largest %g, largest difference %g", name, maxAbs, maxDiff)
+	}
+}
+
+// TestLastLayerSelectedMatchesFull: the last layer on the selected rows
+// only (the default in LoRA mode) and on every row.
 func TestLastLayerSelectedMatchesFull(t *testing.T) {
 	for _, arch := range []string{"llama", "qwen3"} {
 		t.Run(arch, func(t *testing.T) {
-			ctx := context.Background()
-			var grads [2][][]float32
-			var refs, vals, lps [2][][]float32
-			for i, full := range []bool{false, true} {
-				o := testOptions()
-				o.KLCoef, o.EntropyCoef = 0.1, 0.01
-				tr := newTrainer(t, arch, o)
-				tr.fullLastLayer = full
-				randomize(tr, 5, 0.05)
-				seqs := randomSeqs(17, 3, 20, 50, tr.Vocab())
-				var err error
-				if refs[i], err = tr.references(ctx, seqs); err != nil {
-					t.Fatal(err)
-				}
-				if vals[i], lps[i], _, err = columns(tr.EvaluatePolicy(ctx, seqs)); err != nil {
-					t.Fatal(err)
-				}
-				for j := range seqs {
-					seqs[j].RefLogprobs = refs[i][j]
-				}
-				idx := []int{0, 1, 2}
-				tr.gbuf.Clear(0)
-				if _, err := tr.accumulate(ctx, tr.ppo, seqs, idx, tr.tokenWeights(seqs, idx)); err != nil {
-					t.Fatal(err)
-				}
-				grads[i] = readParams(tr, true)
-				for k, b := range tr.cache {
-					if want := !full; b.lastSelected != want {
-						t.Fatalf("graph kind %d: last layer on the selected rows %v, want %v", k.kind, b.lastSelected, want)
+			compareForms(t, arch, func(tr *Trainer) []Sequence { return randomSeqs(17, 3, 20, 50, tr.Vocab()) },
+				func(tr *Trainer, i int) { tr.fullLastLayer = i == 1 },
+				func(tr *Trainer, i int) {
+					for k, b := range tr.cache {
+						if want := i == 0; b.lastSelected != want {
+							t.Fatalf("graph kind %d: last layer on the selected rows %v, want %v", k.kind, b.lastSelected, want)
+						}
 					}
-				}
-			}
-			for name, pair := range map[string][2][][]float32{"gradients": grads, "reference logprobs": refs, "values": vals, "logprobs": lps} {
-				maxDiff, maxAbs := nestedDiff(pair[0], pair[1])
-				if maxAbs == 0 || maxDiff > 1e-4*maxAbs {
-					t.Fatalf("%s differ by %g (largest %g)", name, maxDiff, maxAbs)
-				}
-				t.Logf("%s: largest %g, largest difference %g", name, maxAbs, maxDiff)
-			}
+				})
 		})
 	}
 }
@@ -179,58 +192,27 @@ func TestAttnBlocks(t *testing.T) {
 	}
 }
 
-// TestBlockedAttentionMatchesFull scores and computes the PPO gradient of
-// sequences long enough for several causal attention blocks, and again
-// with one T×T product: the numbers agree to float rounding, and the
-// blocks' products run on mul_mat in the backward pass as the full one's
-// do.
+// TestBlockedAttentionMatchesFull: sequences long enough for several
+// causal attention blocks, in blocks and as one T×T product; the blocks'
+// products run on mul_mat in the backward pass as the full one's do.
 func TestBlockedAttentionMatchesFull(t *testing.T) {
 	for _, arch := range []string{"llama", "qwen3"} {
 		t.Run(arch, func(t *testing.T) {
-			ctx := context.Background()
-			var grads, refs, vals, lps [2][][]float32
 			var rewritten [2]int
-			for i, block := range []int{32, -1} {
-				o := testOptions()
-				o.KLCoef, o.EntropyCoef = 0.1, 0.01
-				tr := newTrainer(t, arch, o)
-				tr.attnBlock = block
-				randomize(tr, 5, 0.05)
-				seqs := randomSeqs(23, 3, 70, 140, tr.Vocab())
-				var err error
-				if refs[i], err = tr.references(ctx, seqs); err != nil {
-					t.Fatal(err)
-				}
-				if vals[i], lps[i], _, err = columns(tr.EvaluatePolicy(ctx, seqs)); err != nil {
-					t.Fatal(err)
-				}
-				for j := range seqs {
-					seqs[j].RefLogprobs = refs[i][j]
-				}
-				idx := []int{0, 1, 2}
-				tr.gbuf.Clear(0)
-				if _, err := tr.accumulate(ctx, tr.ppo, seqs, idx, tr.tokenWeights(seqs, idx)); err != nil {
-					t.Fatal(err)
-				}
-				grads[i] = readParams(tr, true)
-				for k, b := range tr.cache {
-					if (b.blocks != nil) != (block > 0) {
-						t.Fatalf("graph kind %d, t %d: blocks %v with block size %d", k.kind, k.t, b.blocks, block)
+			compareForms(t, arch, func(tr *Trainer) []Sequence { return randomSeqs(23, 3, 70, 140, tr.Vocab()) },
+				func(tr *Trainer, i int) { tr.attnBlock = []int{32, -1}[i] },
+				func(tr *Trainer, i int) {
+					for k, b := range tr.cache {
+						if (b.blocks != nil) != (i == 0) {
+							t.Fatalf("form %d, graph kind %d, t %d: blocks %v", i, k.kind, k.t, b.blocks)
+						}
+						if k.kind == kindTrain {
+							rewritten[i] += b.transposed
+						}
 					}
-					if k.kind == kindTrain {
-						rewritten[i] += b.transposed
-					}
-				}
-			}
+				})
 			if rewritten[0] <= rewritten[1] {
 				t.Errorf("backward nodes on mul_mat: %d with blocks, %d without; want more with", rewritten[0], rewritten[1])
-			}
-			for name, pair := range map[string][2][][]float32{"gradients": grads, "reference logprobs": refs, "values": vals, "logprobs": lps} {
-				maxDiff, maxAbs := nestedDiff(pair[0], pair[1])
-				if maxAbs == 0 || maxDiff > 1e-4*maxAbs {
-					t.Fatalf("%s differ by %g (largest %g)", name, maxDiff, maxAbs)
-				}
-				t.Logf("%s: largest %g, largest difference %g", name, maxAbs, maxDiff)
 			}
 		})
 	}
