@@ -25,7 +25,10 @@ type RolloutReport struct {
 	// decoded (reused_tokens were served from its cache instead);
 	// EvictedLive and EvictedReleased count the cached sequences it
 	// dropped of seats still playing and of finished episodes.
-	BackendDecoded  int64 `json:"backend_decoded_tokens,omitempty"`
+	BackendDecoded int64 `json:"backend_decoded_tokens,omitempty"`
+	// SharedTokens are the reused tokens a slot kept from another seat's
+	// stream (a common briefing prefix).
+	SharedTokens    int64 `json:"shared_tokens,omitempty"`
 	EvictedLive     int64 `json:"evicted_live,omitempty"`
 	EvictedReleased int64 `json:"evicted_released,omitempty"`
 	// DegenerateRate is the share of the policy's turns the guard
@@ -102,6 +105,7 @@ func Rollout(ctx context.Context, o RolloutOptions, dir string, episode func(don
 		bs := ps.Llama.Stats()
 		rep.BackendSteps = bs.Steps
 		rep.BackendDecoded, rep.EvictedLive, rep.EvictedReleased = bs.DecodedTokens, bs.EvictedLive, bs.EvictedReleased
+		rep.SharedTokens = bs.SharedTokens
 		if bs.Steps > 0 {
 			rep.Occupancy = float64(bs.GeneratedTokens) / float64(bs.Steps)
 		}

@@ -334,6 +334,9 @@ type Stats struct {
 	DecodedTokens   int64 // tokens sent through llama_decode (prompt + generated)
 	GeneratedTokens int64 // tokens sampled
 	ReusedTokens    int64 // prompt tokens served from the KV cache
+	// SharedTokens are the part of ReusedTokens another key's sequence
+	// left in the slot (the common prefix of a finished seat's stream).
+	SharedTokens int64
 	// EvictedLive and EvictedReleased count slots whose cached tokens
 	// were dropped for another key's sequence: of a key not released
 	// (a live seat that will have to decode its prefix again) and of a
@@ -345,16 +348,16 @@ type Stats struct {
 }
 
 type statsCounters struct {
-	steps, decoded, generated, reused atomic.Int64
-	evictedLive, evictedReleased      atomic.Int64
-	decodeNS, stepNS                  atomic.Int64
+	steps, decoded, generated, reused, shared atomic.Int64
+	evictedLive, evictedReleased              atomic.Int64
+	decodeNS, stepNS                          atomic.Int64
 }
 
 // Stats returns the counters so far.
 func (b *Backend) Stats() Stats {
 	return Stats{
 		Steps: b.stats.steps.Load(), DecodedTokens: b.stats.decoded.Load(),
-		GeneratedTokens: b.stats.generated.Load(), ReusedTokens: b.stats.reused.Load(),
+		GeneratedTokens: b.stats.generated.Load(), ReusedTokens: b.stats.reused.Load(), SharedTokens: b.stats.shared.Load(),
 		EvictedLive: b.stats.evictedLive.Load(), EvictedReleased: b.stats.evictedReleased.Load(),
 		DecodeTime: time.Duration(b.stats.decodeNS.Load()), StepTime: time.Duration(b.stats.stepNS.Load()),
 	}

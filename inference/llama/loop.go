@@ -225,7 +225,7 @@ func (b *Backend) admit() {
 			j.finish(err)
 			continue
 		}
-		s := b.pickSlot(j.req.Key)
+		s := b.pickSlot(j)
 		if s == nil {
 			q = append(q, j)
 			continue
@@ -270,15 +270,21 @@ func (b *Backend) prepare(j *job) error {
 	return err
 }
 
-// pickSlot returns the idle slot of key, else an empty idle slot, else the
-// least recently used idle slot of a released key, else the least recently
-// used idle slot (the cache of the last two is evicted); nil when the key's
-// slot is busy or every slot is. Released slots go first: with many
-// episodes in flight, plain LRU evicted live seats waiting for their turn
-// (older than the last turn of an episode just finished), and they then
-// decoded their whole conversation again.
-func (b *Backend) pickSlot(key string) *slot {
-	var empty, lru, lruReleased *slot
+// pickSlot returns the idle slot of j's key, else (for a keyed request) the
+// idle slot of a released sequence whose cached tokens share the longest
+// prefix with j's prompt under j's adapter, else an empty idle slot, else
+// the least recently used idle slot of a released key, else the least
+// recently used idle slot; nil when the key's slot is busy or every slot
+// is. Released slots go before live ones: with many episodes in flight,
+// plain LRU evicted live seats waiting for their turn (older than the last
+// turn of an episode just finished), and they then decoded their whole
+// conversation again. A finished seat's slot goes first to a new seat
+// whose prompt starts as its did — the same game and role's briefing —
+// which then decodes only where the two differ (start).
+func (b *Backend) pickSlot(j *job) *slot {
+	key := j.req.Key
+	var empty, lru, lruReleased, shared *slot
+	best := 0
 	for _, s := range b.slots {
 		if key != "" && s.key == key {
 			if s.job != nil {
@@ -292,6 +298,11 @@ func (b *Backend) pickSlot(key string) *slot {
 		if len(s.tokens) == 0 && empty == nil {
 			empty = s
 		}
+		if key != "" && s.released && s.adapter == j.adapter {
+			if n := commonPrefix(s.tokens, j.req.Prompt); n > best || n == best && n > 0 && s.lastUsed < shared.lastUsed {
+				shared, best = s, n
+			}
+		}
 		if s.released && (lruReleased == nil || s.lastUsed < lruReleased.lastUsed) {
 			lruReleased = s
 		}
@@ -300,6 +311,8 @@ func (b *Backend) pickSlot(key string) *slot {
 		}
 	}
 	switch {
+	case shared != nil:
+		return shared
 	case empty != nil:
 		return empty
 	case lruReleased != nil:
@@ -308,21 +321,29 @@ func (b *Backend) pickSlot(key string) *slot {
 	return lru
 }
 
-// start binds j to s: it keeps the longest cached prefix of the same key
-// (at least one prompt token is decoded, for the logits), drops the rest,
-// and builds the sampler chain.
+// start binds j to s: it keeps the longest prefix of s's cached tokens
+// that j's prompt shares, when they were decoded under j's adapter —
+// keys and values depend only on the tokens, their positions and the
+// weights, whichever sequence they were decoded for — (at least one prompt
+// token is decoded, for the logits), drops the rest, and builds the
+// sampler chain.
 func (b *Backend) start(j *job, s *slot) error {
 	if err := b.samplers(j); err != nil {
 		return err
 	}
 	keep := 0
-	if j.req.Key != "" && s.key == j.req.Key && s.adapter == j.adapter {
+	// A keyless request (a judge's, a one-off generation) decodes its
+	// whole prompt, as it always has: the same call gives the same
+	// logprobs to the bit (decoding a prompt's tail behind a cached
+	// prefix rounds differently).
+	if j.req.Key != "" && s.adapter == j.adapter {
 		keep = commonPrefix(s.tokens, j.req.Prompt)
 		if keep == len(j.req.Prompt) {
 			keep--
 		}
 	}
-	if keep == 0 && len(s.tokens) > 0 && s.key != "" && s.key != j.req.Key {
+	other := s.key != j.req.Key || j.req.Key == ""
+	if other && len(s.tokens) > 0 && s.key != "" {
 		if s.released {
 			b.stats.evictedReleased.Add(1)
 		} else {
@@ -346,6 +367,9 @@ func (b *Backend) start(j *job, s *slot) error {
 	j.pending = j.req.Prompt[keep:]
 	j.resp = inference.Response{ReusedTokens: keep, PolicyVersion: b.PolicyVersion()}
 	b.stats.reused.Add(int64(keep))
+	if other {
+		b.stats.shared.Add(int64(keep))
+	}
 	return nil
 }
 
