@@ -315,11 +315,13 @@ type stepHook struct {
 // to a step resumed from the checkpoint in ckpt (written every
 // checkpointEvery steps and on an interrupt).
 func trainStage(ctx context.Context, from, out, ckpt string, to train.Options, steps, batch, checkpointEvery int, data func(epoch int) []train.Sequence, rng *rand.Rand, sh stepHook, rep *BuildReport) error {
+	threads := newTrainThreads(&to)
 	tr, err := train.New(from, to)
 	if err != nil {
 		return err
 	}
 	defer tr.Close()
+	threads.begin()
 	rep.Params = tr.TrainableParams()
 	resumed := 0
 	if _, err := os.Stat(filepath.Join(ckpt, train.CheckpointFile)); err == nil {
@@ -361,6 +363,9 @@ func trainStage(ctx context.Context, from, out, ckpt string, to train.Options, s
 			return err
 		}
 		rep.Losses = append(rep.Losses, loss)
+		if err := threads.tick(tr); err != nil {
+			return err
+		}
 		if sh.h != nil {
 			sh.h(sh.done+step+1, sh.total, loss)
 		}

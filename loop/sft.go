@@ -42,10 +42,12 @@ type SFTOptions struct {
 }
 
 // Defaults returns one epoch, batches of 8, every trajectory, train's
-// defaults, adapter.gguf.
+// defaults with the trainer on the free cores, adapter.gguf.
 func (SFTOptions) Defaults() SFTOptions {
 	d := selfplay.Options{}.Defaults()
-	return SFTOptions{Out: "adapter.gguf", Epochs: 1, Batch: 8, MinReward: math.Inf(-1), Train: train.Options{}.Defaults(),
+	t := train.Options{}.Defaults()
+	t.Threads = 0 // the free cores (trainThreads)
+	return SFTOptions{Out: "adapter.gguf", Epochs: 1, Batch: 8, MinReward: math.Inf(-1), Train: t,
 		MaxTokens: d.MaxTokens, Context: d.Context}
 }
 
@@ -165,11 +167,14 @@ func SFT(ctx context.Context, o SFTOptions, hooks SFTHooks) (SFTResult, error) {
 	if len(seqs) == 0 {
 		return res, fmt.Errorf("sft: no trajectory has generated tokens and reward ≥ %g", o.MinReward)
 	}
-	tr, err := train.New(o.Model, o.Train)
+	to := o.Train
+	threads := newTrainThreads(&to)
+	tr, err := train.New(o.Model, to)
 	if err != nil {
 		return res, err
 	}
 	defer tr.Close()
+	threads.begin()
 	if o.Resume != "" {
 		if _, err := tr.LoadCheckpoint(o.Resume); err != nil {
 			return res, err
@@ -191,6 +196,9 @@ func SFT(ctx context.Context, o SFTOptions, hooks SFTHooks) (SFTResult, error) {
 				res.Tokens += len(seqs[i].Tokens)
 			}
 			loss, err := tr.SFTStep(ctx, batch)
+			if err == nil {
+				err = threads.tick(tr)
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					res.Steps = tr.Steps()

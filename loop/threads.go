@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"time"
+
 	"github.com/omar-selfplay/omar/internal/cpuuse"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -13,11 +15,22 @@ import (
 // barrier, and a thread that shares its core with another process makes
 // all of them wait). The results do not depend on the count
 // (train.TestThreadsDoNotChangeResults), so a run stays deterministic.
+//
+// A trainer that runs without pauses (omar sft, the built-in model's
+// build) re-measures every retuneEvery (tick): its own threads count as
+// free, so two threads stay two on an idle machine, and drop to one when
+// another process takes a core (the spinning threads then get only part
+// of theirs).
 type trainThreads struct {
-	auto  bool
-	start cpuuse.Sample
-	last  int
+	auto    bool
+	start   cpuuse.Sample
+	startAt time.Time
+	last    int
 }
+
+// retuneEvery is the window over which a trainer without pauses measures
+// the free cores.
+const retuneEvery = 5 * time.Second
 
 // newTrainThreads resolves to.Threads: 0 becomes 1 for the trainer's
 // creation, and the count follows the free cores from then on.
@@ -32,8 +45,19 @@ func newTrainThreads(to *train.Options) *trainThreads {
 // begin starts the window the free cores are measured over (the rollout).
 func (t *trainThreads) begin() {
 	if t.auto {
-		t.start = cpuuse.Read()
+		t.start, t.startAt = cpuuse.Read(), time.Now()
 	}
+}
+
+// tick applies the window since begin to tr once it is retuneEvery long,
+// and starts the next one.
+func (t *trainThreads) tick(tr any) error {
+	if !t.auto || time.Since(t.startAt) < retuneEvery {
+		return nil
+	}
+	_, err := t.apply(tr)
+	t.begin()
+	return err
 }
 
 // apply sets tr's thread count from the window since begin (when it can be

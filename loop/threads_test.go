@@ -41,6 +41,26 @@ func TestTrainThreads(t *testing.T) {
 	if runtime.GOOS == "linux" && cpuuse.Usable() == 1 && n != 1 {
 		t.Errorf("one usable core, %d threads", n)
 	}
+	// A trainer without pauses re-measures once a window is retuneEvery
+	// long, and starts the next window.
+	s.set = nil
+	tt.last = 1
+	if err := tt.tick(&s); err != nil || len(s.set) != 0 {
+		t.Errorf("tick within the window: %v, set %v; want nothing", err, s.set)
+	}
+	for end := time.Now().Add(250 * time.Millisecond); time.Now().Before(end); {
+	}
+	before := tt.startAt
+	tt.startAt = tt.startAt.Add(-retuneEvery)
+	if err := tt.tick(&s); err != nil {
+		t.Fatal(err)
+	}
+	if !tt.startAt.After(before) {
+		t.Error("tick did not start a new window")
+	}
+	if n := tt.last; n < 1 || n > cpuuse.Usable() || (n != 1) != (len(s.set) == 1) {
+		t.Errorf("tick chose %d threads and set %v", n, s.set)
+	}
 	tt = newTrainThreads(&fixed)
 	tt.begin()
 	if n, _ := tt.apply(&s); n != 3 {

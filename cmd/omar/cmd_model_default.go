@@ -16,11 +16,11 @@ import (
 func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "model default")
 	out := fs.String("out", "", "output GGUF file (required)")
-	rebuild := fs.Bool("rebuild", false, "train the model anew from its recipe instead of writing the embedded copy (about 32 minutes with --threads 2 on two idle cores, 50 on one)")
+	rebuild := fs.Bool("rebuild", false, "train the model anew from its recipe instead of writing the embedded copy (about 32 minutes on two idle cores, 50 on one)")
 	work := fs.String("work", "", "with --rebuild: directory for the intermediate files and checkpoints; an interrupted build continues from it (default: OUT.work)")
 	steps := fs.Int("steps", 0, "with --rebuild: optimizer steps (default the recipe's)")
 	episodes := fs.Int("episodes", 0, "with --rebuild: corpus episodes per cast and environment (default the recipe's)")
-	threads := fs.Int("threads", 1, "with --rebuild: trainer threads, no more than the idle cores (the bytes are the same whatever the count)")
+	threads := fs.Int("threads", 0, "with --rebuild: trainer threads; 0 sizes them to the cores free for the process, measured every 5 s (the bytes are the same whatever the count)")
 	daggerRounds := fs.Int("dagger-rounds", -1, "with --rebuild: DAgger rounds after behaviour cloning (default the recipe's; 0 none)")
 	daggerSteps := fs.Int("dagger-steps", 0, "with --rebuild: optimizer steps per DAgger round (default the recipe's)")
 	daggerEpisodes := fs.Int("dagger-episodes", 0, "with --rebuild: DAgger episodes per game, seat and opponent (default the recipe's)")
@@ -44,8 +44,8 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	if *steps > 0 {
 		o.Steps, o.Train.TotalSteps = *steps, *steps
 	}
-	if *threads < 1 {
-		return usagef("--threads %d: want at least 1", *threads)
+	if *threads < 0 {
+		return usagef("--threads %d: want 0 (the free cores) or more", *threads)
 	}
 	o.Train.Threads = *threads
 	if *episodes > 0 {

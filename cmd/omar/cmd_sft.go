@@ -37,7 +37,7 @@ func bindSFT(f *optionFlags[loop.SFTOptions]) {
 	f.Strings("lora-modules", "adapted matrices, comma-separated (default all)", func(o *loop.SFTOptions) *[]string { return &o.Train.LoRAModules })
 	f.Float32("lr", fmt.Sprintf("learning rate (default %g)", t.LR), func(o *loop.SFTOptions) *float32 { return &o.Train.LR })
 	f.Int("batch-tokens", fmt.Sprintf("padded tokens per forward/backward pass (default %d)", t.BatchTokens), func(o *loop.SFTOptions) *int { return &o.Train.BatchTokens })
-	f.Int("threads", fmt.Sprintf("CPU threads (default %d)", t.Threads), func(o *loop.SFTOptions) *int { return &o.Train.Threads })
+	f.Int("threads", "CPU threads (default 0: the cores free for the process, measured every 5 s)", func(o *loop.SFTOptions) *int { return &o.Train.Threads })
 	f.String("device", "cpu or cuda", func(o *loop.SFTOptions) *string { return &o.Train.Device })
 	f.Uint64("seed", "seed for the adapter initialisation and the data order", func(o *loop.SFTOptions) *uint64 { return &o.Train.Seed })
 }
