@@ -27,8 +27,9 @@ type RolloutReport struct {
 	// dropped of seats still playing and of finished episodes.
 	BackendDecoded int64 `json:"backend_decoded_tokens,omitempty"`
 	// SharedTokens are the reused tokens a slot kept from another seat's
-	// stream (a common briefing prefix).
+	// stream (a common briefing prefix) or copied from it (Copies times).
 	SharedTokens    int64 `json:"shared_tokens,omitempty"`
+	Copies          int64 `json:"kv_copies,omitempty"`
 	EvictedLive     int64 `json:"evicted_live,omitempty"`
 	EvictedReleased int64 `json:"evicted_released,omitempty"`
 	// DegenerateRate is the share of the policy's turns the guard
@@ -105,7 +106,7 @@ func Rollout(ctx context.Context, o RolloutOptions, dir string, episode func(don
 		bs := ps.Llama.Stats()
 		rep.BackendSteps = bs.Steps
 		rep.BackendDecoded, rep.EvictedLive, rep.EvictedReleased = bs.DecodedTokens, bs.EvictedLive, bs.EvictedReleased
-		rep.SharedTokens = bs.SharedTokens
+		rep.SharedTokens, rep.Copies = bs.SharedTokens, bs.Copies
 		if bs.Steps > 0 {
 			rep.Occupancy = float64(bs.GeneratedTokens) / float64(bs.Steps)
 		}

@@ -335,8 +335,9 @@ type Stats struct {
 	GeneratedTokens int64 // tokens sampled
 	ReusedTokens    int64 // prompt tokens served from the KV cache
 	// SharedTokens are the part of ReusedTokens another key's sequence
-	// left in the slot (the common prefix of a finished seat's stream).
-	SharedTokens int64
+	// left in the slot (the common prefix of a finished seat's stream) or
+	// that Copies copied into it from another sequence's cache.
+	SharedTokens, Copies int64
 	// EvictedLive and EvictedReleased count slots whose cached tokens
 	// were dropped for another key's sequence: of a key not released
 	// (a live seat that will have to decode its prefix again) and of a
@@ -348,16 +349,16 @@ type Stats struct {
 }
 
 type statsCounters struct {
-	steps, decoded, generated, reused, shared atomic.Int64
-	evictedLive, evictedReleased              atomic.Int64
-	decodeNS, stepNS                          atomic.Int64
+	steps, decoded, generated, reused, shared, copies atomic.Int64
+	evictedLive, evictedReleased                      atomic.Int64
+	decodeNS, stepNS                                  atomic.Int64
 }
 
 // Stats returns the counters so far.
 func (b *Backend) Stats() Stats {
 	return Stats{
 		Steps: b.stats.steps.Load(), DecodedTokens: b.stats.decoded.Load(),
-		GeneratedTokens: b.stats.generated.Load(), ReusedTokens: b.stats.reused.Load(), SharedTokens: b.stats.shared.Load(),
+		GeneratedTokens: b.stats.generated.Load(), ReusedTokens: b.stats.reused.Load(), SharedTokens: b.stats.shared.Load(), Copies: b.stats.copies.Load(),
 		EvictedLive: b.stats.evictedLive.Load(), EvictedReleased: b.stats.evictedReleased.Load(),
 		DecodeTime: time.Duration(b.stats.decodeNS.Load()), StepTime: time.Duration(b.stats.stepNS.Load()),
 	}

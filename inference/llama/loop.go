@@ -225,6 +225,10 @@ func (b *Backend) admit() {
 			j.finish(err)
 			continue
 		}
+		if b.awaitPrefix(j) {
+			q = append(q, j)
+			continue
+		}
 		s := b.pickSlot(j)
 		if s == nil {
 			q = append(q, j)
@@ -351,6 +355,20 @@ func (b *Backend) start(j *job, s *slot) error {
 		}
 	}
 	mem := b.lctx.Memory()
+	if o, n := b.copySource(j, s, keep); o != nil {
+		// Another sequence holds a longer prefix of the prompt: copy its
+		// cache into s (llama.cpp copies at the next decode, before it
+		// runs; without a unified cache the whole stream).
+		if err := mem.SeqRm(s.seq, -1, -1); err != nil {
+			return err
+		}
+		s.tokens, keep = s.tokens[:0], 0
+		if err := mem.SeqCp(o.seq, s.seq, -1, -1); err == nil {
+			s.tokens = append(s.tokens, o.tokens...)
+			keep, other = n, true
+			b.stats.copies.Add(1)
+		}
+	}
 	if keep < len(s.tokens) {
 		if err := mem.SeqRm(s.seq, int32(keep), -1); err != nil {
 			// A cache that cannot drop a tail drops the whole sequence.
@@ -371,6 +389,63 @@ func (b *Backend) start(j *job, s *slot) error {
 		b.stats.shared.Add(int64(keep))
 	}
 	return nil
+}
+
+// minCopyTokens is the least number of prompt tokens worth a copy of
+// another sequence's cache, or a wait for one: without a unified cache
+// llama.cpp copies a whole stream (every cell of the sequence's context),
+// a few times cheaper than decoding this many tokens of the built-in
+// model.
+const minCopyTokens = 32
+
+// copySource returns the slot of another key (idle, or running with the
+// prefix already decoded) whose cached tokens share with j's prompt at
+// least minCopyTokens more than the have tokens s keeps, with the prefix
+// to keep after copying it; nil when there is none or j is keyless.
+func (b *Backend) copySource(j *job, s *slot, have int) (*slot, int) {
+	if j.req.Key == "" {
+		return nil, 0
+	}
+	var best *slot
+	n := have
+	for _, o := range b.slots {
+		if o == s || o.key == "" || o.adapter != j.adapter {
+			continue
+		}
+		if c := min(commonPrefix(o.tokens, j.req.Prompt), len(j.req.Prompt)-1); c > n {
+			best, n = o, c
+		}
+	}
+	if best == nil || n < have+minCopyTokens {
+		return nil, 0
+	}
+	return best, n
+}
+
+// awaitPrefix reports whether keyed j, which has no slot of its own,
+// should wait for a running sequence still decoding a prompt that shares
+// at least minCopyTokens more with j's than any cached tokens do: the
+// seats of episodes started together read the same briefing, and all but
+// the first then copy it (start) instead of decoding it side by side.
+func (b *Backend) awaitPrefix(j *job) bool {
+	key := j.req.Key
+	if key == "" {
+		return false
+	}
+	have, soon := 0, 0
+	for _, s := range b.slots {
+		if s.key == key {
+			return false
+		}
+		if s.key == "" || s.adapter != j.adapter {
+			continue
+		}
+		have = max(have, commonPrefix(s.tokens, j.req.Prompt))
+		if s.job != nil && len(s.tokens) < len(s.job.req.Prompt) {
+			soon = max(soon, commonPrefix(s.job.req.Prompt, j.req.Prompt))
+		}
+	}
+	return min(soon, len(j.req.Prompt)-1) >= have+minCopyTokens
 }
 
 func commonPrefix(a, b []int32) int {

@@ -139,3 +139,53 @@ func TestSharedPrefix(t *testing.T) {
 		t.Errorf("keyless request reused %d tokens, want 0", r.ReusedTokens)
 	}
 }
+
+// TestCopiedPrefix: a new seat whose prompt shares a long prefix with
+// another seat's — one still playing, or one decoding it in the same step
+// — gets that cache copied into its slot and decodes only the rest, and
+// samples what a fresh backend samples; the other seat keeps its cache.
+func TestCopiedPrefix(t *testing.T) {
+	o := testOptions(t)
+	o.Parallel = 3
+	sp := inference.Sampling{Temperature: 1, Seed: 11}
+	briefing := "Craigslist. You are the buyer of a used bicycle listed at 300 dollars; the seller wants as much as possible. "
+	setup := func() (*Backend, []int32, []int32, int) {
+		b := newBackend(t, o)
+		first := prompt(t, b, briefing+"Your target is 120.")
+		second := prompt(t, b, briefing+"Your target is 95.")
+		common := commonPrefix(first, second)
+		if common < minCopyTokens+1 {
+			t.Fatalf("test prompts share %d tokens, want more than %d", common, minCopyTokens)
+		}
+		return b, first, second, common
+	}
+	b, first, second, common := setup()
+	fresh := gen(t, newBackend(t, o), inference.Request{Key: "r/e1/s0/g0", Prompt: second, MaxTokens: 4, Sampling: sp})[0]
+
+	t.Run("live", func(t *testing.T) {
+		live := gen(t, b, inference.Request{Key: "r/e0/s0/g0", Prompt: first, MaxTokens: 4, Sampling: sp})[0]
+		got := gen(t, b, inference.Request{Key: "r/e1/s0/g0", Prompt: second, MaxTokens: 4, Sampling: sp})[0]
+		if got.ReusedTokens != common || !sameTokens(got.Tokens, fresh.Tokens) {
+			t.Errorf("new seat reused %d tokens and sampled %v; want %d and %v", got.ReusedTokens, got.Tokens, common, fresh.Tokens)
+		}
+		if st := b.Stats(); st.Copies != 1 || st.SharedTokens != int64(common) || st.EvictedLive != 0 {
+			t.Errorf("stats: copies %d, shared %d, evicted live %d; want 1, %d, 0", st.Copies, st.SharedTokens, st.EvictedLive, common)
+		}
+		next := append(append([]int32{}, first...), live.Tokens...)
+		if r := gen(t, b, inference.Request{Key: "r/e0/s0/g0", Prompt: next, MaxTokens: 2, Sampling: sp})[0]; r.ReusedTokens < len(first) {
+			t.Errorf("the live seat reused %d tokens after the copy, want its %d", r.ReusedTokens, len(first))
+		}
+	})
+	t.Run("same step", func(t *testing.T) {
+		b, first, second, common := setup()
+		rs := gen(t, b,
+			inference.Request{Key: "r/e0/s0/g0", Prompt: first, MaxTokens: 4, Sampling: sp},
+			inference.Request{Key: "r/e1/s0/g0", Prompt: second, MaxTokens: 4, Sampling: sp})
+		if rs[0].ReusedTokens != 0 || rs[1].ReusedTokens != common || !sameTokens(rs[1].Tokens, fresh.Tokens) {
+			t.Errorf("reused %d and %d tokens, second sampled %v; want 0, %d and %v", rs[0].ReusedTokens, rs[1].ReusedTokens, rs[1].Tokens, common, fresh.Tokens)
+		}
+		if st := b.Stats(); st.Copies != 1 {
+			t.Errorf("copies %d, want 1", st.Copies)
+		}
+	})
+}
