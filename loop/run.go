@@ -17,6 +17,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/internal/cpuuse"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -502,6 +503,13 @@ func (r *Run) phase(it int, name string) {
 	}
 }
 
+// scoreBeside reports whether the scoring pass runs beside the rollout: on
+// a GPU trainer, or when the CPU has a core beyond the rollout's threads
+// for the trainer's one (more would spin against them).
+func (r *Run) scoreBeside() bool {
+	return r.opts.Train.Device == "cuda" || r.opts.Rollout.Threads+1 <= cpuuse.Usable()
+}
+
 // iteration runs rollout → score → estimate → update → swap and appends
 // the metrics.
 func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
@@ -529,6 +537,22 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 		leagueStats = map[string]*LeagueStat{}
 		tally.Agent = r.player.Label
 	}
+	// The scoring pass runs beside the rollout, episode by episode
+	// (scorer), when a core is left for it.
+	var sc *scorer
+	if r.scoreBeside() {
+		if err := r.threads.beside(r.trainer); err != nil {
+			return nil, err
+		}
+		sc = startScorer(ctx, r.trainer, n)
+		defer func() {
+			if sc != nil {
+				sc.wait()
+			}
+		}()
+	}
+	var seqs []train.Sequence
+	var keep []int
 	done, lagSum := 0, 0
 	episode := func(res *selfplay.EpisodeResult, record []byte) error {
 		if r.league != nil {
@@ -538,6 +562,14 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 			}
 			delete(r.draws, res.Index)
 			r.league.tally(res, d, leagueStats)
+		}
+		es, kept := Sequences(res.Trajectories)
+		for _, k := range kept {
+			keep = append(keep, len(trajs)+k)
+		}
+		seqs = append(seqs, es...)
+		if sc != nil {
+			sc.add(es)
 		}
 		trajs = append(trajs, res.Trajectories...)
 		tally.Add(res)
@@ -615,27 +647,50 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 
 	// Score: values, current and reference logprobs.
 	r.phase(it, "score")
+	start = time.Now()
+	var scores []train.Score
+	var busy time.Duration
+	rest := [][]train.Sequence{seqs}
+	if sc != nil {
+		// The scorer stops after its current episode; the episodes left
+		// are scored here, one at a time as it would have, on the
+		// training phase's threads.
+		scores, rest, busy, err = sc.handOff()
+		sc = nil
+		if err != nil {
+			return nil, err
+		}
+	}
 	if m.TrainThreads, err = r.threads.apply(r.trainer); err != nil {
 		return nil, err
 	}
-	start = time.Now()
-	seqs, keep := Sequences(trajs)
+	tail := time.Now()
+	for _, es := range rest {
+		if len(es) == 0 {
+			continue
+		}
+		s, err := r.trainer.Evaluate(ctx, es)
+		if err != nil {
+			return nil, err
+		}
+		scores = append(scores, s...)
+	}
+	busy += time.Since(tail)
 	if len(seqs) == 0 {
 		return nil, errors.New("no trajectories to train on (is any seat played by the policy?)")
-	}
-	scores, err := r.trainer.Evaluate(ctx, seqs)
-	if err != nil {
-		return nil, err
 	}
 	if len(scores) != len(seqs) {
 		return nil, fmt.Errorf("trainer scored %d of %d sequences", len(scores), len(seqs))
 	}
+	// score is what the phase added to the iteration; score_busy the
+	// scoring pass's own time, most of it beside the rollout.
 	m.Seconds["score"] = time.Since(start).Seconds()
+	m.Seconds["score_busy"] = busy.Seconds()
 	seqTokens := 0
 	for _, s := range seqs {
 		seqTokens += len(s.Tokens)
 	}
-	m.TokensPerSec["score"] = float64(seqTokens) / m.Seconds["score"]
+	m.TokensPerSec["score"] = float64(seqTokens) / busy.Seconds()
 	var gap, kl, vsum float64
 	var nGen int
 	for j, i := range keep {

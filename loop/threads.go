@@ -10,7 +10,7 @@ import (
 // trainThreads is the trainer's CPU thread count of a run whose config sets
 // train.threads to 0 (the default): before each training phase, the cores
 // that were free while the rollout ran (cpuuse: the machine's idle cores
-// plus the one the rollout used). A run alone on 2 cores trains on 2
+// plus the ones the process used). A run alone on 2 cores trains on 2
 // threads; beside another busy process, on 1 (ggml's threads spin at every
 // barrier, and a thread that shares its core with another process makes
 // all of them wait). The results do not depend on the count
@@ -25,7 +25,10 @@ type trainThreads struct {
 	auto    bool
 	start   cpuuse.Sample
 	startAt time.Time
-	last    int
+	// last is the count of the training phases (fixed, or the last
+	// measured); cur the trainer's count now (1 while it scores beside
+	// the rollout).
+	last, cur int
 }
 
 // retuneEvery is the window over which a trainer without pauses measures
@@ -36,10 +39,10 @@ const retuneEvery = 5 * time.Second
 // creation, and the count follows the free cores from then on.
 func newTrainThreads(to *train.Options) *trainThreads {
 	if to.Threads != 0 {
-		return &trainThreads{last: to.Threads}
+		return &trainThreads{last: to.Threads, cur: to.Threads}
 	}
 	to.Threads = 1
-	return &trainThreads{auto: true, last: 1}
+	return &trainThreads{auto: true, last: 1, cur: 1}
 }
 
 // begin starts the window the free cores are measured over (the rollout).
@@ -60,23 +63,29 @@ func (t *trainThreads) tick(tr any) error {
 	return err
 }
 
-// apply sets tr's thread count from the window since begin (when it can be
-// measured; otherwise the count stays) and returns the count.
+// beside gives tr one thread, to score beside the rollout's own.
+func (t *trainThreads) beside(tr any) error { return t.set(tr, 1) }
+
+// apply sets tr's thread count for a training phase — fixed, or from the
+// window since begin when it can be measured (otherwise the last count) —
+// and returns the count.
 func (t *trainThreads) apply(tr any) (int, error) {
-	s, ok := tr.(interface{ SetThreads(int) error })
-	if !t.auto || !ok {
-		return t.last, nil
-	}
-	free, ok := t.start.Free(cpuuse.Read())
-	if !ok {
-		return t.last, nil
-	}
-	n := cpuuse.Threads(free)
-	if n != t.last {
-		if err := s.SetThreads(n); err != nil {
-			return t.last, err
+	if t.auto {
+		if free, ok := t.start.Free(cpuuse.Read()); ok {
+			t.last = cpuuse.Threads(free)
 		}
-		t.last = n
 	}
-	return n, nil
+	return t.last, t.set(tr, t.last)
+}
+
+func (t *trainThreads) set(tr any, n int) error {
+	s, ok := tr.(interface{ SetThreads(int) error })
+	if !ok || n == t.cur {
+		return nil
+	}
+	if err := s.SetThreads(n); err != nil {
+		return err
+	}
+	t.cur = n
+	return nil
 }

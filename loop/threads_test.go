@@ -2,6 +2,7 @@ package loop
 
 import (
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func TestTrainThreads(t *testing.T) {
 	// A trainer without pauses re-measures once a window is retuneEvery
 	// long, and starts the next window.
 	s.set = nil
-	tt.last = 1
+	tt.last, tt.cur = 1, 1
 	if err := tt.tick(&s); err != nil || len(s.set) != 0 {
 		t.Errorf("tick within the window: %v, set %v; want nothing", err, s.set)
 	}
@@ -63,7 +64,16 @@ func TestTrainThreads(t *testing.T) {
 	}
 	tt = newTrainThreads(&fixed)
 	tt.begin()
-	if n, _ := tt.apply(&s); n != 3 {
-		t.Errorf("fixed threads: apply gave %d, want 3", n)
+	s.set = nil
+	if n, _ := tt.apply(&s); n != 3 || len(s.set) != 0 {
+		t.Errorf("fixed threads: apply gave %d and set %v, want 3 and no change", n, s.set)
+	}
+	// Scoring beside the rollout takes one thread; the training phase
+	// gets its count back.
+	if err := tt.beside(&s); err != nil || !slices.Equal(s.set, []int{1}) {
+		t.Errorf("beside: %v, set %v; want 1", err, s.set)
+	}
+	if n, _ := tt.apply(&s); n != 3 || !slices.Equal(s.set, []int{1, 3}) {
+		t.Errorf("apply after beside: %d, set %v; want 3 after 1", n, s.set)
 	}
 }
