@@ -26,6 +26,8 @@ import (
 
 // Trainer is the update side of a run. *train.Trainer implements it;
 // tests and callers with their own trainer pass another through Parts.
+// A run calls it from one goroutine at a time, but not always the same:
+// Evaluate runs beside the rollout on a goroutine of its own (scorer).
 type Trainer interface {
 	Evaluate(ctx context.Context, seqs []train.Sequence) ([]train.Score, error)
 	Step(ctx context.Context, seqs []train.Sequence) (train.Stats, error)
