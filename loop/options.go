@@ -134,11 +134,58 @@ func (Options) Defaults() Options {
 // default environment, and for every negotiation game the built-in model
 // plays, since it learnt them in that mode (a YAML map would merge into a
 // default map, so they are applied after decoding).
+//
+// The league's scripted opponents and the evaluation's opponents, when
+// they are the defaults (the negotiation games' naive and strategic
+// scripts) and the environment has no such scripts, become the
+// environment's own (defaultScripts): `omar selfplay --env werewolf`
+// plays the heuristic Werewolf policy instead of failing to find "naive".
 func (o *Options) defaultEnvParams() {
 	builtin := o.Rollout.Model == "" && o.ModelPreset == BuiltinPreset
 	if o.Rollout.Params == nil && (o.Rollout.Env == DefaultEnv || builtin) {
 		o.Rollout.Params = BuiltinEnvParams(o.Rollout.Env)
 	}
+	g, err := envs.Find(o.Rollout.Env)
+	if err != nil {
+		return // Validate names the unknown environment
+	}
+	scripts := defaultScripts(g)
+	if slices.Equal(o.League.Scripted, DefaultLeague().Scripted) && !hasPolicies(g, o.League.Scripted) {
+		o.League.Scripted = scripts
+	}
+	if d := DefaultEval().Opponents; slices.Equal(o.Eval.Opponents, d) && !hasPolicies(g, DefaultLeague().Scripted) {
+		o.Eval.Opponents = nil
+		for _, s := range scripts {
+			o.Eval.Opponents = append(o.Eval.Opponents, "scripted:"+s)
+		}
+	}
+}
+
+// defaultScripts are the scripted policies of g a league or an evaluation
+// opposes by default: all but the degenerate baselines (random, silent),
+// unless they are all there is.
+func defaultScripts(g engine.Game) []string {
+	var out []string
+	for _, p := range g.Policies() {
+		if p.Name != "random" && p.Name != "silent" {
+			out = append(out, p.Name)
+		}
+	}
+	if len(out) == 0 {
+		for _, p := range g.Policies() {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+func hasPolicies(g engine.Game, names []string) bool {
+	for _, n := range names {
+		if _, err := engine.FindPolicy(g, n); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // BuiltinEnvParams are the parameters the built-in model plays env with

@@ -32,3 +32,33 @@ func TestDefaultEnvParams(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultOpponentsFollowTheEnv: the default league and evaluation
+// opponents (the negotiation games' naive and strategic scripts) become
+// the game's own scripts where it has none of them; a user's choice stays.
+func TestDefaultOpponentsFollowTheEnv(t *testing.T) {
+	for _, c := range []struct {
+		env                  string
+		userLeague           []string
+		wantLeague, wantEval []string
+	}{
+		{"dealornodeal", nil, []string{"naive", "strategic"}, []string{"scripted:naive", "scripted:strategic"}},
+		{"werewolf", nil, []string{"heuristic"}, []string{"scripted:heuristic"}},
+		{"sotopia", nil, []string{"scripted"}, []string{"scripted:scripted"}},
+		{"werewolf", []string{"random"}, []string{"random"}, []string{"scripted:heuristic"}},
+	} {
+		o := Options{}.Defaults()
+		o.Rollout.Env = c.env
+		if c.userLeague != nil {
+			o.League.Scripted = c.userLeague
+		}
+		o.defaultEnvParams()
+		if !reflect.DeepEqual(o.League.Scripted, c.wantLeague) || !reflect.DeepEqual(o.Eval.Opponents, c.wantEval) {
+			t.Errorf("%s, league %v: league scripts %v and eval opponents %v, want %v and %v",
+				c.env, c.userLeague, o.League.Scripted, o.Eval.Opponents, c.wantLeague, c.wantEval)
+		}
+		if err := o.Validate(); err != nil {
+			t.Errorf("%s: %v", c.env, err)
+		}
+	}
+}
