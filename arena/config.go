@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/inference/ollama"
@@ -40,6 +41,64 @@ func DefaultConfig() Config {
 	c.Players, c.Opponents = []string{SpecBase}, []string{"scripted:naive", "scripted:strategic"}
 	c.Envs = []Env{{Name: "craigslist"}}
 	return c
+}
+
+// DefaultScripts are the scripted policies of g an evaluation or a league
+// opposes by default: all but the degenerate baselines (random, silent),
+// unless they are all there is.
+func DefaultScripts(g engine.Game) []string {
+	var out, all []string
+	for _, p := range g.Policies() {
+		all = append(all, p.Name)
+		if p.Name != "random" && p.Name != "silent" {
+			out = append(out, p.Name)
+		}
+	}
+	if len(out) == 0 {
+		return all
+	}
+	return out
+}
+
+// DefaultOpponents are an evaluation's opponents on the environments
+// names when none are given: the negotiation games' naive and strategic
+// scripts where every environment has them, else the DefaultScripts of
+// the first that every other environment has too (Werewolf: heuristic).
+func DefaultOpponents(names []string) []string {
+	def := DefaultConfig().Opponents
+	var games []engine.Game
+	for _, n := range names {
+		g, err := envs.Find(n)
+		if err != nil {
+			return def // Validate names the unknown environment
+		}
+		games = append(games, g)
+	}
+	has := func(g engine.Game, name string) bool {
+		_, err := engine.FindPolicy(g, name)
+		return err == nil
+	}
+	all := func(name string) bool {
+		for _, g := range games {
+			if !has(g, name) {
+				return false
+			}
+		}
+		return true
+	}
+	if len(games) == 0 || all("naive") && all("strategic") {
+		return def
+	}
+	var out []string
+	for _, s := range DefaultScripts(games[0]) {
+		if all(s) {
+			out = append(out, "scripted:"+s)
+		}
+	}
+	if len(out) == 0 {
+		return def
+	}
+	return out
 }
 
 // Validate checks the options and that a judge is named only where an

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
@@ -138,7 +139,7 @@ func (Options) Defaults() Options {
 // The league's scripted opponents and the evaluation's opponents, when
 // they are the defaults (the negotiation games' naive and strategic
 // scripts) and the environment has no such scripts, become the
-// environment's own (defaultScripts): `omar selfplay --env werewolf`
+// environment's own (arena.DefaultScripts): `omar selfplay --env werewolf`
 // plays the heuristic Werewolf policy instead of failing to find "naive".
 func (o *Options) defaultEnvParams() {
 	builtin := o.Rollout.Model == "" && o.ModelPreset == BuiltinPreset
@@ -149,34 +150,12 @@ func (o *Options) defaultEnvParams() {
 	if err != nil {
 		return // Validate names the unknown environment
 	}
-	scripts := defaultScripts(g)
 	if slices.Equal(o.League.Scripted, DefaultLeague().Scripted) && !hasPolicies(g, o.League.Scripted) {
-		o.League.Scripted = scripts
+		o.League.Scripted = arena.DefaultScripts(g)
 	}
-	if d := DefaultEval().Opponents; slices.Equal(o.Eval.Opponents, d) && !hasPolicies(g, DefaultLeague().Scripted) {
-		o.Eval.Opponents = nil
-		for _, s := range scripts {
-			o.Eval.Opponents = append(o.Eval.Opponents, "scripted:"+s)
-		}
+	if slices.Equal(o.Eval.Opponents, DefaultEval().Opponents) {
+		o.Eval.Opponents = arena.DefaultOpponents([]string{o.Rollout.Env})
 	}
-}
-
-// defaultScripts are the scripted policies of g a league or an evaluation
-// opposes by default: all but the degenerate baselines (random, silent),
-// unless they are all there is.
-func defaultScripts(g engine.Game) []string {
-	var out []string
-	for _, p := range g.Policies() {
-		if p.Name != "random" && p.Name != "silent" {
-			out = append(out, p.Name)
-		}
-	}
-	if len(out) == 0 {
-		for _, p := range g.Policies() {
-			out = append(out, p.Name)
-		}
-	}
-	return out
 }
 
 func hasPolicies(g engine.Game, names []string) bool {

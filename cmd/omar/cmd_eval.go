@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +25,7 @@ func bindEval(f *optionFlags[arena.Config]) {
 	type C = arena.Config
 	f.String("model", "base model (GGUF) of base and adapter: players (default: the built-in model)", func(c *C) *string { return &c.Model })
 	f.Strings("players", "players, comma-separated: base, adapter:PATH, model:PATH, scripted:NAME, ollama:NAME (default base)", func(c *C) *[]string { return &c.Players })
-	f.Strings("opponents", "opponents, same forms as --players (default scripted:naive,scripted:strategic)", func(c *C) *[]string { return &c.Opponents })
+	f.Strings("opponents", "opponents, same forms as --players (default scripted:naive,scripted:strategic, or the games' own scripts where they have neither, e.g. scripted:heuristic)", func(c *C) *[]string { return &c.Opponents })
 	f.Func("env", "environments, comma-separated (see omar envs; default craigslist)", func(c *C, v string) error {
 		c.Envs = nil
 		for _, name := range splitList(v) {
@@ -76,6 +77,14 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if err := of.Apply(&cfg); err != nil {
 		return err
+	}
+	if slices.Equal(cfg.Opponents, arena.DefaultConfig().Opponents) {
+		// Games without the naive and strategic scripts get their own.
+		var names []string
+		for _, e := range cfg.Envs {
+			names = append(names, e.Name)
+		}
+		cfg.Opponents = arena.DefaultOpponents(names)
 	}
 	for i := range cfg.Envs {
 		if *params != "" {

@@ -1,0 +1,26 @@
+package arena
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestDefaultOpponents(t *testing.T) {
+	for _, c := range []struct {
+		envs []string
+		want []string
+	}{
+		{[]string{"craigslist"}, []string{"scripted:naive", "scripted:strategic"}},
+		{[]string{"craigslist", "casino"}, []string{"scripted:naive", "scripted:strategic"}},
+		{[]string{"werewolf"}, []string{"scripted:heuristic"}},
+		{[]string{"sotopia"}, []string{"scripted:scripted"}},
+		// No script in common but the degenerate ones: the default stays,
+		// and the arena names the missing policy.
+		{[]string{"werewolf", "craigslist"}, []string{"scripted:naive", "scripted:strategic"}},
+		{[]string{"nosuchgame"}, []string{"scripted:naive", "scripted:strategic"}},
+	} {
+		if got := DefaultOpponents(c.envs); !slices.Equal(got, c.want) {
+			t.Errorf("%v: %v, want %v", c.envs, got, c.want)
+		}
+	}
+}
