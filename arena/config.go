@@ -60,6 +60,16 @@ func DefaultScripts(g engine.Game) []string {
 	return out
 }
 
+// HasScripts reports whether g has every scripted policy names.
+func HasScripts(g engine.Game, names ...string) bool {
+	for _, n := range names {
+		if _, err := engine.FindPolicy(g, n); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // DefaultOpponents are an evaluation's opponents on the environments
 // names when none are given: the negotiation games' naive and strategic
 // scripts where every environment has them, else the DefaultScripts of
@@ -74,19 +84,15 @@ func DefaultOpponents(names []string) []string {
 		}
 		games = append(games, g)
 	}
-	has := func(g engine.Game, name string) bool {
-		_, err := engine.FindPolicy(g, name)
-		return err == nil
-	}
-	all := func(name string) bool {
+	all := func(names ...string) bool {
 		for _, g := range games {
-			if !has(g, name) {
+			if !HasScripts(g, names...) {
 				return false
 			}
 		}
 		return true
 	}
-	if len(games) == 0 || all("naive") && all("strategic") {
+	if len(games) == 0 || all("naive", "strategic") {
 		return def
 	}
 	var out []string

@@ -130,7 +130,7 @@ func (Options) Defaults() Options {
 	}
 }
 
-// defaultEnvParams gives the rollout environment, when a config names it
+// applyEnvDefaults gives the rollout environment, when a config names it
 // without parameters, the built-in model's (BuiltinParams): for the
 // default environment, and for every negotiation game the built-in model
 // plays, since it learnt them in that mode (a YAML map would merge into a
@@ -141,7 +141,7 @@ func (Options) Defaults() Options {
 // scripts) and the environment has no such scripts, become the
 // environment's own (arena.DefaultScripts): `omar selfplay --env werewolf`
 // plays the heuristic Werewolf policy instead of failing to find "naive".
-func (o *Options) defaultEnvParams() {
+func (o *Options) applyEnvDefaults() {
 	builtin := o.Rollout.Model == "" && o.ModelPreset == BuiltinPreset
 	if o.Rollout.Params == nil && (o.Rollout.Env == DefaultEnv || builtin) {
 		o.Rollout.Params = BuiltinEnvParams(o.Rollout.Env)
@@ -150,21 +150,12 @@ func (o *Options) defaultEnvParams() {
 	if err != nil {
 		return // Validate names the unknown environment
 	}
-	if slices.Equal(o.League.Scripted, DefaultLeague().Scripted) && !hasPolicies(g, o.League.Scripted) {
+	if slices.Equal(o.League.Scripted, DefaultLeague().Scripted) && !arena.HasScripts(g, o.League.Scripted...) {
 		o.League.Scripted = arena.DefaultScripts(g)
 	}
 	if slices.Equal(o.Eval.Opponents, DefaultEval().Opponents) {
 		o.Eval.Opponents = arena.DefaultOpponents([]string{o.Rollout.Env})
 	}
-}
-
-func hasPolicies(g engine.Game, names []string) bool {
-	for _, n := range names {
-		if _, err := engine.FindPolicy(g, n); err != nil {
-			return false
-		}
-	}
-	return true
 }
 
 // BuiltinEnvParams are the parameters the built-in model plays env with

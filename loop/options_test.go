@@ -26,7 +26,7 @@ func TestDefaultEnvParams(t *testing.T) {
 	} {
 		o := Options{}.Defaults()
 		o.Rollout.Env, o.Rollout.Model, o.Rollout.Params = c.env, c.model, c.params
-		o.defaultEnvParams()
+		o.applyEnvDefaults()
 		if !reflect.DeepEqual(o.Rollout.Params, c.want) {
 			t.Errorf("%s: params %v, want %v", c.name, o.Rollout.Params, c.want)
 		}
@@ -52,7 +52,7 @@ func TestDefaultOpponentsFollowTheEnv(t *testing.T) {
 		if c.userLeague != nil {
 			o.League.Scripted = c.userLeague
 		}
-		o.defaultEnvParams()
+		o.applyEnvDefaults()
 		if !reflect.DeepEqual(o.League.Scripted, c.wantLeague) || !reflect.DeepEqual(o.Eval.Opponents, c.wantEval) {
 			t.Errorf("%s, league %v: league scripts %v and eval opponents %v, want %v and %v",
 				c.env, c.userLeague, o.League.Scripted, o.Eval.Opponents, c.wantLeague, c.wantEval)

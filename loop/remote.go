@@ -214,7 +214,7 @@ type Remote struct {
 // the run's policy label and seat-stream context (RemoteInfo), which
 // records and truncation depend on.
 func OpenRemote(o Options, model, label string, context int) (_ *Remote, err error) {
-	o.defaultEnvParams()
+	o.applyEnvDefaults()
 	o.Rollout.Model, o.Rollout.Adapter = model, ""
 	g, ps, err := openPolicyGame(&o.Rollout)
 	if err != nil {

@@ -194,7 +194,7 @@ func ReadConfig(dir string) (Options, error) {
 // the checkpoint. parts, when not nil, replaces the backends, the trainer
 // and the game.
 func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
-	o.defaultEnvParams()
+	o.applyEnvDefaults()
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}

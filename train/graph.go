@@ -139,7 +139,8 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 		// selected rows one group of K queries over all N rows.
 		qIn, qPos, res, mask := cur, pos, x, kqMask
 		qT, kT, nb := int64(T), int64(T), int64(B)
-		if l == h.nLayer-1 && b.lastSelected {
+		selectedRows := l == h.nLayer-1 && b.lastSelected
+		if selectedRows {
 			qIn, qPos, res, mask = ctx.GetRows(cur, b.sel), b.selPos, ctx.GetRows(x, b.sel), b.selMask
 			qT, kT, nb = int64(b.nSel), N, 1
 		}
@@ -167,7 +168,9 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 		v = t.expandKV(ctx, v, int(kT), int(nb))
 
 		var kqv llamacpp.Tensor // [D, qT, H, nb]
-		if b.blocks != nil && qT == kT {
+		// The blocks split positions 0…T−1 of each sequence; the selected
+		// rows' queries are other rows, masked by selMask.
+		if b.blocks != nil && !selectedRows {
 			kqv = t.blockedAttention(ctx, b, q, k, v)
 		} else {
 			kqv = b.attention(ctx, q, k, v, mask, kqScale)
