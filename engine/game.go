@@ -125,6 +125,16 @@ type Agent interface {
 	Act(ctx context.Context, t Turn) (Action, error)
 }
 
+// Preparer is an optional interface of agents. Before the agents of a
+// move start, the runtime calls Prepare for each of its turns, from one
+// goroutine; then it runs their Acts concurrently, each once. A seat played by a model announces its request there, so that all
+// the requests of a simultaneous move reach the backend in one call, in
+// seat order, whatever the goroutines' timing (a batching backend's logits
+// depend in their last bits on which sequences it decodes together).
+type Preparer interface {
+	Prepare(t Turn)
+}
+
 // AgentFunc adapts a function to Agent.
 type AgentFunc func(ctx context.Context, t Turn) (Action, error)
 

@@ -246,7 +246,8 @@ func (rt *Runtime) applyDefault(q Question, n Notification, a *Answer, why strin
 	a.Text, a.Move, a.Defaulted = q.Default, move, true
 }
 
-// call runs the agents of turns concurrently (one goroutine when alone).
+// call runs the agents of turns concurrently (one goroutine when alone),
+// after telling every Preparer among them that it will be asked.
 func (rt *Runtime) call(ctx context.Context, turns []Turn) ([]Action, []error) {
 	actions := make([]Action, len(turns))
 	errs := make([]error, len(turns))
@@ -258,6 +259,11 @@ func (rt *Runtime) call(ctx context.Context, turns []Turn) ([]Action, []error) {
 			defer cancel()
 		}
 		actions[j], errs[j] = rt.agents[turns[j].Seat.Index].Act(c, turns[j])
+	}
+	for _, t := range turns {
+		if p, ok := rt.agents[t.Seat.Index].(Preparer); ok {
+			p.Prepare(t)
+		}
 	}
 	if len(turns) == 1 {
 		one(0)

@@ -297,3 +297,45 @@ func TestSplitID(t *testing.T) {
 		}
 	}
 }
+
+// preparingAgent records its Prepare calls and, in Act, how many Prepares
+// of the move had happened.
+type preparingAgent struct {
+	prepared *atomic.Int32
+	seen     int32
+	calls    int
+}
+
+func (p *preparingAgent) Prepare(Turn) { p.prepared.Add(1); p.calls++ }
+
+func (p *preparingAgent) Act(_ context.Context, t Turn) (Action, error) {
+	p.seen = p.prepared.Load()
+	return Action{NotificationID: t.Notification.ID, Text: "1"}, nil
+}
+
+// TestPrepareBeforeAct: every Preparer of a simultaneous move is prepared,
+// once, before any of the move's agents acts; other agents are not.
+func TestPrepareBeforeAct(t *testing.T) {
+	const n = 4
+	var prepared atomic.Int32
+	agents := make([]Agent, n)
+	ps := make([]*preparingAgent, n-1)
+	for i := range ps {
+		ps[i] = &preparingAgent{prepared: &prepared}
+		agents[i] = ps[i]
+	}
+	agents[n-1] = scriptAgent("1")
+	rt, _ := NewRuntime(seats(n), agents, DefaultOptions())
+	qs := make([]Question, n)
+	for i := range qs {
+		qs[i] = Question{Seat: i, Parse: parseInt, Default: "0"}
+	}
+	if _, err := rt.AskAll(context.Background(), qs); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range ps {
+		if p.calls != 1 || p.seen != n-1 {
+			t.Errorf("seat %d: %d Prepare calls, acted after %d of the move's %d", i, p.calls, p.seen, n-1)
+		}
+	}
+}

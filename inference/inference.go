@@ -161,6 +161,18 @@ type Backend interface {
 	Close() error
 }
 
+// EachGenerator is implemented by batching backends that accept several
+// independent requests in one submission. GenerateEach decodes reqs as
+// concurrent Generate calls would, request i under ctxs[i], and returns
+// each request's response or error; they reach the decode loop together,
+// in order, as one submission. Callers with simultaneous requests (the seats
+// of one move) use it so that which sequences are decoded together — and
+// with it the last bits of their logits — does not depend on goroutine
+// timing.
+type EachGenerator interface {
+	GenerateEach(ctxs []context.Context, reqs []Request) ([]Response, []error)
+}
+
 // Releaser is implemented by backends that keep state per Request.Key (a
 // KV cache per sequence). Release says that the sequences whose keys start
 // with one of prefixes are finished (for example "r1/e12/" when episode 12

@@ -24,22 +24,32 @@ import (
 // error in the conversation and finally applies the inert default, as it
 // does for any participant.
 type chatSeat struct {
-	run    *episodeRun
-	player *Player
-	seat   engine.Seat
-	cursor int64 // last event sequence number rendered
-	turn   int
-	msgs   []inference.Message
+	run      *episodeRun
+	player   *Player
+	seat     engine.Seat
+	cursor   int64 // last event sequence number rendered
+	turn     int
+	prepared bool // announced by Prepare for the coming Act
+	msgs     []inference.Message
 }
 
 func newChatSeat(run *episodeRun, p *Player, s engine.Seat) *chatSeat {
 	return &chatSeat{run: run, player: p, seat: s}
 }
 
+// Prepare implements engine.Preparer (see modelSeat.Prepare).
+func (cs *chatSeat) Prepare(engine.Turn) {
+	cs.run.moves.announce(cs.player)
+	cs.prepared = true
+}
+
 // Act implements engine.Agent.
 func (cs *chatSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, error) {
 	run := cs.run
-	run.gen.prepare(cs.player)
+	if !cs.prepared {
+		run.moves.announce(cs.player)
+	}
+	cs.prepared = false
 	var unseen []engine.Event
 	for _, e := range t.View {
 		if e.Seq > cs.cursor {
@@ -62,7 +72,7 @@ func (cs *chatSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, erro
 	if run.opts.Grammar {
 		req.Grammar = t.Notification.Grammar
 	}
-	resp, err := run.gen.generate(ctx, run.index, cs.player, req)
+	resp, err := run.moves.generate(ctx, cs.seat.Index, cs.player, req)
 	if err != nil {
 		// A timed-out seat plays on: an empty reply keeps the roles
 		// alternating, and the default event explains what was applied.

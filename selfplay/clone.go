@@ -73,6 +73,7 @@ func Clone(ctx context.Context, g engine.Game, rec *engine.Record, idx int, p *P
 	pending := map[*Player]*string{}
 	run.gen = generator{
 		prepare: func(*Player) {}, unprepare: func(*Player) {},
+		intercepts: func(*Player) bool { return true }, count: func(int, int) {},
 		generate: func(_ context.Context, _ int, sp *Player, req inference.Request) (inference.Response, error) {
 			text := pending[sp]
 			ids, err := replyTokens(*text)
@@ -86,6 +87,7 @@ func Clone(ctx context.Context, g engine.Game, rec *engine.Record, idx int, p *P
 			return inference.Response{Tokens: ids, Logprobs: zeros, RawLogprobs: zeros, Text: *text, Stop: inference.StopEOG}, nil
 		},
 	}
+	run.moves = &moves{gen: run.gen, episode: idx}
 	var kept []*modelSeat
 	cast := func(s engine.Seat) (engine.Agent, string, error) {
 		label := ""

@@ -298,6 +298,9 @@ type episodeRun struct {
 	scenario     string
 	samplingSeed uint64
 	gen          generator
+	// moves holds a simultaneous move's requests until all its seats
+	// have theirs.
+	moves *moves
 }
 
 // generator is how seats reach their backend: directly or through a
@@ -305,6 +308,11 @@ type episodeRun struct {
 type generator struct {
 	prepare, unprepare func(p *Player)
 	generate           func(ctx context.Context, episode int, p *Player, req inference.Request) (inference.Response, error)
+	// intercepts reports whether p's requests must go through generate
+	// (the aggregator; a replay) rather than straight to p's backend.
+	intercepts func(p *Player) bool
+	// count adds backend calls and requests made around generate.
+	count func(calls, requests int)
 }
 
 // Run plays episodes first … first+n−1 with Parallel in flight and calls
@@ -342,6 +350,11 @@ func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResul
 			if b := bat[p]; b != nil {
 				b.unprepare()
 			}
+		},
+		intercepts: func(p *Player) bool { return bat[p] != nil },
+		count: func(calls, requests int) {
+			r.stats.calls.Add(int64(calls))
+			r.stats.requests.Add(int64(requests))
 		},
 		generate: func(ctx context.Context, episode int, p *Player, req inference.Request) (inference.Response, error) {
 			if b := bat[p]; b != nil {
@@ -421,6 +434,7 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 		samplingSeed: seeds.Derive(r.opts.Seed, 1, uint64(i)),
 		gen:          gen,
 	}
+	run.moves = &moves{gen: gen, episode: i}
 	var seats []*modelSeat
 	var drawn map[int]string
 	if r.opts.Cast != nil {

@@ -52,8 +52,9 @@ type modelSeat struct {
 	// policy) or only played (a frozen opponent).
 	keep bool
 
-	cursor int64 // last event sequence number rendered
-	turn   int   // turns taken, across segments (seeds)
+	cursor   int64 // last event sequence number rendered
+	turn     int   // turns taken, across segments (seeds)
+	prepared bool  // announced by Prepare for the coming Act
 
 	// The current segment.
 	msgs     []inference.Message
@@ -101,14 +102,24 @@ func (ms *modelSeat) render(view []engine.Event) []inference.Message {
 	return renderEvents(unseen, started, ms.player.defang, maxLegal)
 }
 
+// Prepare implements engine.Preparer: the seat's request is part of the
+// move about to be played.
+func (ms *modelSeat) Prepare(engine.Turn) {
+	ms.run.moves.announce(ms.player)
+	ms.prepared = true
+}
+
 // Act implements engine.Agent.
 func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, error) {
 	tok := ms.player.Tokenizer
-	ms.run.gen.prepare(ms.player)
+	if !ms.prepared {
+		ms.run.moves.announce(ms.player)
+	}
+	ms.prepared = false
 	submitted := false
 	defer func() {
 		if !submitted {
-			ms.run.gen.unprepare(ms.player)
+			ms.run.moves.withdraw(ms.player)
 		}
 	}()
 	newMsgs := ms.render(t.View)
@@ -148,7 +159,7 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 		}
 	}
 	submitted = true
-	resp, err := ms.run.gen.generate(ctx, ms.run.index, ms.player, req)
+	resp, err := ms.run.moves.generate(ctx, ms.seat.Index, ms.player, req)
 	if err != nil {
 		// The stream now ends with an opened assistant turn: record it as
 		// an empty reply so the next turn's delta closes it (a timed-out

@@ -245,6 +245,54 @@ func (b *Backend) Generate(ctx context.Context, reqs []inference.Request) ([]inf
 	return out, nil
 }
 
+// GenerateEach implements inference.EachGenerator: the requests are queued
+// in one submission, in order (so the same calls are decoded in the same
+// steps whatever the callers' timing), request i under ctxs[i]. A request
+// with invalid sampling settings fails alone.
+func (b *Backend) GenerateEach(ctxs []context.Context, reqs []inference.Request) ([]inference.Response, []error) {
+	if len(ctxs) != len(reqs) {
+		panic(fmt.Sprintf("llama: GenerateEach with %d contexts for %d requests", len(ctxs), len(reqs)))
+	}
+	out := make([]inference.Response, len(reqs))
+	errs := make([]error, len(reqs))
+	jobs := make([]*job, 0, len(reqs))
+	idx := make([]int, 0, len(reqs))
+	for i, r := range reqs {
+		if err := r.Sampling.Validate(); err != nil {
+			errs[i] = fmt.Errorf("llama: request %d (key %q): %w", i, r.Key, err)
+			continue
+		}
+		jobs = append(jobs, &job{req: r, ctx: ctxs[i], done: make(chan struct{})})
+		idx = append(idx, i)
+	}
+	if len(jobs) == 0 {
+		return out, errs
+	}
+	select {
+	case b.submit <- jobs:
+	case <-b.quit:
+		for _, i := range idx {
+			errs[i] = ErrClosed
+		}
+		return out, errs
+	}
+	for k, j := range jobs {
+		i := idx[k]
+		select {
+		case <-j.done:
+		case <-j.ctx.Done():
+			errs[i] = j.ctx.Err()
+			continue
+		}
+		if j.err != nil {
+			errs[i] = fmt.Errorf("llama: request %d (key %q): %w", i, j.req.Key, j.err)
+			continue
+		}
+		out[i] = j.resp
+	}
+	return out, errs
+}
+
 // Tokenize implements inference.Tokenizer.
 func (b *Backend) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error) {
 	b.mu.RLock()

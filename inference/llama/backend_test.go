@@ -721,3 +721,39 @@ func TestAdapterSwapWaits(t *testing.T) {
 		t.Errorf("request made while the swap waited: version %d, want 1", late.PolicyVersion)
 	}
 }
+
+// TestGenerateEach: requests submitted together are decoded as one
+// Generate call decodes them (the same steps: logprobs equal to the bit),
+// and a request with invalid sampling fails alone.
+func TestGenerateEach(t *testing.T) {
+	o := testOptions(t)
+	b := newBackend(t, o)
+	var reqs []inference.Request
+	for i := range 3 {
+		reqs = append(reqs, inference.Request{
+			Key:       fmt.Sprintf("seat%d", i),
+			Prompt:    prompt(t, b, fmt.Sprintf("seat %d votes for", i)),
+			MaxTokens: 12,
+			Sampling:  inference.Sampling{Temperature: 1, Seed: uint64(7 + i)},
+		})
+	}
+	bad := reqs[1]
+	bad.Sampling.Temperature = -1
+	ctx := context.Background()
+	got, errs := b.GenerateEach([]context.Context{ctx, ctx, ctx}, []inference.Request{reqs[0], bad, reqs[2]})
+	if errs[0] != nil || errs[2] != nil || errs[1] == nil {
+		t.Fatalf("errors %v: want one for the request with temperature -1 only", errs)
+	}
+	want := gen(t, newBackend(t, o), reqs[0], reqs[2])
+	for k, i := range []int{0, 2} {
+		if !slices.Equal(got[i].Tokens, want[k].Tokens) || !slices.Equal(got[i].Logprobs, want[k].Logprobs) {
+			t.Errorf("request %d: GenerateEach %v %v, Generate %v %v", i, got[i].Tokens, got[i].Logprobs, want[k].Tokens, want[k].Logprobs)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, errs = b.GenerateEach([]context.Context{ctx, cctx}, []inference.Request{reqs[0], reqs[2]})
+	if errs[0] != nil || !errors.Is(errs[1], context.Canceled) {
+		t.Errorf("errors %v: want none for the live request and context.Canceled for the cancelled one", errs)
+	}
+}
