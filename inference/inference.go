@@ -173,6 +173,42 @@ type EachGenerator interface {
 	GenerateEach(ctxs []context.Context, reqs []Request) ([]Response, []error)
 }
 
+// Scheduler is implemented by batching backends that can make the
+// sequences they decode together a function of what their callers ask,
+// not of when: a caller opens a Session, and while any open session has
+// no request in flight (its caller is working out the next one), the
+// backend decodes nothing; submissions made meanwhile enter the decode in
+// the sessions' order. A fixed set of automated callers then gets the same
+// tokens and logprobs, to the bit, on every run. The price is that every
+// decode step waits for the slowest caller's turn-around, so a session
+// must only be held by a caller that answers without waiting on anything
+// else (not a person, nor a remote client); Close ends it.
+type Scheduler interface {
+	Session(order int) Session
+}
+
+// Session is one caller of a Scheduler.
+type Session interface {
+	EachGenerator
+	Close()
+}
+
+type sessionKey struct{}
+
+// WithSession returns a context under which the calls a Scheduler gets
+// (Generate, GenerateEach) count as s's: whatever the caller asks of the
+// backend while s has nothing in flight — a judge scoring the episode,
+// say — joins s's schedule instead of waiting for it.
+func WithSession(ctx context.Context, s Session) context.Context {
+	return context.WithValue(ctx, sessionKey{}, s)
+}
+
+// SessionOf returns the session ctx carries (WithSession), or nil.
+func SessionOf(ctx context.Context) Session {
+	s, _ := ctx.Value(sessionKey{}).(Session)
+	return s
+}
+
 // Releaser is implemented by backends that keep state per Request.Key (a
 // KV cache per sequence). Release says that the sequences whose keys start
 // with one of prefixes are finished (for example "r1/e12/" when episode 12

@@ -273,7 +273,10 @@ type RolloutOptions struct {
 	MinP           float32 `yaml:"min_p"`
 	Grammar        *bool   `yaml:"grammar"`
 	BatchWindowMS  float64 `yaml:"batch_window_ms"`
-	MaxRetries     *int    `yaml:"max_retries"`
+	// FreeSchedule lets the llama backend decode requests as they arrive
+	// instead of on the deterministic schedule (selfplay.Options).
+	FreeSchedule bool `yaml:"free_schedule"`
+	MaxRetries   *int `yaml:"max_retries"`
 	// MaxLegal is the most legal replies a notification may have for the
 	// prompt to list them (0: selfplay.DefaultMaxLegal, -1: never).
 	MaxLegal int `yaml:"max_legal"`
@@ -422,6 +425,7 @@ func (c *RolloutOptions) RunnerOptions(named map[string]*selfplay.Player) (selfp
 		o.Grammar = *c.Grammar
 	}
 	o.BatchWindow = time.Duration(c.BatchWindowMS * float64(time.Millisecond))
+	o.FreeSchedule = c.FreeSchedule
 	o.Agents, o.Players = c.Agents, named
 	o.MaxLegal, o.Trace, o.InferReward = c.MaxLegal, c.Trace, c.InferReward
 	if c.Guard != nil && c.Guard.Enabled {

@@ -32,6 +32,14 @@ type RolloutReport struct {
 	Copies          int64 `json:"kv_copies,omitempty"`
 	EvictedLive     int64 `json:"evicted_live,omitempty"`
 	EvictedReleased int64 `json:"evicted_released,omitempty"`
+	// DecodeSeconds is the time inside llama_decode; ScheduleWaitSeconds
+	// the time the backend held running sequences back for a lane
+	// preparing its next request (the deterministic schedule).
+	DecodeSeconds       float64 `json:"decode_seconds,omitempty"`
+	ScheduleWaitSeconds float64 `json:"schedule_wait_seconds,omitempty"`
+	// ScheduleBypasses counts requests decoded out of the schedule's turn
+	// (none in a reproducible run).
+	ScheduleBypasses int64 `json:"schedule_bypasses,omitempty"`
 	// DegenerateRate is the share of the policy's turns the guard
 	// flagged; Degenerate counts turns and flags per reason.
 	DegenerateRate float64      `json:"degenerate_rate"`
@@ -107,6 +115,8 @@ func Rollout(ctx context.Context, o RolloutOptions, dir string, episode func(don
 		rep.BackendSteps = bs.Steps
 		rep.BackendDecoded, rep.EvictedLive, rep.EvictedReleased = bs.DecodedTokens, bs.EvictedLive, bs.EvictedReleased
 		rep.SharedTokens, rep.Copies = bs.SharedTokens, bs.Copies
+		rep.DecodeSeconds, rep.ScheduleWaitSeconds = bs.DecodeTime.Seconds(), bs.SessionWait.Seconds()
+		rep.ScheduleBypasses = bs.ScheduleBypasses
 		if bs.Steps > 0 {
 			rep.Occupancy = float64(bs.GeneratedTokens) / float64(bs.Steps)
 		}

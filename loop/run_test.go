@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -274,5 +275,36 @@ func TestCascade(t *testing.T) {
 	CascadeTable(&b, rs)
 	if !strings.Contains(b.String(), "| 1: craigslist, iteration 1 (best) |") || !strings.Contains(b.String(), "| 2: casino") {
 		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+// TestRolloutReproducible: with several episodes in flight and
+// simultaneous moves (Werewolf's votes and night actions), two rollouts of
+// one seed write the same trajectories to the byte, logprobs included (the
+// llama backend's deterministic schedule: selfplay/lanes.go).
+func TestRolloutReproducible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays Werewolf on the tiny model")
+	}
+	dir := t.TempDir()
+	var got [2][]byte
+	for k := range got {
+		o := tinyOptions(t, dir, 1).Rollout
+		o.Env, o.Params, o.Episodes, o.Parallel, o.MaxTokens = "werewolf", nil, 3, 3, 16
+		o.Context = 4096
+		out := filepath.Join(dir, fmt.Sprintf("out%d", k))
+		rep, err := Rollout(context.Background(), o, out, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Episodes != 3 || rep.Trajectories == 0 {
+			t.Fatalf("report %+v", rep)
+		}
+		if got[k], err = os.ReadFile(filepath.Join(out, TrajectoriesFile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(got[0], got[1]) {
+		t.Error("two rollouts of one seed wrote different trajectories")
 	}
 }

@@ -2,6 +2,7 @@ package selfplay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -103,5 +104,120 @@ func TestMoveInOneSubmission(t *testing.T) {
 		if a, b := actionTexts(got[i].Record, 0), actionTexts(want[i].Record, 0); fmt.Sprint(a) != fmt.Sprint(b) {
 			t.Errorf("episode %d seat 0: %q, through the aggregator %q", i, a, b)
 		}
+	}
+}
+
+// schedLM is eachLM keeping a deterministic schedule: it records its
+// sessions and that every request came under one.
+type schedLM struct {
+	*eachLM
+	mu             sync.Mutex
+	opened, closed int
+	outside        int    // requests under no session of this backend
+	fail           string // requests whose key holds it fail
+}
+
+type fakeSession struct {
+	lm   *schedLM
+	once sync.Once
+}
+
+func (s *schedLM) Session(int) inference.Session {
+	s.mu.Lock()
+	s.opened++
+	s.mu.Unlock()
+	return &fakeSession{lm: s}
+}
+
+func (f *fakeSession) GenerateEach(ctxs []context.Context, reqs []inference.Request) ([]inference.Response, []error) {
+	return f.lm.GenerateEach(ctxs, reqs)
+}
+
+func (f *fakeSession) Close() {
+	f.once.Do(func() {
+		f.lm.mu.Lock()
+		f.lm.closed++
+		f.lm.mu.Unlock()
+	})
+}
+
+func (s *schedLM) GenerateEach(ctxs []context.Context, reqs []inference.Request) ([]inference.Response, []error) {
+	for _, c := range ctxs {
+		if fs, ok := inference.SessionOf(c).(*fakeSession); !ok || fs.lm != s {
+			s.mu.Lock()
+			s.outside++
+			s.mu.Unlock()
+		}
+	}
+	out, errs := s.eachLM.GenerateEach(ctxs, reqs)
+	for i, r := range reqs {
+		if s.fail != "" && strings.Contains(r.Key, s.fail) {
+			errs[i] = errors.New("broken " + s.fail)
+		}
+	}
+	return out, errs
+}
+
+// TestLanes: with a backend that keeps a deterministic schedule the runner
+// plays on lanes, one session each, every request under its lane's
+// session; results come in episode order, equal to the aggregator's; the
+// first error ends the run with that error, and every session is closed.
+func TestLanes(t *testing.T) {
+	newLM := func() *schedLM { return &schedLM{eachLM: &eachLM{fakeLM: newFakeLM(byteTokenizer{})}} }
+	run := func(lm *schedLM, n int, yield func(*EpisodeResult) error) ([]*EpisodeResult, error) {
+		opts := testOptions(func(o *Options) { o.BatchWindow = 0 })
+		r, err := NewRunner(sealedbid.New(), &Player{Label: "fake", Backend: lm, Tokenizer: lm.tok}, nil, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []*EpisodeResult
+		_, err = r.Run(context.Background(), 0, n, func(res *EpisodeResult) error {
+			got = append(got, res)
+			return yield(res)
+		})
+		return got, err
+	}
+	lm := newLM()
+	got, err := run(lm, 10, func(*EpisodeResult) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lm.opened != 4 || lm.closed != 4 || lm.outside != 0 || lm.direct != 0 {
+		t.Errorf("%d sessions opened, %d closed, %d requests outside them, %d Generate calls; want 4, 4, 0, 0",
+			lm.opened, lm.closed, lm.outside, lm.direct)
+	}
+	want, _ := runAll(t, newFakeLM(byteTokenizer{}), nil, testOptions(nil), 10)
+	for i := range want {
+		if got[i].Index != i {
+			t.Fatalf("result %d is episode %d", i, got[i].Index)
+		}
+		if a, b := actionTexts(got[i].Record, 1), actionTexts(want[i].Record, 1); fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("episode %d seat 1: %q, through the aggregator %q", i, a, b)
+		}
+	}
+
+	lm = newLM()
+	stop := errors.New("enough")
+	got, err = run(lm, 10, func(res *EpisodeResult) error {
+		if res.Index == 3 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || len(got) != 4 {
+		t.Errorf("got %d results and %v, want 4 and %v", len(got), err, stop)
+	}
+	if lm.closed != lm.opened {
+		t.Errorf("%d sessions opened, %d closed", lm.opened, lm.closed)
+	}
+
+	lm = newLM()
+	lm.fail = "/e6/"
+	got, err = run(lm, 10, func(*EpisodeResult) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "broken /e6/") || len(got) > 6 {
+		t.Errorf("got %d results and %v, want at most 6 and episode 6's error", len(got), err)
+	}
+	if lm.closed != lm.opened {
+		t.Errorf("%d sessions opened, %d closed", lm.opened, lm.closed)
 	}
 }

@@ -57,6 +57,12 @@ type Options struct {
 	// back cost it about 7% of the rollout rate (docs/performance.md). The
 	// aggregator is for backends that do not merge.
 	BatchWindow time.Duration
+	// FreeSchedule lets a backend that keeps a deterministic schedule
+	// (inference.Scheduler) decode requests as they arrive instead: runs
+	// are then reproducible only with Parallel 1 (runLanes). The schedule
+	// is on by default; it is off anyway with BatchWindow or when the
+	// players use more than one backend.
+	FreeSchedule bool
 	// Agents chooses each seat's agent: keys are a seat name, "seat<N>"
 	// (0-based index), a role, or "*"; looked up in that order. Values are
 	// "policy", "frozen", "scripted", "scripted:NAME" or the name of one of
@@ -384,6 +390,13 @@ func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResul
 		for _, b := range bat {
 			b.poke()
 		}
+	}
+	if sched := r.scheduler(); sched != nil {
+		done, err := r.runLanes(ctx, sched, first, n, key, gen, yield)
+		st := r.stats.snapshot()
+		st.Episodes = done
+		st.Wall = time.Since(start)
+		return st, err
 	}
 	done, firstErr := engine.RunOrdered(ctx, first, n, r.opts.Parallel,
 		func(ctx context.Context, i int) (*EpisodeResult, error) {

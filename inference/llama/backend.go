@@ -26,11 +26,12 @@ type Backend struct {
 	nCtx  int // KV cells per sequence
 	tmpl  string
 
-	submit chan []*job
-	swaps  chan *swap
-	quit   chan struct{}
-	done   chan struct{} // closed when the loop has exited
-	once   sync.Once
+	submit    chan []*job
+	sessionCh chan sessionMsg
+	swaps     chan *swap
+	quit      chan struct{}
+	done      chan struct{} // closed when the loop has exited
+	once      sync.Once
 
 	// mu keeps the model alive for Tokenizer calls from other goroutines:
 	// they hold it shared, Close takes it exclusively before freeing.
@@ -57,6 +58,7 @@ type Backend struct {
 	eog      []bool   // end-of-generation tokens
 	slots    []*slot
 	queue    []*job
+	sessions []*session // open sessions of the deterministic schedule
 	adapter  *llamacpp.Adapter
 	adapters adapterSet // named adapters (adapters.go)
 	clock    uint64
@@ -120,7 +122,7 @@ func New(o Options) (*Backend, error) {
 	b := &Backend{
 		// llama.cpp may round the cache up; the option is the contract.
 		opts: o, model: m, vocab: m.Vocab(), lctx: lctx, nCtx: min(o.Context, lctx.NCtxSeq()),
-		submit: make(chan []*job), swaps: make(chan *swap), quit: make(chan struct{}), done: make(chan struct{}),
+		submit: make(chan []*job), sessionCh: make(chan sessionMsg), swaps: make(chan *swap), quit: make(chan struct{}), done: make(chan struct{}),
 		batch: batch,
 	}
 	b.tmpl, _ = m.ChatTemplate("")
@@ -216,7 +218,7 @@ func (b *Backend) Generate(ctx context.Context, reqs []inference.Request) ([]inf
 		if err := r.Sampling.Validate(); err != nil {
 			return nil, fmt.Errorf("llama: request %d (key %q): %w", i, r.Key, err)
 		}
-		jobs[i] = &job{req: r, ctx: ctx, done: make(chan struct{})}
+		jobs[i] = &job{req: r, ctx: ctx, done: make(chan struct{}), sess: b.sessionOf(ctx)}
 	}
 	select {
 	case b.submit <- jobs:
@@ -250,6 +252,14 @@ func (b *Backend) Generate(ctx context.Context, reqs []inference.Request) ([]inf
 // steps whatever the callers' timing), request i under ctxs[i]. A request
 // with invalid sampling settings fails alone.
 func (b *Backend) GenerateEach(ctxs []context.Context, reqs []inference.Request) ([]inference.Response, []error) {
+	var sess *session
+	if len(ctxs) > 0 {
+		sess = b.sessionOf(ctxs[0])
+	}
+	return b.generateEach(ctxs, reqs, sess)
+}
+
+func (b *Backend) generateEach(ctxs []context.Context, reqs []inference.Request, sess *session) ([]inference.Response, []error) {
 	if len(ctxs) != len(reqs) {
 		panic(fmt.Sprintf("llama: GenerateEach with %d contexts for %d requests", len(ctxs), len(reqs)))
 	}
@@ -262,7 +272,7 @@ func (b *Backend) GenerateEach(ctxs []context.Context, reqs []inference.Request)
 			errs[i] = fmt.Errorf("llama: request %d (key %q): %w", i, r.Key, err)
 			continue
 		}
-		jobs = append(jobs, &job{req: r, ctx: ctxs[i], done: make(chan struct{})})
+		jobs = append(jobs, &job{req: r, ctx: ctxs[i], done: make(chan struct{}), sess: sess})
 		idx = append(idx, i)
 	}
 	if len(jobs) == 0 {
@@ -394,12 +404,20 @@ type Stats struct {
 	// DecodeTime is the time spent inside llama_decode; StepTime the time
 	// of whole steps (batch building, decode, sampling, bookkeeping).
 	DecodeTime, StepTime time.Duration
+	// SessionWait is the time the loop held running sequences back while
+	// a session's caller prepared its next submission (schedule.go).
+	SessionWait time.Duration
+	// ScheduleBypasses counts the times a request from no session waited
+	// so long for the sessions that it was decoded out of turn: the run
+	// is then not reproducible to the bit (schedule.go).
+	ScheduleBypasses int64
 }
 
 type statsCounters struct {
 	steps, decoded, generated, reused, shared, copies atomic.Int64
 	evictedLive, evictedReleased                      atomic.Int64
-	decodeNS, stepNS                                  atomic.Int64
+	decodeNS, stepNS, sessionWaitNS                   atomic.Int64
+	bypasses                                          atomic.Int64
 }
 
 // Stats returns the counters so far.
@@ -409,5 +427,6 @@ func (b *Backend) Stats() Stats {
 		GeneratedTokens: b.stats.generated.Load(), ReusedTokens: b.stats.reused.Load(), SharedTokens: b.stats.shared.Load(), Copies: b.stats.copies.Load(),
 		EvictedLive: b.stats.evictedLive.Load(), EvictedReleased: b.stats.evictedReleased.Load(),
 		DecodeTime: time.Duration(b.stats.decodeNS.Load()), StepTime: time.Duration(b.stats.stepNS.Load()),
+		SessionWait: time.Duration(b.stats.sessionWaitNS.Load()), ScheduleBypasses: b.stats.bypasses.Load(),
 	}
 }

@@ -757,3 +757,82 @@ func TestGenerateEach(t *testing.T) {
 		t.Errorf("errors %v: want none for the live request and context.Canceled for the cancelled one", errs)
 	}
 }
+
+// TestSessions: the deterministic schedule. Nothing is decoded while an
+// open session has no request in flight, and two sessions playing turns
+// get the same tokens and logprobs, to the bit, whether one of them
+// dawdles between its turns or not.
+func TestSessions(t *testing.T) {
+	o := testOptions(t)
+	ctx := context.Background()
+
+	b := newBackend(t, o)
+	idle := b.Session(1)
+	busy := b.Session(0)
+	r := inference.Request{Key: "a", Prompt: prompt(t, b, "hello"), MaxTokens: 4, Sampling: inference.Sampling{Temperature: 1, Seed: 1}}
+	done := make(chan struct{})
+	go func() {
+		busy.GenerateEach([]context.Context{ctx}, []inference.Request{r})
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.Fatal("a request was decoded while another session owed its submission")
+	case <-time.After(50 * time.Millisecond):
+	}
+	idle.Close()
+	<-done
+
+	// A request from no session is not held back for ever by one that
+	// owes its submission (a caller that asked outside its session).
+	defer func(w time.Duration) { outsiderWait = w }(outsiderWait)
+	outsiderWait = 20 * time.Millisecond
+	if _, err := b.Generate(ctx, []inference.Request{r}); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.Stats().ScheduleBypasses; n != 1 {
+		t.Errorf("%d bypasses, want 1", n)
+	}
+	busy.Close()
+
+	play := func(dawdle bool) [2][]inference.Response {
+		b := newBackend(t, o)
+		var out [2][]inference.Response
+		var wg sync.WaitGroup
+		for k := range 2 {
+			s := b.Session(k)
+			wg.Go(func() {
+				defer s.Close()
+				toks := prompt(t, b, fmt.Sprintf("seat %d opens the bidding at", k))
+				for turn := range 4 {
+					if dawdle && k == 1 {
+						time.Sleep(time.Duration(5+7*turn) * time.Millisecond)
+					}
+					req := inference.Request{
+						Key: fmt.Sprintf("s%d", k), Prompt: slices.Clone(toks), MaxTokens: 3 + 5*((turn+k)%2),
+						Sampling: inference.Sampling{Temperature: 1, Seed: uint64(10*k + turn)},
+					}
+					rs, errs := s.GenerateEach([]context.Context{ctx}, []inference.Request{req})
+					if errs[0] != nil {
+						t.Error(errs[0])
+						return
+					}
+					out[k] = append(out[k], rs[0])
+					toks = append(toks, rs[0].Tokens...)
+					toks = append(toks, prompt(t, b, " and then")...)
+				}
+			})
+		}
+		wg.Wait()
+		return out
+	}
+	a, d := play(false), play(true)
+	for k := range 2 {
+		for turn := range a[k] {
+			if !slices.Equal(a[k][turn].Tokens, d[k][turn].Tokens) || !slices.Equal(a[k][turn].Logprobs, d[k][turn].Logprobs) {
+				t.Errorf("session %d turn %d: %v %v, with a dawdling session %v %v", k, turn,
+					a[k][turn].Tokens, a[k][turn].Logprobs, d[k][turn].Tokens, d[k][turn].Logprobs)
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package llama
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,8 +37,12 @@ type job struct {
 	// between steps.
 	ctx  context.Context
 	done chan struct{}
-	resp inference.Response
-	err  error
+	// sess is the deterministic-schedule session the job came from (nil:
+	// none); arrived the loop's clock when it was queued.
+	sess    *session
+	arrived uint64
+	resp    inference.Response
+	err     error
 
 	slot     *slot
 	adapter  string  // the adapter key the sequence decodes under
@@ -63,6 +68,9 @@ type drawn struct {
 
 func (j *job) finish(err error) {
 	j.err = err
+	if j.sess != nil {
+		j.sess.outstanding--
+	}
 	j.chain.Close()
 	j.chain = nil
 	if j.slot != nil {
@@ -83,7 +91,9 @@ func (b *Backend) loop() {
 		if b.running() == 0 && len(b.queue) == 0 && len(swaps) == 0 {
 			select {
 			case js := <-b.submit:
-				b.queue = append(b.queue, js...)
+				b.enqueue(js)
+			case m := <-b.sessionCh:
+				b.handleSession(m)
 			case s := <-b.swaps:
 				swaps = append(swaps, s)
 			case <-b.quit:
@@ -96,7 +106,9 @@ func (b *Backend) loop() {
 		for {
 			select {
 			case js := <-b.submit:
-				b.queue = append(b.queue, js...)
+				b.enqueue(js)
+			case m := <-b.sessionCh:
+				b.handleSession(m)
 			case s := <-b.swaps:
 				swaps = append(swaps, s)
 			case <-b.quit:
@@ -106,8 +118,40 @@ func (b *Backend) loop() {
 				break drain
 			}
 		}
+		// The deterministic schedule: nothing is decoded while a session's
+		// caller prepares its next submission (schedule.go).
+		if _, bypass := b.outsiders(); b.owing() && !bypass {
+			t := time.Now()
+			var valve <-chan time.Time
+		wait:
+			for b.owing() {
+				if queued, _ := b.outsiders(); valve == nil && queued {
+					valve = time.After(outsiderWait)
+				}
+				select {
+				case js := <-b.submit:
+					b.enqueue(js)
+				case m := <-b.sessionCh:
+					b.handleSession(m)
+				case s := <-b.swaps:
+					swaps = append(swaps, s)
+				case <-valve:
+					b.stats.bypasses.Add(1)
+					break wait
+				case <-b.quit:
+					b.shutdown()
+					return
+				}
+			}
+			if b.running() > 0 {
+				b.stats.sessionWaitNS.Add(int64(time.Since(t)))
+			}
+		}
 		b.applyReleases()
 		b.dropCancelled()
+		if b.waitsForSession() {
+			continue // a cancelled request left its session waiting
+		}
 		b.swapsWaiting.Store(int32(len(swaps)))
 		if len(swaps) > 0 {
 			// No admissions until the running sequences are done, so every
@@ -123,6 +167,9 @@ func (b *Backend) loop() {
 			b.swapsWaiting.Store(0)
 		}
 		b.admit()
+		if b.waitsForSession() {
+			continue // a request failed at admission
+		}
 		if b.running() > 0 {
 			b.step()
 		}
@@ -216,9 +263,26 @@ func (b *Backend) applySwap(s *swap) {
 	s.reply <- swapResult{version: int(v)}
 }
 
+// order is the job's session order; -1 without a session.
+func (j *job) order() int {
+	if j.sess == nil {
+		return -1
+	}
+	return j.sess.order
+}
+
 // admit moves queued requests into slots, in arrival order. A request waits
 // while its key's slot is busy (one sequence per key) or no slot is free.
 func (b *Backend) admit() {
+	if len(b.sessions) > 0 {
+		// Sessions' submissions of one wait go in session order.
+		slices.SortStableFunc(b.queue, func(x, y *job) int {
+			if c := cmp.Compare(x.arrived, y.arrived); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.order(), y.order())
+		})
+	}
 	q := b.queue[:0]
 	for _, j := range b.queue {
 		if err := b.prepare(j); err != nil {
