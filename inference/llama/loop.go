@@ -87,35 +87,20 @@ func (b *Backend) loop() {
 	defer close(b.done)
 	var swaps []*swap // waiting for the running sequences to finish, in order
 	for {
-		// Block only when there is nothing to do.
+		// Block only when there is nothing to do, then take whatever else
+		// arrived without waiting.
 		if b.running() == 0 && len(b.queue) == 0 && len(swaps) == 0 {
-			select {
-			case js := <-b.submit:
-				b.enqueue(js)
-			case m := <-b.sessionCh:
-				b.handleSession(m)
-			case s := <-b.swaps:
-				swaps = append(swaps, s)
-			case <-b.quit:
-				b.shutdown()
+			if _, alive := b.receive(&swaps, true, nil); !alive {
 				return
 			}
 		}
-		// Take whatever else arrived without waiting.
-	drain:
 		for {
-			select {
-			case js := <-b.submit:
-				b.enqueue(js)
-			case m := <-b.sessionCh:
-				b.handleSession(m)
-			case s := <-b.swaps:
-				swaps = append(swaps, s)
-			case <-b.quit:
-				b.shutdown()
+			took, alive := b.receive(&swaps, false, nil)
+			if !alive {
 				return
-			default:
-				break drain
+			}
+			if !took {
+				break
 			}
 		}
 		// The deterministic schedule: nothing is decoded while a session's
@@ -123,24 +108,17 @@ func (b *Backend) loop() {
 		if _, bypass := b.outsiders(); b.owing() && !bypass {
 			t := time.Now()
 			var valve <-chan time.Time
-		wait:
 			for b.owing() {
 				if queued, _ := b.outsiders(); valve == nil && queued {
 					valve = time.After(outsiderWait)
 				}
-				select {
-				case js := <-b.submit:
-					b.enqueue(js)
-				case m := <-b.sessionCh:
-					b.handleSession(m)
-				case s := <-b.swaps:
-					swaps = append(swaps, s)
-				case <-valve:
-					b.stats.bypasses.Add(1)
-					break wait
-				case <-b.quit:
-					b.shutdown()
+				took, alive := b.receive(&swaps, true, valve)
+				if !alive {
 					return
+				}
+				if !took {
+					b.stats.bypasses.Add(1)
+					break
 				}
 			}
 			if b.running() > 0 {
@@ -174,6 +152,53 @@ func (b *Backend) loop() {
 			b.step()
 		}
 	}
+}
+
+// receive takes one message into the loop's state: a submission, a
+// session opening or closing, or a swap (appended to swaps). With wait it
+// waits for one or for timeout (a nil timeout never fires); without, it
+// returns at once when none is there. took reports whether one was taken;
+// alive is false when the backend was closed (the loop has shut down).
+func (b *Backend) receive(swaps *[]*swap, wait bool, timeout <-chan time.Time) (took, alive bool) {
+	var (
+		js []*job
+		m  *sessionMsg
+		sw *swap
+	)
+	if wait {
+		select {
+		case js = <-b.submit:
+		case msg := <-b.sessionCh:
+			m = &msg
+		case sw = <-b.swaps:
+		case <-b.quit:
+			b.shutdown()
+			return false, false
+		case <-timeout:
+			return false, true
+		}
+	} else {
+		select {
+		case js = <-b.submit:
+		case msg := <-b.sessionCh:
+			m = &msg
+		case sw = <-b.swaps:
+		case <-b.quit:
+			b.shutdown()
+			return false, false
+		default:
+			return false, true
+		}
+	}
+	switch {
+	case m != nil:
+		b.handleSession(*m)
+	case sw != nil:
+		*swaps = append(*swaps, sw)
+	default:
+		b.enqueue(js)
+	}
+	return true, true
 }
 
 func (b *Backend) running() int {
