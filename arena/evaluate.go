@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -206,7 +207,6 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	jobs := make(chan work)
 	type done struct {
 		res Result
 		rec *engine.Record
@@ -214,10 +214,28 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 	}
 	finished := make(chan done)
 	var wg sync.WaitGroup
-	for range min(o.Parallel, len(todo)) {
+	// Worker k plays todo[k], todo[k+workers], … in one session of the
+	// players' backend when it keeps a deterministic schedule, opened
+	// here before any worker starts: the same episodes then share the
+	// same decode steps on every run (inference.Scheduler).
+	workers := min(o.Parallel, len(todo))
+	sched := scheduler(todo)
+	for k := range workers {
+		wctx := ctx
+		var sess inference.Session
+		if sched != nil {
+			sess = sched.Session(k)
+			wctx = inference.WithSession(ctx, sess)
+		}
 		wg.Go(func() {
-			for w := range jobs {
-				res, rec, err := playOne(ctx, o, w)
+			if sess != nil {
+				defer sess.Close()
+			}
+			for i := k; i < len(todo); i += workers {
+				if ctx.Err() != nil {
+					return
+				}
+				res, rec, err := playOne(wctx, o, todo[i])
 				select {
 				case finished <- done{res, rec, err}:
 				case <-ctx.Done():
@@ -226,16 +244,6 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 			}
 		})
 	}
-	go func() {
-		defer close(jobs)
-		for _, w := range todo {
-			select {
-			case jobs <- w:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
 	go func() {
 		wg.Wait()
 		close(finished)
@@ -282,6 +290,26 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 		firstErr = ctx.Err()
 	}
 	return results, firstErr
+}
+
+// scheduler returns the backend every model player of todo decodes on
+// when it keeps a deterministic schedule; nil otherwise (scripts only,
+// or players on several backends).
+func scheduler(todo []work) inference.Scheduler {
+	var be inference.Backend
+	for _, w := range todo {
+		for _, p := range []Player{w.cell.player, w.cell.opponent} {
+			if p.Model == nil || p.Model.Backend == nil {
+				continue
+			}
+			if be != nil && p.Model.Backend != be {
+				return nil
+			}
+			be = p.Model.Backend
+		}
+	}
+	s, _ := be.(inference.Scheduler)
+	return s
 }
 
 // playOne plays episode w.episode of w's pairing.

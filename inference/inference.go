@@ -191,6 +191,8 @@ type Scheduler interface {
 type Session interface {
 	EachGenerator
 	Close()
+	// Scheduler is the backend the session belongs to.
+	Scheduler() Scheduler
 }
 
 type sessionKey struct{}

@@ -2,6 +2,7 @@ package selfplay
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/omar-selfplay/omar/inference"
@@ -37,6 +38,12 @@ func (r *Runner) scheduler() inference.Scheduler {
 // anything but the backend), so results that finish early wait in memory.
 // The first error of a play or of yield cancels the rest.
 func (r *Runner) runLanes(ctx context.Context, sched inference.Scheduler, first, n int, key string, gen generator, yield func(*EpisodeResult) error) (done int, err error) {
+	if n <= 0 {
+		if n < 0 {
+			return 0, fmt.Errorf("selfplay: %d episodes", n)
+		}
+		return 0, nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
@@ -65,14 +72,24 @@ func (r *Runner) runLanes(ctx context.Context, sched inference.Scheduler, first,
 	}
 	lanes := min(r.opts.Parallel, n)
 	// Every session is open before any lane plays: the backend waits for
-	// all of them from the start.
+	// all of them from the start. A single lane plays in the caller's
+	// session of sched when it has one (an arena worker's, held across
+	// its episodes): a session opened per call would join the schedule at
+	// whatever step the call began.
 	sessions := make([]inference.Session, lanes)
-	for k := range sessions {
-		sessions[k] = sched.Session(k)
+	own := true
+	if outer := inference.SessionOf(ctx); lanes == 1 && outer != nil && outer.Scheduler() == sched {
+		sessions[0], own = outer, false
+	} else {
+		for k := range sessions {
+			sessions[k] = sched.Session(k)
+		}
 	}
 	for k := range lanes {
 		wg.Go(func() {
-			defer sessions[k].Close()
+			if own {
+				defer sessions[k].Close()
+			}
 			// Every call the lane's episodes make to the backend under
 			// this context is the session's: its seats' moves, and a
 			// judge scoring an episode on the same backend.

@@ -133,6 +133,8 @@ func (f *fakeSession) GenerateEach(ctxs []context.Context, reqs []inference.Requ
 	return f.lm.GenerateEach(ctxs, reqs)
 }
 
+func (f *fakeSession) Scheduler() inference.Scheduler { return f.lm }
+
 func (f *fakeSession) Close() {
 	f.once.Do(func() {
 		f.lm.mu.Lock()

@@ -57,6 +57,9 @@ func (s *Session) GenerateEach(ctxs []context.Context, reqs []inference.Request)
 	return s.b.generateEach(ctxs, reqs, s.st)
 }
 
+// Scheduler implements inference.Session.
+func (s *Session) Scheduler() inference.Scheduler { return s.b }
+
 // Close ends the session: the loop no longer waits for it.
 func (s *Session) Close() {
 	s.once.Do(func() {
