@@ -107,20 +107,25 @@ func (r *Runner) runLanes(ctx context.Context, sched inference.Scheduler, first,
 			}
 		})
 	}
+	// firstErr is the error to report: the first play's error (the others
+	// may only be the cancellation it caused), else err.
+	firstErr := func(err error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failure != nil {
+			return failure
+		}
+		return err
+	}
 	for i := range n {
 		var p played
 		select {
 		case p = <-out[i]:
 		case <-ctx.Done():
-			mu.Lock()
-			defer mu.Unlock()
-			if failure != nil {
-				return done, failure
-			}
-			return done, ctx.Err()
+			return done, firstErr(ctx.Err())
 		}
 		if p.err != nil {
-			return done, p.err
+			return done, firstErr(p.err)
 		}
 		if err := yield(p.res); err != nil {
 			return done, err

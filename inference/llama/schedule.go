@@ -25,7 +25,6 @@ type session struct {
 	// outstanding counts the session's jobs queued or running; at 0 the
 	// session owes the loop its next submission (or Close).
 	outstanding int
-	closed      bool
 }
 
 // sessionMsg opens or closes a session in the loop.
@@ -73,7 +72,6 @@ func (s *Session) Close() {
 // handleSession applies a session message (loop goroutine).
 func (b *Backend) handleSession(m sessionMsg) {
 	if m.close {
-		m.st.closed = true
 		b.sessions = deleteSession(b.sessions, m.st)
 		return
 	}
