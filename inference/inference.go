@@ -6,6 +6,12 @@
 // re-tokenises decoded text. Backends that only speak chat messages (Ollama)
 // read Messages instead and cannot be trained on.
 //
+// Optional interfaces add what a batching backend can do beyond Generate:
+// Releaser (finished sequences' caches go first), EachGenerator (a
+// simultaneous move's requests in one submission) and Scheduler (a
+// deterministic decode schedule, so that runs are reproducible to the bit
+// whatever the callers' timing).
+//
 // Implementations live in sub-packages: llama (embedded llama.cpp with
 // continuous batching), ollama (HTTP) and scripted (rule-based, for tests and
 // baselines).
