@@ -795,31 +795,51 @@ func TestSessions(t *testing.T) {
 	}
 	busy.Close()
 
-	play := func(dawdle bool) [2][]inference.Response {
+	// Three sessions: the second dawdles (or not), the third plays two
+	// seats at once under a named adapter (mixed-adapter steps).
+	lora := writeLoRA(t, 3)
+	play := func(dawdle bool) [3][]inference.Response {
 		b := newBackend(t, o)
-		var out [2][]inference.Response
+		if err := b.LoadAdapter(ctx, "other", lora, 1); err != nil {
+			t.Fatal(err)
+		}
+		var out [3][]inference.Response
 		var wg sync.WaitGroup
-		for k := range 2 {
+		for k := range 3 {
 			s := b.Session(k)
 			wg.Go(func() {
 				defer s.Close()
-				toks := prompt(t, b, fmt.Sprintf("seat %d opens the bidding at", k))
+				seats := 1 + k/2
+				toks := make([][]int32, seats)
+				for j := range toks {
+					toks[j] = prompt(t, b, fmt.Sprintf("seat %d.%d opens the bidding at", k, j))
+				}
 				for turn := range 4 {
 					if dawdle && k == 1 {
 						time.Sleep(time.Duration(5+7*turn) * time.Millisecond)
 					}
-					req := inference.Request{
-						Key: fmt.Sprintf("s%d", k), Prompt: slices.Clone(toks), MaxTokens: 3 + 5*((turn+k)%2),
-						Sampling: inference.Sampling{Temperature: 1, Seed: uint64(10*k + turn)},
+					ctxs := make([]context.Context, seats)
+					reqs := make([]inference.Request, seats)
+					for j := range reqs {
+						ctxs[j] = ctx
+						reqs[j] = inference.Request{
+							Key: fmt.Sprintf("s%d.%d", k, j), Prompt: slices.Clone(toks[j]), MaxTokens: 3 + 5*((turn+k+j)%2),
+							Sampling: inference.Sampling{Temperature: 1, Seed: uint64(100*k + 10*j + turn)},
+						}
+						if k == 2 {
+							reqs[j].Adapter = "other"
+						}
 					}
-					rs, errs := s.GenerateEach([]context.Context{ctx}, []inference.Request{req})
-					if errs[0] != nil {
-						t.Error(errs[0])
-						return
+					rs, errs := s.GenerateEach(ctxs, reqs)
+					for j := range reqs {
+						if errs[j] != nil {
+							t.Error(errs[j])
+							return
+						}
+						out[k] = append(out[k], rs[j])
+						toks[j] = append(toks[j], rs[j].Tokens...)
+						toks[j] = append(toks[j], prompt(t, b, " and then")...)
 					}
-					out[k] = append(out[k], rs[0])
-					toks = append(toks, rs[0].Tokens...)
-					toks = append(toks, prompt(t, b, " and then")...)
 				}
 			})
 		}
@@ -827,7 +847,7 @@ func TestSessions(t *testing.T) {
 		return out
 	}
 	a, d := play(false), play(true)
-	for k := range 2 {
+	for k := range 3 {
 		for turn := range a[k] {
 			if !slices.Equal(a[k][turn].Tokens, d[k][turn].Tokens) || !slices.Equal(a[k][turn].Logprobs, d[k][turn].Logprobs) {
 				t.Errorf("session %d turn %d: %v %v, with a dawdling session %v %v", k, turn,
