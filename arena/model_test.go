@@ -65,8 +65,10 @@ func openTiny(t *testing.T, o Options, base, other, adapter string) *Lineup {
 	lo := llama.Options{}.Defaults()
 	lo.LibDir = lib
 	lo.Threads, lo.ThreadsBatch = 1, 1
-	// F32 keys and values: replies do not depend on what else a step
-	// decodes, so the same seed gives the same table at any parallelism.
+	// F32 keys and values: what else a step decodes moves the logits by
+	// about 1e-6 only, which has not flipped a token of these short
+	// replies at either parallelism TestModelPlayers compares (two
+	// backends, so no deterministic schedule; docs/evaluation.md).
 	lo.KVType = llamacpp.KVTypeF32
 	slots, err := o.SeqSlots()
 	if err != nil {
