@@ -59,6 +59,9 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	if g := rep.Degenerate; g != nil {
 		fmt.Fprintf(env.stdout, "  degenerate turns %d of %d (%.1f%%) %s\n", g.Flagged, g.Turns, 100*g.Rate(), g)
 	}
+	if rep.ScheduleBypasses > 0 {
+		fmt.Fprintf(env.stderr, "omar rollout: warning: %d requests from outside the episodes' decode schedule were decoded out of turn; this rollout may not be reproducible to the bit\n", rep.ScheduleBypasses)
+	}
 	fmt.Fprintf(env.stdout, "wrote %s, %s and %s\n", filepath.Join(*out, loop.TrajectoriesFile),
 		filepath.Join(*out, loop.EpisodesFile), filepath.Join(*out, "stats.json"))
 	return nil
