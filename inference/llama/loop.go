@@ -105,7 +105,7 @@ func (b *Backend) loop() {
 		}
 		// The deterministic schedule: nothing is decoded while a session's
 		// caller prepares its next submission (schedule.go).
-		if _, bypass := b.outsiders(); b.owing() && !bypass {
+		if b.owing() && !b.outsiderRunning() {
 			t := time.Now()
 			var valve <-chan time.Time
 			for b.owing() {

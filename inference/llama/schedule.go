@@ -139,6 +139,13 @@ func (b *Backend) outsiders() (queued, running bool) {
 	return queued, running
 }
 
+// outsiderRunning reports whether a request from no session is being
+// decoded (out of turn, see outsiders).
+func (b *Backend) outsiderRunning() bool {
+	_, running := b.outsiders()
+	return running
+}
+
 // waitsForSession reports whether the loop must wait for a session before
 // it decodes: one owes its submission and no request is being decoded out
 // of turn.
