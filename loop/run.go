@@ -549,7 +549,9 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 		sc = startScorer(ctx, r.trainer, n)
 		defer func() {
 			if sc != nil {
-				sc.wait()
+				// The rollout failed: stop after the episode being
+				// scored, and leave the others.
+				sc.handOff()
 			}
 		}()
 	}
