@@ -365,6 +365,16 @@ func (r *Run) Close() error {
 // Dir is the run directory.
 func (r *Run) Dir() string { return r.dir }
 
+// ScheduleBypasses is the number of requests the policy's llama backend
+// decoded out of its deterministic schedule's turn so far: 0 when the run
+// is reproducible to the bit (llama.Stats.ScheduleBypasses).
+func (r *Run) ScheduleBypasses() int64 {
+	if lb, ok := r.swapper.(*llama.Backend); ok {
+		return lb.Stats().ScheduleBypasses
+	}
+	return 0
+}
+
 // Options are the run's effective options.
 func (r *Run) Options() Options { return r.opts }
 

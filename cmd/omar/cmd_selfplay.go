@@ -125,6 +125,9 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "dashboard: %s\n", d.URL)
 	}
 	err = run.Train(ctx)
+	if n := run.ScheduleBypasses(); n > 0 {
+		fmt.Fprintf(env.stderr, "omar selfplay: warning: %d requests from outside the episodes' decode schedule were decoded out of turn; this run may not be reproducible to the bit\n", n)
+	}
 	st := run.State()
 	switch {
 	case errors.Is(err, loop.ErrStopped):
