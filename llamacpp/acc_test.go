@@ -7,17 +7,7 @@ import (
 // TestViewAccGradient: the gradients of views (disjoint and overlapping)
 // of one tensor, and of blocks assembled by Acc, add up.
 func TestViewAccGradient(t *testing.T) {
-	testLib(t)
-	be, err := NewBackend(DeviceCPU, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Free()
-	static, err := NewContext(8, 0, 0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer static.Free()
+	be, static := cpuStatic(t)
 	w := SetName(static.NewTensor(TypeF32, 2, 4, 3, 2), "w")
 	SetParam(w)
 	gacc := static.NewTensor(TypeF32, 2, 4, 3, 2)

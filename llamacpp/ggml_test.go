@@ -24,22 +24,29 @@ func TestGGMLLayout(t *testing.T) {
 	checkLayouts(t, want, tests)
 }
 
-// TestGGMLGradient builds loss = sum((w ⊙ x − y)²) on the CPU backend,
-// differentiates it, checks the gradient 2(w⊙x−y)⊙x and then takes one AdamW
-// step, whose first update is −lr·sign(grad) (bias-corrected moments).
-func TestGGMLGradient(t *testing.T) {
+// cpuStatic returns a CPU backend on one thread and a context for a few
+// static tensors, both freed when the test ends.
+func cpuStatic(t *testing.T) (Backend, Context) {
+	t.Helper()
 	testLib(t)
 	be, err := NewBackend(DeviceCPU, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer be.Free()
-
+	t.Cleanup(func() { be.Free() })
 	static, err := NewContext(8, 0, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer static.Free()
+	t.Cleanup(func() { static.Free() })
+	return be, static
+}
+
+// TestGGMLGradient builds loss = sum((w ⊙ x − y)²) on the CPU backend,
+// differentiates it, checks the gradient 2(w⊙x−y)⊙x and then takes one AdamW
+// step, whose first update is −lr·sign(grad) (bias-corrected moments).
+func TestGGMLGradient(t *testing.T) {
+	be, static := cpuStatic(t)
 	w := SetName(static.NewTensor(TypeF32, 4), "w")
 	SetParam(w)
 	gacc := static.NewTensor(TypeF32, 4)

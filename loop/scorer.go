@@ -14,7 +14,7 @@ import (
 // on one core beside the rollout's, instead of after it. Episodes arrive
 // in episode order and are scored one at a time, so every sequence is
 // scored in the same group whatever the timing: the same numbers run to
-// run. The trainer is used by no one else until wait returns.
+// run. The trainer is used by no one else until handOff returns.
 type scorer struct {
 	tr   Trainer
 	ctx  context.Context
@@ -66,14 +66,6 @@ func (s *scorer) add(seqs []train.Sequence) {
 	if len(seqs) > 0 {
 		s.in <- seqs
 	}
-}
-
-// wait scores what is queued and returns the scores in the order the
-// sequences were added, and the time the scorer spent.
-func (s *scorer) wait() ([]train.Score, time.Duration, error) {
-	close(s.in)
-	<-s.done
-	return s.out, s.busy, s.err
 }
 
 // handOff stops the scorer after the episode it is scoring and returns

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/omar-selfplay/omar/train"
 )
@@ -92,4 +93,12 @@ func TestScorer(t *testing.T) {
 			t.Errorf("scored %d groups after the error, want 1", len(g.groups))
 		}
 	})
+}
+
+// wait scores everything queued and returns the scores in the order the
+// sequences were added, and the time the scorer spent.
+func (s *scorer) wait() ([]train.Score, time.Duration, error) {
+	close(s.in)
+	<-s.done
+	return s.out, s.busy, s.err
 }

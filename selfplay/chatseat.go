@@ -46,10 +46,7 @@ func (cs *chatSeat) Prepare(engine.Turn) {
 // Act implements engine.Agent.
 func (cs *chatSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, error) {
 	run := cs.run
-	if !cs.prepared {
-		run.moves.announce(cs.player)
-	}
-	cs.prepared = false
+	run.moves.enter(cs.player, &cs.prepared)
 	var unseen []engine.Event
 	for _, e := range t.View {
 		if e.Seq > cs.cursor {

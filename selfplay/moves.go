@@ -39,6 +39,15 @@ type asked struct {
 	done   chan result
 }
 
+// enter is a seat's entry into Act: the seat is announced unless Prepare
+// already did (*prepared), which is then reset for the next move.
+func (m *moves) enter(p *Player, prepared *bool) {
+	if !*prepared {
+		m.announce(p)
+	}
+	*prepared = false
+}
+
 // announce says that a seat of p will submit or withdraw.
 func (m *moves) announce(p *Player) {
 	m.gen.prepare(p)

@@ -346,6 +346,10 @@ func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResul
 			}
 		}
 	}
+	count := func(calls, requests int) {
+		r.stats.calls.Add(int64(calls))
+		r.stats.requests.Add(int64(requests))
+	}
 	gen := generator{
 		prepare: func(p *Player) {
 			if b := bat[p]; b != nil {
@@ -358,16 +362,12 @@ func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResul
 			}
 		},
 		intercepts: func(p *Player) bool { return bat[p] != nil },
-		count: func(calls, requests int) {
-			r.stats.calls.Add(int64(calls))
-			r.stats.requests.Add(int64(requests))
-		},
+		count:      count,
 		generate: func(ctx context.Context, episode int, p *Player, req inference.Request) (inference.Response, error) {
 			if b := bat[p]; b != nil {
 				return b.generate(ctx, episode, req)
 			}
-			r.stats.calls.Add(1)
-			r.stats.requests.Add(1)
+			count(1, 1)
 			resps, err := p.Backend.Generate(ctx, []inference.Request{req})
 			if err != nil {
 				return inference.Response{}, err
@@ -378,43 +378,42 @@ func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResul
 			return resps[0], nil
 		},
 	}
-	// A finished episode keeps its slot until yield has returned for it
-	// (engine.RunOrdered: memory stays bounded under a slow consumer), so
-	// the batcher's count of episodes in flight or about to start leaves
-	// out those waiting for their turn to be yielded.
-	var finished, yielded atomic.Int64
-	recount := func() {
-		f := finished.Load()
-		held := f - yielded.Load()
-		running.Store(max(0, min(int64(r.opts.Parallel)-held, int64(n)-f)))
-		for _, b := range bat {
-			b.poke()
-		}
-	}
+	var done int
+	var err error
 	if sched := r.scheduler(); sched != nil {
-		done, err := r.runLanes(ctx, sched, first, n, key, gen, yield)
-		st := r.stats.snapshot()
-		st.Episodes = done
-		st.Wall = time.Since(start)
-		return st, err
+		done, err = r.runLanes(ctx, sched, first, n, key, gen, yield)
+	} else {
+		// A finished episode keeps its slot until yield has returned for
+		// it (engine.RunOrdered: memory stays bounded under a slow
+		// consumer), so the batcher's count of episodes in flight or about
+		// to start leaves out those waiting for their turn to be yielded.
+		var finished, yielded atomic.Int64
+		recount := func() {
+			f := finished.Load()
+			held := f - yielded.Load()
+			running.Store(max(0, min(int64(r.opts.Parallel)-held, int64(n)-f)))
+			for _, b := range bat {
+				b.poke()
+			}
+		}
+		done, err = engine.RunOrdered(ctx, first, n, r.opts.Parallel,
+			func(ctx context.Context, i int) (*EpisodeResult, error) {
+				res, err := r.play(ctx, i, key, gen)
+				finished.Add(1)
+				recount()
+				return res, err
+			},
+			func(res *EpisodeResult) error {
+				err := yield(res)
+				yielded.Add(1)
+				recount()
+				return err
+			})
 	}
-	done, firstErr := engine.RunOrdered(ctx, first, n, r.opts.Parallel,
-		func(ctx context.Context, i int) (*EpisodeResult, error) {
-			res, err := r.play(ctx, i, key, gen)
-			finished.Add(1)
-			recount()
-			return res, err
-		},
-		func(res *EpisodeResult) error {
-			err := yield(res)
-			yielded.Add(1)
-			recount()
-			return err
-		})
 	st := r.stats.snapshot()
 	st.Episodes = done
 	st.Wall = time.Since(start)
-	return st, firstErr
+	return st, err
 }
 
 // named returns the named players in name order (a deterministic order

@@ -112,10 +112,7 @@ func (ms *modelSeat) Prepare(engine.Turn) {
 // Act implements engine.Agent.
 func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, error) {
 	tok := ms.player.Tokenizer
-	if !ms.prepared {
-		ms.run.moves.announce(ms.player)
-	}
-	ms.prepared = false
+	ms.run.moves.enter(ms.player, &ms.prepared)
 	submitted := false
 	defer func() {
 		if !submitted {

@@ -82,12 +82,7 @@ func machineIdle(stat []byte) (float64, bool) {
 	if len(f) < 6 || f[0] != "cpu" {
 		return 0, false
 	}
-	idle, err1 := strconv.ParseUint(f[4], 10, 64)
-	iowait, err2 := strconv.ParseUint(f[5], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return float64(idle+iowait) / ticksPerSecond, true
+	return seconds(f[4], f[5]) // idle, iowait
 }
 
 // processTime parses /proc/self/stat into the process's user plus system
@@ -104,10 +99,15 @@ func processTime(stat []byte) (float64, bool) {
 	if len(f) < 13 {
 		return 0, false
 	}
-	utime, err1 := strconv.ParseUint(f[11], 10, 64)
-	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	return seconds(f[11], f[12]) // utime, stime
+}
+
+// seconds is the sum of two clock-tick counts, in seconds.
+func seconds(a, b string) (float64, bool) {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
 	if err1 != nil || err2 != nil {
 		return 0, false
 	}
-	return float64(utime+stime) / ticksPerSecond, true
+	return float64(x+y) / ticksPerSecond, true
 }

@@ -9,33 +9,23 @@ import (
 func TestParse(t *testing.T) {
 	for _, c := range []struct {
 		name, stat string
+		parse      func([]byte) (float64, bool)
 		want       float64
 		ok         bool
 	}{
-		{"machine", "cpu  4705 356 584 3699176 23060 0 277 0 0 0\ncpu0 1 2 3 4 5 6 7\n", (3699176 + 23060) / 100.0, true},
-		{"no iowait", "cpu  4705 356 584 3699176\n", 0, false},
-		{"not cpu", "intr 1 2 3 4 5 6\n", 0, false},
-		{"garbage", "cpu  a b c d e f\n", 0, false},
-		{"empty", "", 0, false},
+		{"machine", "cpu  4705 356 584 3699176 23060 0 277 0 0 0\ncpu0 1 2 3 4 5 6 7\n", machineIdle, (3699176 + 23060) / 100.0, true},
+		{"no iowait", "cpu  4705 356 584 3699176\n", machineIdle, 0, false},
+		{"not cpu", "intr 1 2 3 4 5 6\n", machineIdle, 0, false},
+		{"garbage", "cpu  a b c d e f\n", machineIdle, 0, false},
+		{"empty", "", machineIdle, 0, false},
+		{"plain", "42 (omar) R 1 42 42 0 -1 4194304 100 0 0 0 250 31 0 0 20 0 3 0 1 2 3", processTime, 2.81, true},
+		{"odd name", "42 (a) b (c) S 1 42 42 0 -1 4194304 100 0 0 0 7 3 0 0 20 0 3 0 1 2 3", processTime, 0.1, true},
+		{"short", "42 (omar) R 1 42", processTime, 0, false},
+		{"no name", "42 omar R", processTime, 0, false},
 	} {
-		got, ok := machineIdle([]byte(c.stat))
+		got, ok := c.parse([]byte(c.stat))
 		if got != c.want || ok != c.ok {
-			t.Errorf("machineIdle %s: got %g, %v; want %g, %v", c.name, got, ok, c.want, c.ok)
-		}
-	}
-	for _, c := range []struct {
-		name, stat string
-		want       float64
-		ok         bool
-	}{
-		{"plain", "42 (omar) R 1 42 42 0 -1 4194304 100 0 0 0 250 31 0 0 20 0 3 0 1 2 3", 2.81, true},
-		{"odd name", "42 (a) b (c) S 1 42 42 0 -1 4194304 100 0 0 0 7 3 0 0 20 0 3 0 1 2 3", 0.1, true},
-		{"short", "42 (omar) R 1 42", 0, false},
-		{"no name", "42 omar R", 0, false},
-	} {
-		got, ok := processTime([]byte(c.stat))
-		if got != c.want || ok != c.ok {
-			t.Errorf("processTime %s: got %g, %v; want %g, %v", c.name, got, ok, c.want, c.ok)
+			t.Errorf("%s: got %g, %v; want %g, %v", c.name, got, ok, c.want, c.ok)
 		}
 	}
 }
