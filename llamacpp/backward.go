@@ -158,3 +158,50 @@ func contiguousF32(t Tensor) bool {
 	}
 	return true
 }
+
+// OuterProduct names a node Product = mul_mat(a, b) and contiguous F32
+// nodes AT = aᵀ and BT = bᵀ, for UseOuterProducts.
+type OuterProduct struct{ Product, AT, BT Tensor }
+
+// UseOuterProducts rewrites each product of ps, a node of a graph that is
+// not yet allocated, into out_prod(AT, BT): the same sums on another
+// kernel. ggml's CPU mul_mat over a contraction shorter than one SIMD
+// block — a LoRA rank of 8 — calls its dot product once per output value,
+// about ten times slower than out_prod's vector updates along the output
+// rows. Automatic differentiation needs the mul_mat, so a training graph
+// is rewritten after BuildBackward. The copies must come before the
+// product in g.
+func (g Graph) UseOuterProducts(ps []OuterProduct) error {
+	if err := loadOpIDs(); err != nil {
+		return err
+	}
+	pos := make(map[Tensor]int, g.NNodes())
+	for i := range g.NNodes() {
+		pos[g.Node(i)] = i
+	}
+	for _, p := range ps {
+		c, aT, bT := p.Product, p.AT, p.BT
+		if c.Op != opIDs.mulMat || c.Type != TypeF32 {
+			return errors.New("llamacpp: UseOuterProducts: not an F32 mul_mat node")
+		}
+		a, b := mk(c.Src[0]), mk(c.Src[1])
+		for _, x := range []Tensor{a, b, c} {
+			if x.Ne[2] != 1 || x.Ne[3] != 1 {
+				return errors.New("llamacpp: UseOuterProducts: only 2-D products")
+			}
+		}
+		if !contiguousF32(aT) || !contiguousF32(bT) ||
+			aT.Ne != [maxDims]int64{a.Ne[1], a.Ne[0], 1, 1} || bT.Ne != [maxDims]int64{b.Ne[1], b.Ne[0], 1, 1} {
+			return errors.New("llamacpp: UseOuterProducts: the copies are not contiguous F32 transposes of the operands")
+		}
+		ic, ok := pos[c]
+		ia, okA := pos[aT]
+		ib, okB := pos[bT]
+		if !ok || !okA || !okB || ia > ic || ib > ic {
+			return errors.New("llamacpp: UseOuterProducts: the product and the copies must be nodes of the graph, the copies first")
+		}
+		c.Op = opIDs.outProd
+		c.Src[0], c.Src[1] = tp(aT), tp(bT)
+	}
+	return nil
+}

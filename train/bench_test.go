@@ -21,7 +21,7 @@ var (
 
 // baseModel writes the "base" llama preset (the built-in model's shape,
 // ~0.9M parameters, a 1,024-token context) next to the tiny test models.
-func baseModel(b *testing.B) string {
+func baseModel(b testing.TB) string {
 	tinyModel(b, "llama")
 	p := filepath.Join(modelsDir, "base.gguf")
 	baseOnce.Do(func() {

@@ -72,6 +72,11 @@ type built struct {
 	known      map[llamacpp.Tensor]llamacpp.Tensor
 	order      []llamacpp.Tensor // known's copies in creation order
 	transposed int
+	// grads: a training graph, differentiated by ggml.
+	grads bool
+	// outer lists the adapters' rank-r products to run as out_prod once
+	// the backward pass is built (loraProduct).
+	outer []llamacpp.OuterProduct
 }
 
 func (b *built) free() { b.ctx.Free() }
@@ -82,16 +87,42 @@ func (t *Trainer) graphSize() int { return 4096 + 1024*t.hp.nLayer }
 
 // mm applies a base matrix and, when on, its LoRA adapter:
 // W·x + (alpha/r)·B·(A·x), the same form llama.cpp's build_lora_mm uses.
-func (t *Trainer) mm(ctx llamacpp.Context, layer int, module string, x llamacpp.Tensor, adapterOn bool) llamacpp.Tensor {
+func (t *Trainer) mm(ctx llamacpp.Context, b *built, layer int, module string, x llamacpp.Tensor, adapterOn bool) llamacpp.Tensor {
 	y := ctx.MulMat(t.w.layers[layer].mat[module], x)
 	if !adapterOn {
 		return y
 	}
 	if l := t.loraAt(layer, module); l != nil {
-		ab := ctx.MulMat(l.b, ctx.MulMat(l.a, x))
-		y = ctx.Add(y, ctx.Scale(ab, t.opts.LoRAAlpha/float32(t.opts.LoRARank)))
+		y = ctx.Add(y, ctx.Scale(t.loraProduct(ctx, b, l, x), t.opts.LoRAAlpha/float32(t.opts.LoRARank)))
 	}
 	return y
+}
+
+// loraProduct is B·(A·x). On the CPU the rank-r product B·h runs as
+// out_prod(Bᵀ, hᵀ), contracting the r values by vector updates along the
+// output rows: ggml's mul_mat over r = 8 calls a dot product per output
+// value, ten times slower (UseOuterProducts). A training graph builds the
+// mul_mat, which automatic differentiation needs, and is rewritten after
+// its backward; there the copies of hᵀ and Bᵀ also turn dh = out_prod(B,
+// dyᵀ) into mul_mat(Bᵀ, dy) (transposeForBackward). dB = out_prod(h, dy)
+// stays: its mul_mat form needs dyᵀ, which costs as much to copy as the
+// outer product it would replace.
+func (t *Trainer) loraProduct(ctx llamacpp.Context, b *built, l *lora, x llamacpp.Tensor) llamacpp.Tensor {
+	h := ctx.MulMat(l.a, x) // [r, N]
+	switch {
+	case b.known != nil:
+		ab := ctx.MulMat(l.b, h)
+		hT, bT := b.transposeForBackward(ctx, h), b.transposeForBackward(ctx, l.b)
+		// The copies are nodes before the product they will feed.
+		b.g.BuildForward(hT)
+		b.g.BuildForward(bT)
+		b.outer = append(b.outer, llamacpp.OuterProduct{Product: ab, AT: bT, BT: hT})
+		return ab
+	case b.grads || t.opts.Device == "cuda":
+		return ctx.MulMat(l.b, h)
+	default:
+		return ctx.OutProd(ctx.Cont(ctx.Transpose(l.b)), ctx.Cont(ctx.Transpose(h)))
+	}
 }
 
 // expandKV repeats each of the nHeadKV heads of x [D, T, Hkv, B] for the
@@ -144,9 +175,9 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 			qIn, qPos, res, mask = ctx.GetRows(cur, b.sel), b.selPos, ctx.GetRows(x, b.sel), b.selMask
 			qT, kT, nb = int64(b.nSel), N, 1
 		}
-		q := t.mm(ctx, l, "attn_q", qIn, adapterOn)
-		k := t.mm(ctx, l, "attn_k", cur, adapterOn)
-		v := t.mm(ctx, l, "attn_v", cur, adapterOn)
+		q := t.mm(ctx, b, l, "attn_q", qIn, adapterOn)
+		k := t.mm(ctx, b, l, "attn_k", cur, adapterOn)
+		v := t.mm(ctx, b, l, "attn_v", cur, adapterOn)
 		if h.qkvBias {
 			q, k, v = ctx.Add(q, lw.bq), ctx.Add(k, lw.bk), ctx.Add(v, lw.bv)
 		}
@@ -176,13 +207,13 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 			kqv = b.attention(ctx, q, k, v, mask, kqScale)
 		}
 		att := ctx.Reshape(ctx.Cont(ctx.Permute(kqv, 0, 2, 1, 3)), D*H, qT*nb)
-		att = t.mm(ctx, l, "attn_output", att, adapterOn)
+		att = t.mm(ctx, b, l, "attn_output", att, adapterOn)
 		x = ctx.Add(att, res)
 
 		cur = ctx.Mul(ctx.RMSNorm(x, h.eps), lw.ffnNorm)
-		gate := ctx.Silu(t.mm(ctx, l, "ffn_gate", cur, adapterOn))
-		up := t.mm(ctx, l, "ffn_up", cur, adapterOn)
-		x = ctx.Add(t.mm(ctx, l, "ffn_down", ctx.Mul(gate, up), adapterOn), x)
+		gate := ctx.Silu(t.mm(ctx, b, l, "ffn_gate", cur, adapterOn))
+		up := t.mm(ctx, b, l, "ffn_up", cur, adapterOn)
+		x = ctx.Add(t.mm(ctx, b, l, "ffn_down", ctx.Mul(gate, up), adapterOn), x)
 	}
 	return ctx.Mul(ctx.RMSNorm(x, h.eps), t.w.outNorm)
 }
@@ -190,10 +221,12 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 // attention is softmax(kᵀq·scale + mask) mixing v, for q [D, qT, H, nb],
 // k and v [D, kT, H, nb] and mask [kT, qT]: [D, qT, H, nb].
 func (b *built) attention(ctx llamacpp.Context, q, k, v, mask llamacpp.Tensor, scale float32) llamacpp.Tensor {
+	var kq llamacpp.Tensor // [kT, qT, H, nb]
 	if b.known != nil {
-		b.transposeForBackward(ctx, k)
+		kq = b.scoresForBackward(ctx, q, k)
+	} else {
+		kq = ctx.MulMat(k, q)
 	}
-	kq := ctx.MulMat(k, q) // [kT, qT, H, nb]
 	kq = ctx.SoftMaxExt(kq, mask, scale, 0)
 	vt := ctx.Cont(ctx.Permute(v, 1, 0, 2, 3)) // [kT, D, H, nb]
 	kqv := ctx.MulMat(vt, kq)                  // [D, qT, H, nb]
@@ -312,7 +345,7 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &built{ctx: ctx, b: key.b, t: key.t, nRows: key.b * key.t, nSel: key.k}
+	b := &built{ctx: ctx, b: key.b, t: key.t, nRows: key.b * key.t, nSel: key.k, grads: key.kind.grads()}
 	K := b.nSel
 	g := ctx.NewGraph(size, key.kind.grads())
 	b.g = g
@@ -377,7 +410,10 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 		}
 		t.backward(ctx, g, b.loss)
 		if b.known != nil {
-			if b.transposed, err = g.UseTransposedBackward(b.known); err != nil {
+			if b.transposed, err = g.UseTransposedBackward(b.known); err == nil {
+				err = g.UseOuterProducts(b.outer)
+			}
+			if err != nil {
 				ctx.Free()
 				return nil, err
 			}

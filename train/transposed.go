@@ -57,14 +57,36 @@ func transpose(a []float32, cols, rows int) []float32 {
 //
 // forward uses it for the attention: c = mul_mat(a, b) has the gradients
 // da = out_prod(b, dc) and db = out_prod(a, dcᵀ) = mul_mat(aᵀ, dc). For
-// the scores kq = mul_mat(k, q) that is dq = mul_mat(kᵀ, dkq), with kᵀ
-// copied here (D·T values per head); for the output kqv = mul_mat(vᵀ, s)
-// it is ds = mul_mat(v, dkqv), where a same-shape reshape before the head
-// permute makes ggml's backward deliver dkqv contiguous. dk and dvᵀ need
-// the transposes of the T×T score gradients: copying those costs more
-// than the outer products they would replace, so they stay out_prod.
-func (b *built) transposeForBackward(ctx llamacpp.Context, x llamacpp.Tensor) {
+// the scores that gives dq = mul_mat(kᵀ, dkq) and dk = mul_mat(qᵀ, dkqᵀ)
+// (scoresForBackward); for the output kqv = mul_mat(vᵀ, s) it is
+// ds = mul_mat(v, dkqv), where a same-shape reshape before the head
+// permute makes ggml's backward deliver dkqv contiguous. dvᵀ =
+// out_prod(s, dkqv) stays: its rows are the keys, long enough for
+// out_prod's vector kernel.
+func (b *built) transposeForBackward(ctx llamacpp.Context, x llamacpp.Tensor) llamacpp.Tensor {
+	if xT := b.known[x]; xT != nil {
+		return xT
+	}
 	xT := ctx.Cont(ctx.Transpose(x))
 	b.known[x] = xT
 	b.order = append(b.order, xT)
+	return xT
+}
+
+// scoresForBackward computes the attention scores kᵀq [kT, qT, H, nb] of a
+// training graph so that both their gradients run on mul_mat. Written as
+// mul_mat(k, q), dk = out_prod(q, dkq) has rows of the head width (32
+// values for the built-in model), which ggml's out_prod runs one scalar
+// at a time — a fifth of a LoRA update's CPU time. Here the scores are
+// taken transposed, mul_mat(q, k), and turned back with a copy behind a
+// same-shape reshape, whose backward makes the transposed score gradient
+// contiguous: dk = mul_mat(qᵀ, dkqᵀ) and dq = mul_mat(kᵀ, dkq) on the
+// forward kernels, with qᵀ and kᵀ copied. The price is two copies of the
+// scores, one per pass, at a few nanoseconds a value against the 32
+// scalar products of each value's out_prod; the sums are the same.
+func (b *built) scoresForBackward(ctx llamacpp.Context, q, k llamacpp.Tensor) llamacpp.Tensor {
+	b.transposeForBackward(ctx, q)
+	b.transposeForBackward(ctx, k)
+	qk := ctx.MulMat(q, k) // [qT, kT, H, nb]
+	return ctx.Cont(ctx.Transpose(ctx.Reshape(qk, qk.Ne[:]...)))
 }

@@ -60,8 +60,9 @@ func TestTransposedBackwardMatchesOutProd(t *testing.T) {
 				// Per layer the input gradients of q, k, v, output,
 				// gate, up and down (layer 0's q, k and v read the
 				// embeddings, which need none), the output layer, and
-				// two attention products per layer (dq and ds).
-				if want := 7*tr.hp.nLayer - 3 + 1 + 2*tr.hp.nLayer; !outProd && rewritten != want {
+				// three attention products per layer (dq, dk and ds),
+				// and every adapter's dh (see loraProduct).
+				if want := 7*tr.hp.nLayer - 3 + 1 + 3*tr.hp.nLayer + len(tr.loraIdx); !outProd && rewritten != want {
 					t.Fatalf("%d backward nodes rewritten to mul_mat, want %d", rewritten, want)
 				}
 			}
