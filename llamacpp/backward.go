@@ -21,8 +21,8 @@ import (
 // nodes ggml itself makes (the enum's numbering moves between versions).
 var opIDs struct {
 	once                                               sync.Once
-	mulMat, outProd, transpose, permute, cont, reshape int32
-	err                                                error
+	mulMat, outProd, transpose, permute, cont, reshape, add int32
+	err                                                     error
 }
 
 func loadOpIDs() error {
@@ -40,10 +40,11 @@ func loadOpIDs() error {
 		opIDs.permute = c.Permute(a, 1, 0, 2, 3).Op
 		opIDs.cont = c.Cont(a).Op
 		opIDs.reshape = c.Reshape(a, 2, 8).Op
+		opIDs.add = c.Add(a, b).Op
 		seen := map[int32]bool{}
-		for _, op := range []int32{opIDs.mulMat, opIDs.outProd, opIDs.transpose, opIDs.permute, opIDs.cont, opIDs.reshape} {
+		for _, op := range []int32{opIDs.mulMat, opIDs.outProd, opIDs.transpose, opIDs.permute, opIDs.cont, opIDs.reshape, opIDs.add} {
 			if seen[op] {
-				opIDs.err = errors.New("llamacpp: cannot tell ggml's mul_mat, out_prod, transpose, permute, cont and reshape ops apart")
+				opIDs.err = errors.New("llamacpp: cannot tell ggml's mul_mat, out_prod, transpose, permute, cont, reshape and add ops apart")
 			}
 			seen[op] = true
 		}
@@ -204,4 +205,67 @@ func (g Graph) UseOuterProducts(ps []OuterProduct) error {
 		c.Src[0], c.Src[1] = tp(aT), tp(bT)
 	}
 	return nil
+}
+
+// vecStep is the number of floats ggml's CPU vector loops take per
+// iteration with AVX-512 (GGML_F32_STEP); out_prod runs rows shorter than
+// that one scalar at a time.
+const vecStep = 64
+
+// UseWideOuterProducts rewrites, in a graph built with BuildBackward and
+// not yet allocated, every F32 node p = out_prod(x, y) of 2-D shape
+// [m, n], with rows shorter than ggml's vector step (m < 64 ≤ n), that is
+// read only as the second operand of same-shape adds — a parameter's
+// gradient accumulation. p becomes out_prod(y, x), the same sums laid out
+// [n, m] in rows long enough for out_prod's vector kernel, and the adds
+// read it through a transposed view (ggml's add reads a strided second
+// operand). A LoRA B's gradient, whose rows are the rank, ran one scalar
+// at a time. It returns the number of nodes rewritten.
+func (g Graph) UseWideOuterProducts(ctx Context) (int, error) {
+	if err := loadOpIDs(); err != nil {
+		return 0, err
+	}
+	type use struct {
+		node Tensor
+		src  int
+	}
+	uses := map[Tensor][]use{}
+	var cands []Tensor
+	for i := range g.NNodes() {
+		n := g.Node(i)
+		for j, src := range n.Src {
+			if src != 0 {
+				uses[mk(src)] = append(uses[mk(src)], use{n, j})
+			}
+		}
+		if n.Op == opIDs.outProd && n.Type == TypeF32 && n.Flags&(TensorFlagInput|TensorFlagOutput|TensorFlagParam|TensorFlagLoss) == 0 && contiguousF32(n) &&
+			n.Ne[0] < vecStep && n.Ne[1] >= vecStep && n.Ne[2] == 1 && n.Ne[3] == 1 {
+			cands = append(cands, n)
+		}
+	}
+	rewritten := 0
+	for _, p := range cands {
+		us := uses[p]
+		ok := len(us) > 0
+		for _, u := range us {
+			ok = ok && u.node.Op == opIDs.add && u.src == 1 && mk(u.node.Src[0]).Ne == p.Ne
+		}
+		x, y := mk(p.Src[0]), mk(p.Src[1])
+		if !ok || x.Ne[2] != 1 || x.Ne[3] != 1 || y.Ne[2] != 1 || y.Ne[3] != 1 {
+			continue
+		}
+		m, n := p.Ne[0], p.Ne[1]
+		p.Src[0], p.Src[1] = tp(y), tp(x)
+		p.Ne = [maxDims]int64{n, m, 1, 1}
+		p.Nb = [maxDims]uintptr{4, 4 * uintptr(n), 4 * uintptr(n*m), 4 * uintptr(n*m)}
+		v := ctx.Transpose(p) // [m, n] over p's [n, m]
+		for _, u := range us {
+			u.node.Src[1] = tp(v)
+		}
+		// The view is a node, after its readers: the allocator then
+		// keeps p (m·n values) until the end of the graph.
+		g.BuildForward(v)
+		rewritten++
+	}
+	return rewritten, nil
 }

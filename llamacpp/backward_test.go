@@ -89,3 +89,79 @@ func TestUseOuterProducts(t *testing.T) {
 		}
 	}
 }
+
+// TestUseWideOuterProducts: the gradient of a [8, 96] parameter, an outer
+// product with rows of 8, is rewritten to rows of 96 and still accumulates
+// the right sums into the parameter's gradient accumulator.
+func TestUseWideOuterProducts(t *testing.T) {
+	be, static := cpuStatic(t)
+	const r, out, n = 8, 96, 40
+	w := SetName(static.NewTensor(TypeF32, r, out), "w")
+	SetParam(w)
+	gacc := static.NewTensor(TypeF32, r, out)
+	lossGrad := static.NewTensor(TypeF32, 1)
+	buf, err := be.AllocContextTensors(static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(buf.Free)
+	rng := rand.New(rand.NewPCG(3, 4))
+	normal := func(k int) []float32 {
+		v := make([]float32, k)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	ws, xs, prior := normal(r*out), normal(r*n), normal(r*out)
+	SetF32(w, ws)
+	SetF32(lossGrad, []float32{1})
+
+	ctx, err := NewContext(64, 2, 256, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ctx.Free)
+	x := ctx.NewTensor(TypeF32, r, n)
+	SetInput(x)
+	loss := ctx.Sum(ctx.Sqr(ctx.MulMat(w, x)))
+	SetLoss(loss)
+	SetOutput(loss)
+	g, sched := backwardGraph(t, be, ctx, loss, map[Tensor]Tensor{w: gacc, loss: lossGrad})
+	t.Cleanup(sched.Free)
+	n0 := g.NNodes()
+	widened, err := g.UseWideOuterProducts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if widened != 1 || g.NNodes() != n0+1 {
+		t.Fatalf("%d outer products widened, %d nodes added; want 1 and 1", widened, g.NNodes()-n0)
+	}
+	if err := sched.Alloc(g); err != nil {
+		t.Fatal(err)
+	}
+	SetF32(x, xs)
+	SetF32(gacc, prior)
+	if err := sched.Compute(g); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, r*out)
+	GetF32(gacc, got)
+	for o := range out {
+		y := make([]float64, n)
+		for j := range n {
+			for k := range r {
+				y[j] += float64(ws[o*r+k]) * float64(xs[j*r+k])
+			}
+		}
+		for k := range r {
+			want := float64(prior[o*r+k])
+			for j := range n {
+				want += 2 * y[j] * float64(xs[j*r+k])
+			}
+			if d := math.Abs(float64(got[o*r+k]) - want); d > 1e-4*(1+math.Abs(want)) {
+				t.Fatalf("grad[%d, %d] = %g, want %g", k, o, got[o*r+k], want)
+			}
+		}
+	}
+}

@@ -72,6 +72,9 @@ type built struct {
 	known      map[llamacpp.Tensor]llamacpp.Tensor
 	order      []llamacpp.Tensor // known's copies in creation order
 	transposed int
+	// widened counts the gradient outer products rewritten to long rows
+	// (llamacpp.Graph.UseWideOuterProducts).
+	widened int
 	// grads: a training graph, differentiated by ggml.
 	grads bool
 	// outer lists the adapters' rank-r products to run as out_prod once
@@ -412,6 +415,9 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 		if b.known != nil {
 			if b.transposed, err = g.UseTransposedBackward(b.known); err == nil {
 				err = g.UseOuterProducts(b.outer)
+			}
+			if err == nil {
+				b.widened, err = g.UseWideOuterProducts(ctx)
 			}
 			if err != nil {
 				ctx.Free()

@@ -51,11 +51,23 @@ func TestTransposedBackwardMatchesOutProd(t *testing.T) {
 					t.Fatal(err)
 				}
 				grads[i] = readParams(tr, true)
-				rewritten := 0
+				rewritten, widened := 0, 0
 				for k, b := range tr.cache {
 					if k.kind == kindTrain {
 						rewritten += b.transposed
+						widened += b.widened
 					}
+				}
+				// Every adapter's dB whose rows (the rank) are short and
+				// whose columns fill ggml's vector step of 64 floats.
+				wantWide := 0
+				for _, l := range tr.loraIdx {
+					if l.nOut >= 64 {
+						wantWide++
+					}
+				}
+				if !outProd && (wantWide == 0 || widened != wantWide) {
+					t.Fatalf("%d gradient outer products widened, want %d", widened, wantWide)
 				}
 				// Per layer the input gradients of q, k, v, output,
 				// gate, up and down (layer 0's q, k and v read the
