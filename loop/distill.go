@@ -572,39 +572,38 @@ func (d *distillation) step(ctx context.Context, before []DistillEnvResult) (Dis
 // top-k logprobs at every trained position of seqs: the prompt is the
 // sequence up to the position (exactly the student's ids), one token is
 // drawn greedily and dropped. Positions of one sequence go in order, so
-// each request extends the cached prefix of the one before by a token;
-// sequences run concurrently and the backend batches them.
+// each request extends the cached prefix of the one before by a token.
+// Workers take the sequences k, k+W, … and each holds a session of the
+// backend's decode schedule (unless the rollout section turns it off), so
+// which queries share a decode, and so every logprob to the bit, does not
+// depend on timing.
 func (d *distillation) teacherTopK(ctx context.Context, adapter string, seqs []train.Sequence) ([][]train.TopK, error) {
 	out := make([][]train.TopK, len(seqs))
 	errs := make([]error, len(seqs))
-	sem := make(chan struct{}, max(1, d.o.Run.Rollout.Parallel*2))
 	key := fmt.Sprintf("distill/s%d/", d.state.Step)
+	workers := min(max(1, d.o.Run.Rollout.Parallel*2), len(seqs))
+	// Every session is open before any worker starts: the schedule
+	// waits for the sessions it knows, so none can be overtaken.
+	sessions := make([]inference.Session, workers)
+	if !d.o.Run.Rollout.FreeSchedule {
+		for k := range sessions {
+			sessions[k] = d.lb.Session(k)
+		}
+	}
 	var wg sync.WaitGroup
-	for si := range seqs {
+	for k := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			s := seqs[si]
-			out[si] = make([]train.TopK, len(s.Tokens))
-			for pos := 1; pos < len(s.Tokens); pos++ {
-				if !s.Mask[pos] {
-					continue
-				}
-				resp, err := d.lb.Generate(ctx, []inference.Request{{
-					Key: key + strconv.Itoa(si), Prompt: s.Tokens[:pos:pos], MaxTokens: 1, TopLogprobs: d.o.TopK, Adapter: adapter,
-				}})
-				if err == nil && (len(resp) != 1 || len(resp[0].TopLogprobs) != 1 || len(resp[0].TopLogprobs[0]) != d.o.TopK) {
-					err = fmt.Errorf("the backend returned no top-%d logprobs", d.o.TopK)
-				}
-				if err != nil {
-					errs[si] = fmt.Errorf("distill: teacher at sequence %d position %d: %w", si, pos, err)
+			wctx := ctx
+			if s := sessions[k]; s != nil {
+				defer s.Close()
+				wctx = inference.WithSession(ctx, s)
+			}
+			for si := k; si < len(seqs); si += workers {
+				if errs[si] = d.queryTeacher(wctx, adapter, key+strconv.Itoa(si), seqs[si], &out[si]); errs[si] != nil {
+					errs[si] = fmt.Errorf("distill: teacher at sequence %d: %w", si, errs[si])
 					return
-				}
-				tk := &out[si][pos]
-				for _, t := range resp[0].TopLogprobs[0] {
-					tk.Tokens, tk.Logprobs = append(tk.Tokens, t.Token), append(tk.Logprobs, t.Logprob)
 				}
 			}
 		}()
@@ -612,6 +611,31 @@ func (d *distillation) teacherTopK(ctx context.Context, adapter string, seqs []t
 	wg.Wait()
 	d.lb.Release(key)
 	return out, errors.Join(errs...)
+}
+
+// queryTeacher fills *out with the teacher's top-k at each trained
+// position of s, in order, under the cache key.
+func (d *distillation) queryTeacher(ctx context.Context, adapter, key string, s train.Sequence, out *[]train.TopK) error {
+	*out = make([]train.TopK, len(s.Tokens))
+	for pos := 1; pos < len(s.Tokens); pos++ {
+		if !s.Mask[pos] {
+			continue
+		}
+		resp, err := d.lb.Generate(ctx, []inference.Request{{
+			Key: key, Prompt: s.Tokens[:pos:pos], MaxTokens: 1, TopLogprobs: d.o.TopK, Adapter: adapter,
+		}})
+		if err == nil && (len(resp) != 1 || len(resp[0].TopLogprobs) != 1 || len(resp[0].TopLogprobs[0]) != d.o.TopK) {
+			err = fmt.Errorf("the backend returned no top-%d logprobs", d.o.TopK)
+		}
+		if err != nil {
+			return fmt.Errorf("position %d: %w", pos, err)
+		}
+		tk := &(*out)[pos]
+		for _, t := range resp[0].TopLogprobs[0] {
+			tk.Tokens, tk.Logprobs = append(tk.Tokens, t.Token), append(tk.Logprobs, t.Logprob)
+		}
+	}
+	return nil
 }
 
 // DistillTable writes the distillation's report as a table: held-out

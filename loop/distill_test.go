@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/omar-selfplay/omar/train"
 )
 
 func TestGapProbabilities(t *testing.T) {
@@ -159,5 +162,60 @@ func TestDistillTable(t *testing.T) {
 	b.Reset()
 	if DistillTable(&b, nil); b.Len() != 0 {
 		t.Errorf("no results: got %q, want nothing", b.String())
+	}
+}
+
+// TestTeacherTopKReproducible queries the teacher's top-k twice over the
+// same sequences with several workers in flight, on a fresh backend each
+// time: every token and logprob must agree to the bit (which queries share a decode changes the
+// logits' last bits, so without the schedule they would not).
+func TestTeacherTopKReproducible(t *testing.T) {
+	o := DefaultDistill()
+	o.Run = tinyOptions(t, t.TempDir(), 1)
+	o.Run.Rollout.Parallel, o.TopK = 3, 8
+	r := rand.New(rand.NewPCG(7, 8))
+	seqs := make([]train.Sequence, 9)
+	for i := range seqs {
+		n := 20 + r.IntN(40)
+		s := train.Sequence{Tokens: make([]int32, n), Mask: make([]bool, n)}
+		for j := range n {
+			s.Tokens[j] = int32(1 + r.IntN(200))
+			s.Mask[j] = j > 10 && r.IntN(3) == 0
+		}
+		seqs[i] = s
+	}
+	// A backend each: what its cache holds from earlier queries changes
+	// how a prompt is decoded (a cached prefix or a fresh one).
+	var runs [2][][]train.TopK
+	for i := range runs {
+		ro := o.Run.Rollout
+		lb, err := ro.openLlama(ro.Model, "", 8, ro.Context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &distillation{o: o, lb: lb}
+		runs[i], err = d.teacherTopK(context.Background(), "", seqs)
+		lb.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	queried := 0
+	for si := range seqs {
+		for pos, a := range runs[0][si] {
+			b := runs[1][si][pos]
+			if len(a.Tokens) != len(b.Tokens) || len(a.Tokens) != map[bool]int{true: o.TopK, false: 0}[seqs[si].Mask[pos] && pos > 0] {
+				t.Fatalf("sequence %d position %d: %d and %d tokens", si, pos, len(a.Tokens), len(b.Tokens))
+			}
+			queried += min(1, len(a.Tokens))
+			for k := range a.Tokens {
+				if a.Tokens[k] != b.Tokens[k] || math.Float32bits(a.Logprobs[k]) != math.Float32bits(b.Logprobs[k]) {
+					t.Fatalf("sequence %d position %d rank %d: token %d logprob %v, then %d %v", si, pos, k, a.Tokens[k], a.Logprobs[k], b.Tokens[k], b.Logprobs[k])
+				}
+			}
+		}
+	}
+	if queried == 0 {
+		t.Fatal("no position was queried")
 	}
 }
