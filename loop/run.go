@@ -582,8 +582,8 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 			keep = append(keep, len(trajs)+k)
 		}
 		seqs = append(seqs, es...)
-		if sc != nil {
-			sc.add(es)
+		if sc != nil && r.source != nil {
+			sc.add(res.Index, es)
 		}
 		trajs = append(trajs, res.Trajectories...)
 		tally.Add(res)
@@ -613,7 +613,16 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 			return episode(res, record)
 		})
 	} else {
-		st, err = r.runner.Run(ctx, r.state.Cursor, n, func(res *selfplay.EpisodeResult) error {
+		// The scorer takes each episode as it ends, not in episode
+		// order: one that ends late no longer holds up the ones after it.
+		var finished func(*selfplay.EpisodeResult)
+		if sc != nil {
+			finished = func(res *selfplay.EpisodeResult) {
+				es, _ := Sequences(res.Trajectories)
+				sc.add(res.Index, es)
+			}
+		}
+		st, err = r.runner.RunEach(ctx, r.state.Cursor, n, finished, func(res *selfplay.EpisodeResult) error {
 			for i := range res.Trajectories {
 				for k := range res.Trajectories[i].PolicyVersions {
 					res.Trajectories[i].PolicyVersions[k] += r.versionOffset
@@ -664,12 +673,12 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 	start = time.Now()
 	var scores []train.Score
 	var busy time.Duration
-	rest := [][]train.Sequence{seqs}
+	scored := []scoredEpisode{{seqs: seqs}}
 	if sc != nil {
 		// The scorer stops after its current episode; the episodes left
 		// are scored here, one at a time as it would have, on the
 		// training phase's threads.
-		scores, rest, busy, err = sc.handOff()
+		scored, busy, err = sc.handOff()
 		sc = nil
 		if err != nil {
 			return nil, err
@@ -679,15 +688,13 @@ func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
 		return nil, err
 	}
 	tail := time.Now()
-	for _, es := range rest {
-		if len(es) == 0 {
-			continue
+	for _, e := range scored {
+		if e.scores == nil && len(e.seqs) > 0 {
+			if e.scores, err = r.trainer.Evaluate(ctx, e.seqs); err != nil {
+				return nil, err
+			}
 		}
-		s, err := r.trainer.Evaluate(ctx, es)
-		if err != nil {
-			return nil, err
-		}
-		scores = append(scores, s...)
+		scores = append(scores, e.scores...)
 	}
 	busy += time.Since(tail)
 	if len(seqs) == 0 {

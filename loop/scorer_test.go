@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/omar-selfplay/omar/train"
 )
@@ -46,46 +45,56 @@ func seqOf(first int32) train.Sequence { return train.Sequence{Tokens: []int32{f
 
 func TestScorer(t *testing.T) {
 	ctx := context.Background()
-	firstValues := func(sc []train.Score) []float32 {
-		var v []float32
-		for _, s := range sc {
-			v = append(v, s.Values[0])
+	firstValues := func(eps []scoredEpisode) (scored, left []int32) {
+		for _, e := range eps {
+			for j, q := range e.seqs {
+				if e.scores == nil {
+					left = append(left, q.Tokens[0])
+				} else {
+					scored = append(scored, int32(e.scores[j].Values[0]))
+				}
+			}
 		}
-		return v
+		return scored, left
 	}
-	t.Run("wait", func(t *testing.T) {
+	t.Run("episode order", func(t *testing.T) {
 		g := &gatedTrainer{}
-		s := startScorer(ctx, g, 3)
-		s.add([]train.Sequence{seqOf(1), seqOf(2)})
-		s.add(nil) // an episode without policy seats
-		s.add([]train.Sequence{seqOf(3)})
-		sc, _, err := s.wait()
-		if err != nil || !slices.Equal(firstValues(sc), []float32{1, 2, 3}) {
-			t.Errorf("scores %v, %v; want 1, 2, 3 in order", firstValues(sc), err)
+		s := startScorer(ctx, g, 4)
+		// Episodes as they end: 2, then 0, then 3 (no policy seat), then 1.
+		s.add(2, []train.Sequence{seqOf(4)})
+		s.add(0, []train.Sequence{seqOf(1), seqOf(2)})
+		s.add(3, nil)
+		s.add(1, []train.Sequence{seqOf(3)})
+		eps, _, err := s.wait()
+		scored, left := firstValues(eps)
+		if err != nil || !slices.Equal(scored, []int32{1, 2, 3, 4}) || len(left) != 0 {
+			t.Errorf("scores %v, left %v, %v; want 1, 2, 3, 4 in episode order", scored, left, err)
 		}
-		if len(g.groups) != 2 || !slices.Equal(g.groups[0], []int32{1, 2}) {
-			t.Errorf("groups %v, want one per episode", g.groups)
+		// Scored as they came, one group per episode.
+		if want := [][]int32{{4}, {1, 2}, {3}}; !slices.EqualFunc(g.groups, want, slices.Equal) {
+			t.Errorf("groups %v, want %v", g.groups, want)
 		}
 	})
 	t.Run("hand off", func(t *testing.T) {
 		g := &gatedTrainer{gate: make(chan struct{}), entered: make(chan struct{}, 3)}
 		s := startScorer(ctx, g, 3)
-		s.add([]train.Sequence{seqOf(1)})
-		s.add([]train.Sequence{seqOf(2)})
-		s.add([]train.Sequence{seqOf(3), seqOf(4)})
-		<-g.entered           // the first episode is being scored
+		s.add(1, []train.Sequence{seqOf(2)})
+		s.add(2, []train.Sequence{seqOf(3), seqOf(4)})
+		s.add(0, []train.Sequence{seqOf(1)})
+		<-g.entered           // the first episode to end is being scored
 		s.handoff.Store(true) // as handOff does first
 		g.gate <- struct{}{}  // the episode being scored finishes
-		sc, rest, _, _ := s.handOff()
-		if !slices.Equal(firstValues(sc), []float32{1}) || len(rest) != 2 || rest[1][1].Tokens[0] != 4 {
-			t.Errorf("scored %v, left %d episodes; want 1 scored and 2 left in order", firstValues(sc), len(rest))
+		eps, _, _ := s.handOff()
+		scored, left := firstValues(eps)
+		if !slices.Equal(scored, []int32{2}) || !slices.Equal(left, []int32{1, 3, 4}) || eps[0].index != 0 || eps[2].index != 2 {
+			t.Errorf("scored %v, left %v; want episode 1 scored and 0 and 2 left, in episode order", scored, left)
 		}
 	})
 	t.Run("error", func(t *testing.T) {
 		g := &gatedTrainer{fail: true}
 		s := startScorer(ctx, g, 2)
-		s.add([]train.Sequence{seqOf(1)})
-		s.add([]train.Sequence{seqOf(2)})
+		s.add(0, []train.Sequence{seqOf(1)})
+		s.add(1, []train.Sequence{seqOf(2)})
 		if _, _, err := s.wait(); err == nil {
 			t.Error("a failing trainer: no error")
 		}
@@ -93,12 +102,4 @@ func TestScorer(t *testing.T) {
 			t.Errorf("scored %d groups after the error, want 1", len(g.groups))
 		}
 	})
-}
-
-// wait scores everything queued and returns the scores in the order the
-// sequences were added, and the time the scorer spent.
-func (s *scorer) wait() ([]train.Score, time.Duration, error) {
-	close(s.in)
-	<-s.done
-	return s.out, s.busy, s.err
 }

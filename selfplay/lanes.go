@@ -36,8 +36,9 @@ func (r *Runner) scheduler() inference.Scheduler {
 // Results are handed to yield in episode order by this goroutine; a lane
 // never waits for yield (it must not hold its session while blocked on
 // anything but the backend), so results that finish early wait in memory.
-// The first error of a play or of yield cancels the rest.
-func (r *Runner) runLanes(ctx context.Context, sched inference.Scheduler, first, n int, key string, gen generator, yield func(*EpisodeResult) error) (done int, err error) {
+// finished (when not nil) sees each result on its lane as the episode
+// ends. The first error of a play or of yield cancels the rest.
+func (r *Runner) runLanes(ctx context.Context, sched inference.Scheduler, first, n int, key string, gen generator, finished func(*EpisodeResult), yield func(*EpisodeResult) error) (done int, err error) {
 	if n <= 0 {
 		if n < 0 {
 			return 0, fmt.Errorf("selfplay: %d episodes", n)
@@ -99,6 +100,9 @@ func (r *Runner) runLanes(ctx context.Context, sched inference.Scheduler, first,
 					return
 				}
 				res, err := r.play(lctx, first+i, key, gen)
+				if err == nil && finished != nil {
+					finished(res)
+				}
 				out[i] <- played{res, err}
 				if err != nil {
 					fail(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -221,5 +222,49 @@ func TestLanes(t *testing.T) {
 	}
 	if lm.closed != lm.opened {
 		t.Errorf("%d sessions opened, %d closed", lm.opened, lm.closed)
+	}
+}
+
+// TestRunEach: finished sees every episode once, as it ends and before
+// yield receives the same result, on the lanes and on the free schedule.
+func TestRunEach(t *testing.T) {
+	for _, lanes := range []bool{true, false} {
+		t.Run(fmt.Sprintf("lanes=%v", lanes), func(t *testing.T) {
+			var lm inference.Backend = newFakeLM(byteTokenizer{})
+			opts := testOptions(nil)
+			if lanes {
+				lm = &schedLM{eachLM: &eachLM{fakeLM: newFakeLM(byteTokenizer{})}}
+				opts = testOptions(func(o *Options) { o.BatchWindow = 0 })
+			}
+			r, err := NewRunner(sealedbid.New(), &Player{Label: "fake", Backend: lm, Tokenizer: byteTokenizer{}}, nil, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			ended := map[int]*EpisodeResult{}
+			var order []int
+			_, err = r.RunEach(context.Background(), 0, 10, func(res *EpisodeResult) {
+				mu.Lock()
+				defer mu.Unlock()
+				if ended[res.Index] != nil {
+					t.Errorf("episode %d ended twice", res.Index)
+				}
+				ended[res.Index] = res
+			}, func(res *EpisodeResult) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if ended[res.Index] != res {
+					t.Errorf("episode %d yielded before it was seen ending", res.Index)
+				}
+				order = append(order, res.Index)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ended) != 10 || !slices.Equal(order, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+				t.Errorf("%d episodes seen ending, yielded %v; want 10, in episode order", len(ended), order)
+			}
+		})
 	}
 }

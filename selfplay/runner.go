@@ -326,6 +326,17 @@ type generator struct {
 // deterministic whatever order episodes finish in). It stops at the first
 // error, including yield's.
 func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResult) error) (Stats, error) {
+	return r.RunEach(ctx, first, n, nil, yield)
+}
+
+// RunEach is Run with finished, when not nil, called as each episode
+// ends, from the goroutine that played it: in the order episodes end,
+// before yield receives them in episode order, so that a consumer can
+// start work on an episode early (the self-play loop scores it beside the
+// rollout). finished must return at once — the goroutine holds its place
+// in the decode schedule meanwhile — and must not modify the result,
+// which yield receives next.
+func (r *Runner) RunEach(ctx context.Context, first, n int, finished func(*EpisodeResult), yield func(*EpisodeResult) error) (Stats, error) {
 	start := time.Now()
 	r.stats = stats{}
 	key := r.opts.KeyPrefix + "r" + strconv.FormatInt(r.calls.Add(1), 10)
@@ -381,15 +392,16 @@ func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResul
 	var done int
 	var err error
 	if sched := r.scheduler(); sched != nil {
-		done, err = r.runLanes(ctx, sched, first, n, key, gen, yield)
+		done, err = r.runLanes(ctx, sched, first, n, key, gen, finished, yield)
 	} else {
 		// A finished episode keeps its slot until yield has returned for
 		// it (engine.RunOrdered: memory stays bounded under a slow
 		// consumer), so the batcher's count of episodes in flight or about
 		// to start leaves out those waiting for their turn to be yielded.
-		var finished, yielded atomic.Int64
+		var ended, yielded atomic.Int64
+		onEnd := finished
 		recount := func() {
-			f := finished.Load()
+			f := ended.Load()
 			held := f - yielded.Load()
 			running.Store(max(0, min(int64(r.opts.Parallel)-held, int64(n)-f)))
 			for _, b := range bat {
@@ -399,7 +411,10 @@ func (r *Runner) Run(ctx context.Context, first, n int, yield func(*EpisodeResul
 		done, err = engine.RunOrdered(ctx, first, n, r.opts.Parallel,
 			func(ctx context.Context, i int) (*EpisodeResult, error) {
 				res, err := r.play(ctx, i, key, gen)
-				finished.Add(1)
+				if err == nil && onEnd != nil {
+					onEnd(res)
+				}
+				ended.Add(1)
 				recount()
 				return res, err
 			},
