@@ -107,9 +107,10 @@ func (t *Trainer) mm(ctx llamacpp.Context, b *built, layer int, module string, x
 // value, ten times slower (UseOuterProducts). A training graph builds the
 // mul_mat, which automatic differentiation needs, and is rewritten after
 // its backward; there the copies of hᵀ and Bᵀ also turn dh = out_prod(B,
-// dyᵀ) into mul_mat(Bᵀ, dy) (transposeForBackward). dB = out_prod(h, dy)
-// stays: its mul_mat form needs dyᵀ, which costs as much to copy as the
-// outer product it would replace.
+// dyᵀ) into mul_mat(Bᵀ, dy) (transposeForBackward), and dB =
+// out_prod(h, dy), whose rows are the rank, is laid out in rows of the
+// output width (UseWideOuterProducts): its mul_mat form would need a copy
+// of dyᵀ, as dear as the outer product itself.
 func (t *Trainer) loraProduct(ctx llamacpp.Context, b *built, l *lora, x llamacpp.Tensor) llamacpp.Tensor {
 	h := ctx.MulMat(l.a, x) // [r, N]
 	switch {
