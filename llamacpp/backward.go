@@ -21,8 +21,8 @@ import (
 // nodes ggml itself makes (the enum's numbering moves between versions).
 var opIDs struct {
 	once                                                    sync.Once
-	mulMat, outProd, transpose, permute, cont, reshape, add int32
-	err                                                     error
+	mulMat, outProd, transpose, permute, cont, reshape, add, none int32
+	err                                                           error
 }
 
 func loadOpIDs() error {
@@ -41,6 +41,7 @@ func loadOpIDs() error {
 		opIDs.cont = c.Cont(a).Op
 		opIDs.reshape = c.Reshape(a, 2, 8).Op
 		opIDs.add = c.Add(a, b).Op
+		opIDs.none = a.Op
 		seen := map[int32]bool{}
 		for _, op := range []int32{opIDs.mulMat, opIDs.outProd, opIDs.transpose, opIDs.permute, opIDs.cont, opIDs.reshape, opIDs.add} {
 			if seen[op] {
@@ -268,4 +269,52 @@ func (g Graph) UseWideOuterProducts(ctx Context) (int, error) {
 		rewritten++
 	}
 	return rewritten, nil
+}
+
+// UseDirectProducts rewrites, in a graph built with BuildBackward and not
+// yet allocated, each node c = cont(transpose(reshape(p))) with p =
+// mul_mat(a, b) — a product taken transposed so that ggml's backward hands
+// its gradient over in the other layout — into mul_mat(b, a): the same
+// values computed in place instead of copied. p is then left uncomputed
+// (GGML_OP_NONE) when only that chain read it: the backward of a mul_mat
+// reads its operands, not its value. It returns the number of copies
+// rewritten.
+func (g Graph) UseDirectProducts(copies []Tensor) (int, error) {
+	if err := loadOpIDs(); err != nil {
+		return 0, err
+	}
+	readers := map[Tensor]int{}
+	for i := range g.NNodes() {
+		for _, src := range g.Node(i).Src {
+			if src != 0 {
+				readers[mk(src)]++
+			}
+		}
+	}
+	n := 0
+	for _, c := range copies {
+		t := mk(c.Src[0])
+		if c.Op != opIDs.cont || t == nil || t.Op != opIDs.transpose {
+			continue
+		}
+		r := mk(t.Src[0])
+		if r == nil || r.Op != opIDs.reshape {
+			continue
+		}
+		p := mk(r.Src[0])
+		if p == nil || p.Op != opIDs.mulMat || p.Type != TypeF32 || c.Type != TypeF32 || r.Ne != p.Ne {
+			continue
+		}
+		a, b := mk(p.Src[0]), mk(p.Src[1])
+		if c.Ne != [maxDims]int64{b.Ne[1], a.Ne[1], p.Ne[2], p.Ne[3]} || !contiguousF32(c) {
+			continue
+		}
+		c.Op = opIDs.mulMat
+		c.Src[0], c.Src[1] = tp(b), tp(a)
+		if readers[p] == 1 && readers[r] == 1 && readers[t] == 1 && p.Flags&(TensorFlagOutput|TensorFlagLoss) == 0 {
+			p.Op = opIDs.none
+		}
+		n++
+	}
+	return n, nil
 }

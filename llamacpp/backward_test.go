@@ -165,3 +165,67 @@ func TestUseWideOuterProducts(t *testing.T) {
 		}
 	}
 }
+
+// TestUseDirectProducts: a product taken transposed and copied back,
+// c = cont(transpose(reshape(mul_mat(a, b)))), becomes mul_mat(b, a) with
+// the same values, and the transposed product is no longer computed.
+func TestUseDirectProducts(t *testing.T) {
+	be, static := cpuStatic(t)
+	const k, m, n = 32, 24, 40
+	a := static.NewTensor(TypeF32, k, m)
+	b := static.NewTensor(TypeF32, k, n)
+	buf, err := be.AllocContextTensors(static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(buf.Free)
+	rng := rand.New(rand.NewPCG(5, 6))
+	av, bv := make([]float32, k*m), make([]float32, k*n)
+	for i := range av {
+		av[i] = float32(rng.NormFloat64())
+	}
+	for i := range bv {
+		bv[i] = float32(rng.NormFloat64())
+	}
+	SetF32(a, av)
+	SetF32(b, bv)
+	ctx, err := NewContext(16, 1, 16, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ctx.Free)
+	g := ctx.NewGraph(16, false)
+	p := ctx.MulMat(a, b) // [m, n]
+	c := ctx.Cont(ctx.Transpose(ctx.Reshape(p, p.Ne[:]...)))
+	g.BuildForward(c)
+	if got, err := g.UseDirectProducts([]Tensor{c}); err != nil || got != 1 {
+		t.Fatalf("rewrote %d copies, %v; want 1", got, err)
+	}
+	if c.Op != opIDs.mulMat || p.Op != opIDs.none {
+		t.Fatalf("ops: copy %d, product %d; want mul_mat (%d) and none (%d)", c.Op, p.Op, opIDs.mulMat, opIDs.none)
+	}
+	sched, err := NewSched([]Backend{be}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sched.Free)
+	if err := sched.Alloc(g); err != nil {
+		t.Fatal(err)
+	}
+	if err := sched.Compute(g); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, n*m)
+	GetF32(c, got)
+	for i := range m {
+		for j := range n {
+			var want float64
+			for l := range k {
+				want += float64(av[i*k+l]) * float64(bv[j*k+l])
+			}
+			if d := math.Abs(float64(got[i*n+j]) - want); d > 1e-4*(1+math.Abs(want)) {
+				t.Fatalf("c[%d, %d] = %g, want %g", j, i, got[i*n+j], want)
+			}
+		}
+	}
+}

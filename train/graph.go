@@ -75,6 +75,10 @@ type built struct {
 	// widened counts the gradient outer products rewritten to long rows
 	// (llamacpp.Graph.UseWideOuterProducts).
 	widened int
+	// direct are the attention scores' forward copies (scoresForBackward),
+	// directed how many of them UseDirectProducts computed in place.
+	direct   []llamacpp.Tensor
+	directed int
 	// grads: a training graph, differentiated by ggml.
 	grads bool
 	// outer lists the adapters' rank-r products to run as out_prod once
@@ -419,6 +423,9 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 			}
 			if err == nil {
 				b.widened, err = g.UseWideOuterProducts(ctx)
+			}
+			if err == nil {
+				b.directed, err = g.UseDirectProducts(b.direct)
 			}
 			if err != nil {
 				ctx.Free()

@@ -81,12 +81,16 @@ func (b *built) transposeForBackward(ctx llamacpp.Context, x llamacpp.Tensor) ll
 // taken transposed, mul_mat(q, k), and turned back with a copy behind a
 // same-shape reshape, whose backward makes the transposed score gradient
 // contiguous: dk = mul_mat(qᵀ, dkqᵀ) and dq = mul_mat(kᵀ, dkq) on the
-// forward kernels, with qᵀ and kᵀ copied. The price is two copies of the
-// scores, one per pass, at a few nanoseconds a value against the 32
+// forward kernels, with qᵀ and kᵀ copied. Once the backward is built the
+// forward copy becomes mul_mat(k, q) itself and the transposed product is
+// left uncomputed (llamacpp.Graph.UseDirectProducts), so the price is one
+// copy of the score gradient, a few nanoseconds a value, against the 32
 // scalar products of each value's out_prod; the sums are the same.
 func (b *built) scoresForBackward(ctx llamacpp.Context, q, k llamacpp.Tensor) llamacpp.Tensor {
 	b.transposeForBackward(ctx, q)
 	b.transposeForBackward(ctx, k)
 	qk := ctx.MulMat(q, k) // [qT, kT, H, nb]
-	return ctx.Cont(ctx.Transpose(ctx.Reshape(qk, qk.Ne[:]...)))
+	kq := ctx.Cont(ctx.Transpose(ctx.Reshape(qk, qk.Ne[:]...)))
+	b.direct = append(b.direct, kq)
+	return kq
 }

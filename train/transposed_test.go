@@ -51,12 +51,17 @@ func TestTransposedBackwardMatchesOutProd(t *testing.T) {
 					t.Fatal(err)
 				}
 				grads[i] = readParams(tr, true)
-				rewritten, widened := 0, 0
+				rewritten, widened, directed := 0, 0, 0
 				for k, b := range tr.cache {
 					if k.kind == kindTrain {
 						rewritten += b.transposed
 						widened += b.widened
+						directed += b.directed
 					}
+				}
+				// Every layer's scores computed in place of their copy.
+				if !outProd && directed != tr.hp.nLayer {
+					t.Fatalf("%d score copies computed in place, want %d", directed, tr.hp.nLayer)
 				}
 				// Every adapter's dB whose rows (the rank) are short and
 				// whose columns fill ggml's vector step of 64 floats.
