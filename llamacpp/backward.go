@@ -20,7 +20,7 @@ import (
 // opIDs are the enum ggml_op values of the loaded library, read from the
 // nodes ggml itself makes (the enum's numbering moves between versions).
 var opIDs struct {
-	once                                                    sync.Once
+	once                                                          sync.Once
 	mulMat, outProd, transpose, permute, cont, reshape, add, none int32
 	err                                                           error
 }
