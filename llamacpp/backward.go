@@ -136,13 +136,32 @@ func isTranspose(x Tensor) bool {
 // mulMatFits checks that mul_mat(aT, bT) has out's shape and that ggml's
 // broadcasting of aT over bT's outer dimensions applies.
 func mulMatFits(aT, bT, out Tensor) bool {
-	if !contiguousF32(aT) || !contiguousF32(bT) || aT.Ne[0] != bT.Ne[0] {
+	if !rowsF32(aT) || !contiguousF32(bT) || aT.Ne[0] != bT.Ne[0] {
 		return false
 	}
 	if aT.Ne[1] != out.Ne[0] || bT.Ne[1] != out.Ne[1] || bT.Ne[2] != out.Ne[2] || bT.Ne[3] != out.Ne[3] {
 		return false
 	}
 	return bT.Ne[2]%aT.Ne[2] == 0 && bT.Ne[3]%aT.Ne[3] == 0
+}
+
+// rowsF32 reports whether t is an F32 tensor of dense rows laid out in
+// order without overlap, perhaps with gaps between them (the first rows
+// of a larger tensor): what ggml's mul_mat accepts as its first operand.
+func rowsF32(t Tensor) bool {
+	if t.Type != TypeF32 || t.Nb[0] != 4 {
+		return false
+	}
+	span := 4 * uintptr(t.Ne[0])
+	for d := 1; d < maxDims; d++ {
+		if t.Ne[d] != 1 && t.Nb[d] < span {
+			return false
+		}
+		if t.Ne[d] != 1 {
+			span = t.Nb[d] * uintptr(t.Ne[d])
+		}
+	}
+	return true
 }
 
 // contiguousF32 reports whether t is an F32 tensor stored densely in ggml's

@@ -212,7 +212,7 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 		if b.blocks != nil && !selectedRows {
 			kqv = t.blockedAttention(ctx, b, q, k, v)
 		} else {
-			kqv = b.attention(ctx, q, k, v, mask, kqScale)
+			kqv = b.attention(ctx, q, k, v, nil, nil, mask, kqScale)
 		}
 		att := ctx.Reshape(ctx.Cont(ctx.Permute(kqv, 0, 2, 1, 3)), D*H, qT*nb)
 		att = t.mm(ctx, b, l, "attn_output", att, adapterOn)
@@ -227,8 +227,13 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 }
 
 // attention is softmax(kᵀq·scale + mask) mixing v, for q [D, qT, H, nb],
-// k and v [D, kT, H, nb] and mask [kT, qT]: [D, qT, H, nb].
-func (b *built) attention(ctx llamacpp.Context, q, k, v, mask llamacpp.Tensor, scale float32) llamacpp.Tensor {
+// k and v [D, kT, H, nb] and mask [kT, qT]: [D, qT, H, nb]. vt and kt,
+// when not nil, are vᵀ and kᵀ [kT, D, H, nb] taken as views of a whole
+// sequence's (blockedAttention); otherwise vᵀ is copied here.
+func (b *built) attention(ctx llamacpp.Context, q, k, v, vt, kt, mask llamacpp.Tensor, scale float32) llamacpp.Tensor {
+	if b.known != nil && kt != nil {
+		b.known[k] = kt
+	}
 	var kq llamacpp.Tensor // [kT, qT, H, nb]
 	if b.known != nil {
 		kq = b.scoresForBackward(ctx, q, k)
@@ -236,8 +241,14 @@ func (b *built) attention(ctx llamacpp.Context, q, k, v, mask llamacpp.Tensor, s
 		kq = ctx.MulMat(k, q)
 	}
 	kq = ctx.SoftMaxExt(kq, mask, scale, 0)
-	vt := ctx.Cont(ctx.Permute(v, 1, 0, 2, 3)) // [kT, D, H, nb]
-	kqv := ctx.MulMat(vt, kq)                  // [D, qT, H, nb]
+	if vt == nil {
+		vt = ctx.Cont(ctx.Permute(v, 1, 0, 2, 3)) // [kT, D, H, nb]
+	} else if b.known != nil {
+		// ds = mul_mat(v, dkqv) reads the block's rows of v.
+		b.known[vt] = v
+		b.order = append(b.order, v)
+	}
+	kqv := ctx.MulMat(vt, kq) // [D, qT, H, nb]
 	if b.known != nil {
 		// A same-shape reshape: its backward makes the gradient
 		// arriving through the permute (or the accumulation) after it
@@ -289,10 +300,25 @@ func (t *Trainer) blockedAttention(ctx llamacpp.Context, b *built, q, k, v llama
 		// gradient contiguous, and v's arrives through a permute.
 		return ctx.Reshape(r, r.Ne[:]...)
 	}
+	// vᵀ (and, for the backward, kᵀ) of the whole sequences, once: each
+	// block reads the first rows of them as a view instead of
+	// transposing its own rows of v and k again, one value at a time.
+	vtAll := ctx.Cont(ctx.Permute(v, 1, 0, 2, 3)) // [T, D, H, B]
+	var ktAll llamacpp.Tensor
+	if b.known != nil {
+		ktAll = ctx.Cont(ctx.Permute(k, 1, 0, 2, 3))
+		b.order = append(b.order, ktAll)
+	}
+	first := func(x llamacpp.Tensor, to int) llamacpp.Tensor {
+		if x == nil {
+			return nil
+		}
+		return ctx.View4D(x, [4]int64{int64(to), D, H, B}, [3]uintptr{x.Nb[1], x.Nb[2], x.Nb[3]}, 0)
+	}
 	out := b.kqvZero
 	from := 0
 	for j, to := range b.blocks {
-		kqv := b.attention(ctx, rows(q, from, to), rows(k, 0, to), rows(v, 0, to), b.blockMask[j], t.hp.kqScale)
+		kqv := b.attention(ctx, rows(q, from, to), rows(k, 0, to), rows(v, 0, to), first(vtAll, to), first(ktAll, to), b.blockMask[j], t.hp.kqScale)
 		out = ctx.Acc(out, kqv, [3]uintptr{out.Nb[1], out.Nb[2], out.Nb[3]}, uintptr(from)*out.Nb[1])
 		from = to
 	}

@@ -211,12 +211,14 @@ func TestAttnBlocks(t *testing.T) {
 }
 
 // TestBlockedAttentionMatchesFull: sequences long enough for several
-// causal attention blocks, in blocks and as one T×T product; the blocks'
-// products run on mul_mat in the backward pass as the full one's do.
+// causal attention blocks, in blocks and as one T×T product; every block's
+// dq, dk and ds run on mul_mat in the backward pass as the full one's do
+// (dq by a view of the whole sequences' kᵀ, with gaps between its rows).
 func TestBlockedAttentionMatchesFull(t *testing.T) {
 	for _, arch := range []string{"llama", "qwen3"} {
 		t.Run(arch, func(t *testing.T) {
 			var rewritten [2]int
+			extra := 0 // the blocks' attention products beyond one per layer
 			compareForms(t, arch, func(tr *Trainer) []Sequence { return randomSeqs(23, 3, 70, 140, tr.Vocab()) },
 				func(tr *Trainer, i int) { tr.attnBlock = []int{32, -1}[i] },
 				func(tr *Trainer, i int) {
@@ -226,11 +228,19 @@ func TestBlockedAttentionMatchesFull(t *testing.T) {
 						}
 						if k.kind == kindTrain {
 							rewritten[i] += b.transposed
+							if i == 0 {
+								layers := tr.hp.nLayer
+								if b.lastSelected {
+									layers--
+								}
+								// dq, dk and ds of every block.
+								extra += 3 * (len(b.blocks) - 1) * layers
+							}
 						}
 					}
 				})
-			if rewritten[0] <= rewritten[1] {
-				t.Errorf("backward nodes on mul_mat: %d with blocks, %d without; want more with", rewritten[0], rewritten[1])
+			if extra == 0 || rewritten[0]-rewritten[1] != extra {
+				t.Errorf("backward nodes on mul_mat: %d with blocks, %d without; want %d more with", rewritten[0], rewritten[1], extra)
 			}
 		})
 	}
