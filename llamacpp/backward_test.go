@@ -11,25 +11,8 @@ import (
 // whose copies come after the product, or are not the operands'
 // transposes, must be refused.
 func TestUseOuterProducts(t *testing.T) {
-	be, static := cpuStatic(t)
 	const k, m, n = 8, 70, 45
-	a := static.NewTensor(TypeF32, k, m)
-	b := static.NewTensor(TypeF32, k, n)
-	buf, err := be.AllocContextTensors(static)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(buf.Free)
-	r := rand.New(rand.NewPCG(1, 2))
-	av, bv := make([]float32, k*m), make([]float32, k*n)
-	for i := range av {
-		av[i] = float32(r.NormFloat64())
-	}
-	for i := range bv {
-		bv[i] = float32(r.NormFloat64())
-	}
-	SetF32(a, av)
-	SetF32(b, bv)
+	be, a, b, av, bv := operands(t, 1, k, m, n)
 
 	build := func(copiesFirst bool) (Context, Graph, OuterProduct) {
 		ctx, err := NewContext(16, 1, 16, false)
@@ -64,30 +47,10 @@ func TestUseOuterProducts(t *testing.T) {
 	if p.Product.Op == opIDs.mulMat {
 		t.Fatal("the product is still a mul_mat")
 	}
-	sched, err := NewSched([]Backend{be}, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sched.Free)
-	if err := sched.Alloc(g); err != nil {
-		t.Fatal(err)
-	}
-	if err := sched.Compute(g); err != nil {
-		t.Fatal(err)
-	}
+	compute(t, be, g)
 	got := make([]float32, m*n)
 	GetF32(p.Product, got)
-	for j := range n {
-		for i := range m {
-			var want float64
-			for l := range k {
-				want += float64(av[i*k+l]) * float64(bv[j*k+l])
-			}
-			if d := math.Abs(float64(got[j*m+i]) - want); d > 1e-5*(1+math.Abs(want)) {
-				t.Fatalf("c[%d, %d] = %g, want %g", i, j, got[j*m+i], want)
-			}
-		}
-	}
+	checkProduct(t, got, av, bv, k, m, n, false)
 }
 
 // TestUseWideOuterProducts: the gradient of a [8, 96] parameter, an outer
@@ -170,25 +133,8 @@ func TestUseWideOuterProducts(t *testing.T) {
 // c = cont(transpose(reshape(mul_mat(a, b)))), becomes mul_mat(b, a) with
 // the same values, and the transposed product is no longer computed.
 func TestUseDirectProducts(t *testing.T) {
-	be, static := cpuStatic(t)
 	const k, m, n = 32, 24, 40
-	a := static.NewTensor(TypeF32, k, m)
-	b := static.NewTensor(TypeF32, k, n)
-	buf, err := be.AllocContextTensors(static)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(buf.Free)
-	rng := rand.New(rand.NewPCG(5, 6))
-	av, bv := make([]float32, k*m), make([]float32, k*n)
-	for i := range av {
-		av[i] = float32(rng.NormFloat64())
-	}
-	for i := range bv {
-		bv[i] = float32(rng.NormFloat64())
-	}
-	SetF32(a, av)
-	SetF32(b, bv)
+	be, a, b, av, bv := operands(t, 5, k, m, n)
 	ctx, err := NewContext(16, 1, 16, false)
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +150,38 @@ func TestUseDirectProducts(t *testing.T) {
 	if c.Op != opIDs.mulMat || p.Op != opIDs.none {
 		t.Fatalf("ops: copy %d, product %d; want mul_mat (%d) and none (%d)", c.Op, p.Op, opIDs.mulMat, opIDs.none)
 	}
+	compute(t, be, g)
+	got := make([]float32, n*m)
+	GetF32(c, got)
+	checkProduct(t, got, av, bv, k, m, n, true)
+}
+
+// operands returns a CPU backend and two random F32 matrices a [k, m] and
+// b [k, n] on it, with their values.
+func operands(t *testing.T, seed uint64, k, m, n int64) (be Backend, a, b Tensor, av, bv []float32) {
+	t.Helper()
+	be, static := cpuStatic(t)
+	a, b = static.NewTensor(TypeF32, k, m), static.NewTensor(TypeF32, k, n)
+	buf, err := be.AllocContextTensors(static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(buf.Free)
+	r := rand.New(rand.NewPCG(seed, 2))
+	av, bv = make([]float32, k*m), make([]float32, k*n)
+	for _, v := range [][]float32{av, bv} {
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+	}
+	SetF32(a, av)
+	SetF32(b, bv)
+	return be, a, b, av, bv
+}
+
+// compute allocates g on be and runs it.
+func compute(t *testing.T, be Backend, g Graph) {
+	t.Helper()
 	sched, err := NewSched([]Backend{be}, 16)
 	if err != nil {
 		t.Fatal(err)
@@ -215,16 +193,24 @@ func TestUseDirectProducts(t *testing.T) {
 	if err := sched.Compute(g); err != nil {
 		t.Fatal(err)
 	}
-	got := make([]float32, n*m)
-	GetF32(c, got)
+}
+
+// checkProduct checks got against aᵀ·b of the k×m and k×n values av and
+// bv, laid out [m, n] (ne0 = m) or, transposed, [n, m].
+func checkProduct(t *testing.T, got, av, bv []float32, k, m, n int, transposed bool) {
+	t.Helper()
 	for i := range m {
 		for j := range n {
 			var want float64
 			for l := range k {
 				want += float64(av[i*k+l]) * float64(bv[j*k+l])
 			}
-			if d := math.Abs(float64(got[i*n+j]) - want); d > 1e-4*(1+math.Abs(want)) {
-				t.Fatalf("c[%d, %d] = %g, want %g", j, i, got[i*n+j], want)
+			at := j*m + i
+			if transposed {
+				at = i*n + j
+			}
+			if d := math.Abs(float64(got[at]) - want); d > 1e-4*(1+math.Abs(want)) {
+				t.Fatalf("product[%d, %d] = %g, want %g", i, j, got[at], want)
 			}
 		}
 	}
