@@ -136,8 +136,8 @@ func (t *Trainer) loraProduct(ctx llamacpp.Context, b *built, l *lora, x llamacp
 // expandKV repeats each of the nHeadKV heads of x [D, T, Hkv, B] for the
 // nHead/nHeadKV query heads that share it, giving [D, T, H, B] with query
 // head h reading kv head h / (H/Hkv) as in llama.cpp. ggml's mul_mat can
-// broadcast instead, but its backward only supports that without a batch
-// dimension.
+// broadcast instead — graphs without a backward pass do — but its
+// backward only supports that without a batch dimension.
 func (t *Trainer) expandKV(ctx llamacpp.Context, x llamacpp.Tensor, T, B int) llamacpp.Tensor {
 	h := t.hp
 	if h.nHead == h.nHeadKV {
@@ -203,8 +203,10 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 		q = ctx.Cont(ctx.Permute(ctx.Reshape(q, D, H, qT, nb), 0, 2, 1, 3))
 		k = ctx.Cont(ctx.Permute(ctx.Reshape(k, D, Hkv, kT, nb), 0, 2, 1, 3))
 		v = ctx.Cont(ctx.Permute(ctx.Reshape(v, D, Hkv, kT, nb), 0, 2, 1, 3))
-		k = t.expandKV(ctx, k, int(kT), int(nb))
-		v = t.expandKV(ctx, v, int(kT), int(nb))
+		if b.grads {
+			k = t.expandKV(ctx, k, int(kT), int(nb))
+			v = t.expandKV(ctx, v, int(kT), int(nb))
+		}
 
 		var kqv llamacpp.Tensor // [D, qT, H, nb]
 		// The blocks split positions 0…T−1 of each sequence; the selected
@@ -293,9 +295,8 @@ func (t *Trainer) attnBlocks(T int) []int {
 // T×T product over the keys each query can see; only the float rounding of
 // the softmax and mixing sums may differ (shorter rows of zeros).
 func (t *Trainer) blockedAttention(ctx llamacpp.Context, b *built, q, k, v llamacpp.Tensor) llamacpp.Tensor {
-	D, H, B := q.Ne[0], q.Ne[2], q.Ne[3]
 	rows := func(x llamacpp.Tensor, from, to int) llamacpp.Tensor {
-		r := ctx.Cont(ctx.View4D(x, [4]int64{D, int64(to - from), H, B}, [3]uintptr{x.Nb[1], x.Nb[2], x.Nb[3]}, uintptr(from)*x.Nb[1]))
+		r := ctx.Cont(ctx.View4D(x, [4]int64{x.Ne[0], int64(to - from), x.Ne[2], x.Ne[3]}, [3]uintptr{x.Nb[1], x.Nb[2], x.Nb[3]}, uintptr(from)*x.Nb[1]))
 		// A same-shape reshape: the backward of the cont needs its
 		// gradient contiguous, and v's arrives through a permute.
 		return ctx.Reshape(r, r.Ne[:]...)
@@ -313,7 +314,7 @@ func (t *Trainer) blockedAttention(ctx llamacpp.Context, b *built, q, k, v llama
 		if x == nil {
 			return nil
 		}
-		return ctx.View4D(x, [4]int64{int64(to), D, H, B}, [3]uintptr{x.Nb[1], x.Nb[2], x.Nb[3]}, 0)
+		return ctx.View4D(x, [4]int64{int64(to), x.Ne[1], x.Ne[2], x.Ne[3]}, [3]uintptr{x.Nb[1], x.Nb[2], x.Nb[3]}, 0)
 	}
 	out := b.kqvZero
 	from := 0
