@@ -245,19 +245,10 @@ func (g Graph) UseWideOuterProducts(ctx Context) (int, error) {
 	if err := loadOpIDs(); err != nil {
 		return 0, err
 	}
-	type use struct {
-		node Tensor
-		src  int
-	}
-	uses := map[Tensor][]use{}
+	uses := g.uses()
 	var cands []Tensor
 	for i := range g.NNodes() {
 		n := g.Node(i)
-		for j, src := range n.Src {
-			if src != 0 {
-				uses[mk(src)] = append(uses[mk(src)], use{n, j})
-			}
-		}
 		if n.Op == opIDs.outProd && n.Type == TypeF32 && n.Flags&(TensorFlagInput|TensorFlagOutput|TensorFlagParam|TensorFlagLoss) == 0 && contiguousF32(n) &&
 			n.Ne[0] < vecStep && n.Ne[1] >= vecStep && n.Ne[2] == 1 && n.Ne[3] == 1 {
 			cands = append(cands, n)
@@ -302,14 +293,7 @@ func (g Graph) UseDirectProducts(copies []Tensor) (int, error) {
 	if err := loadOpIDs(); err != nil {
 		return 0, err
 	}
-	readers := map[Tensor]int{}
-	for i := range g.NNodes() {
-		for _, src := range g.Node(i).Src {
-			if src != 0 {
-				readers[mk(src)]++
-			}
-		}
-	}
+	uses := g.uses()
 	n := 0
 	for _, c := range copies {
 		t := mk(c.Src[0])
@@ -330,10 +314,30 @@ func (g Graph) UseDirectProducts(copies []Tensor) (int, error) {
 		}
 		c.Op = opIDs.mulMat
 		c.Src[0], c.Src[1] = tp(b), tp(a)
-		if readers[p] == 1 && readers[r] == 1 && readers[t] == 1 && p.Flags&(TensorFlagOutput|TensorFlagLoss) == 0 {
+		if len(uses[p]) == 1 && len(uses[r]) == 1 && len(uses[t]) == 1 && p.Flags&(TensorFlagOutput|TensorFlagLoss) == 0 {
 			p.Op = opIDs.none
 		}
 		n++
 	}
 	return n, nil
+}
+
+// use is one read of a tensor: node's source src.
+type use struct {
+	node Tensor
+	src  int
+}
+
+// uses maps every tensor the nodes of g read to its reads.
+func (g Graph) uses() map[Tensor][]use {
+	uses := map[Tensor][]use{}
+	for i := range g.NNodes() {
+		n := g.Node(i)
+		for j, src := range n.Src {
+			if src != 0 {
+				uses[mk(src)] = append(uses[mk(src)], use{n, j})
+			}
+		}
+	}
+	return uses
 }

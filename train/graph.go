@@ -231,7 +231,8 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 // attention is softmax(kᵀq·scale + mask) mixing v, for q [D, qT, H, nb],
 // k and v [D, kT, H, nb] and mask [kT, qT]: [D, qT, H, nb]. vt and kt,
 // when not nil, are vᵀ and kᵀ [kT, D, H, nb] taken as views of a whole
-// sequence's (blockedAttention); otherwise vᵀ is copied here.
+// sequence's (blockedAttention; v is then only needed by a training
+// graph); otherwise vᵀ is copied here.
 func (b *built) attention(ctx llamacpp.Context, q, k, v, vt, kt, mask llamacpp.Tensor, scale float32) llamacpp.Tensor {
 	if b.known != nil && kt != nil {
 		b.known[k] = kt
@@ -319,7 +320,12 @@ func (t *Trainer) blockedAttention(ctx llamacpp.Context, b *built, q, k, v llama
 	out := b.kqvZero
 	from := 0
 	for j, to := range b.blocks {
-		kqv := b.attention(ctx, rows(q, from, to), rows(k, 0, to), rows(v, 0, to), first(vtAll, to), first(ktAll, to), b.blockMask[j], t.hp.kqScale)
+		// The block's rows of v only feed the backward's ds.
+		var vRows llamacpp.Tensor
+		if b.known != nil {
+			vRows = rows(v, 0, to)
+		}
+		kqv := b.attention(ctx, rows(q, from, to), rows(k, 0, to), vRows, first(vtAll, to), first(ktAll, to), b.blockMask[j], t.hp.kqScale)
 		out = ctx.Acc(out, kqv, [3]uintptr{out.Nb[1], out.Nb[2], out.Nb[3]}, uintptr(from)*out.Nb[1])
 		from = to
 	}
