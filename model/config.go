@@ -10,7 +10,7 @@ import (
 // Architectures and presets Generate knows.
 var (
 	Architectures = []string{"llama", "qwen2", "qwen3"}
-	Presets       = []string{"tiny", "base", "small"}
+	Presets       = []string{"tiny", "base", "deep", "small"}
 )
 
 // Config is the shape of a generated model.
@@ -40,6 +40,8 @@ type Config struct {
 //	tiny:  vocab 512,  n_embd 64,  2 layers, 4 heads, 2 KV heads, ff 128,  ctx 4096 (~0.1M params)
 //	base:  vocab 1024, n_embd 128, 4 layers, 4 heads, 2 KV heads, ff 384,  ctx 4096 (~0.9M params;
 //	       the shape of the built-in model, trained from scratch on omar's corpora)
+//	deep:  base with 8 layers (~1.7M params; tried for the built-in model: does
+//	       depth make its numbers more precise?)
 //	small: vocab 4096, n_embd 512, 8 layers, 8 heads, 4 KV heads, ff 1536, ctx 4096 (~27-29M params)
 //
 // llama keeps a separate output matrix; qwen2 and qwen3 tie it to the
@@ -52,6 +54,9 @@ func PresetConfig(arch, preset string) (Config, error) {
 			FeedForwardLength: 128, HeadCount: 4, HeadCountKV: 2}
 	case "base":
 		c = Config{VocabSize: 1024, ContextLength: 4096, EmbeddingLength: 128, BlockCount: 4,
+			FeedForwardLength: 384, HeadCount: 4, HeadCountKV: 2}
+	case "deep":
+		c = Config{VocabSize: 1024, ContextLength: 4096, EmbeddingLength: 128, BlockCount: 8,
 			FeedForwardLength: 384, HeadCount: 4, HeadCountKV: 2}
 	case "small":
 		c = Config{VocabSize: 4096, ContextLength: 4096, EmbeddingLength: 512, BlockCount: 8,

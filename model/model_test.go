@@ -170,15 +170,31 @@ func TestWeightScale(t *testing.T) {
 	}
 }
 
-func TestSmallPreset(t *testing.T) {
-	for _, arch := range Architectures {
-		c, err := PresetConfig(arch, "small")
-		if err != nil {
-			t.Fatal(err)
+func TestPresetSizes(t *testing.T) {
+	tests := []struct {
+		preset   string
+		min, max int64
+	}{
+		{"tiny", 100_000, 150_000},
+		{"base", 1_000_000, 1_100_000},
+		{"deep", 1_700_000, 1_900_000}, // base with twice the layers
+		{"small", 10_000_000, 100_000_000},
+	}
+	for _, tt := range tests {
+		for _, arch := range Architectures {
+			c, err := PresetConfig(arch, tt.preset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if arch == "llama" || tt.preset == "small" {
+				if p := c.Params(); p < tt.min || p > tt.max {
+					t.Errorf("%s %s: got %d params, want %d..%d", arch, tt.preset, p, tt.min, tt.max)
+				}
+			}
 		}
-		if p := c.Params(); p < 10_000_000 || p > 100_000_000 {
-			t.Errorf("%s small: got %d params, want tens of millions", arch, p)
-		}
+	}
+	if len(tests) != len(Presets) {
+		t.Errorf("%d presets tested, %d exist", len(tests), len(Presets))
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/model/builtin"
 )
 
@@ -20,6 +22,7 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	work := fs.String("work", "", "with --rebuild: directory for the intermediate files and checkpoints; an interrupted build continues from it (default: OUT.work)")
 	steps := fs.Int("steps", 0, "with --rebuild: optimizer steps (default the recipe's)")
 	episodes := fs.Int("episodes", 0, "with --rebuild: corpus episodes per cast and environment (default the recipe's)")
+	preset := fs.String("preset", "", "with --rebuild: the model's shape, one of the model presets (default the recipe's, base)")
 	threads := fs.Int("threads", 0, "with --rebuild: trainer threads; 0 sizes them to the cores free for the process, measured every 5 s (the bytes are the same whatever the count)")
 	daggerRounds := fs.Int("dagger-rounds", -1, "with --rebuild: DAgger rounds after behaviour cloning (default the recipe's; 0 none)")
 	daggerSteps := fs.Int("dagger-steps", 0, "with --rebuild: optimizer steps per DAgger round (default the recipe's)")
@@ -43,6 +46,12 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	o := loop.DefaultBuiltin()
 	if *steps > 0 {
 		o.Steps, o.Train.TotalSteps = *steps, *steps
+	}
+	if *preset != "" {
+		if !slices.Contains(model.Presets, *preset) {
+			return usagef("--preset %q: want one of %v", *preset, model.Presets)
+		}
+		o.Preset = *preset
 	}
 	if *threads < 0 {
 		return usagef("--threads %d: want 0 (the free cores) or more", *threads)
