@@ -40,8 +40,8 @@ type Config struct {
 //	tiny:  vocab 512,  n_embd 64,  2 layers, 4 heads, 2 KV heads, ff 128,  ctx 4096 (~0.1M params)
 //	base:  vocab 1024, n_embd 128, 4 layers, 4 heads, 2 KV heads, ff 384,  ctx 4096 (~0.9M params;
 //	       the shape of the built-in model, trained from scratch on omar's corpora)
-//	deep:  base with 8 layers (~1.7M params; tried for the built-in model: does
-//	       depth make its numbers more precise?)
+//	deep:  base with 8 layers (~1.8M params; tried for the built-in model, no
+//	       better than base: docs/models.md)
 //	small: vocab 4096, n_embd 512, 8 layers, 8 heads, 4 KV heads, ff 1536, ctx 4096 (~27-29M params)
 //
 // llama keeps a separate output matrix; qwen2 and qwen3 tie it to the
