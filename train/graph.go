@@ -320,12 +320,17 @@ func (t *Trainer) blockedAttention(ctx llamacpp.Context, b *built, q, k, v llama
 	out := b.kqvZero
 	from := 0
 	for j, to := range b.blocks {
-		// The block's rows of v only feed the backward's ds.
+		// The block's rows of v only feed the backward's ds; without a
+		// backward, kᵀq reads the first rows of k in place.
 		var vRows llamacpp.Tensor
 		if b.known != nil {
 			vRows = rows(v, 0, to)
 		}
-		kqv := b.attention(ctx, rows(q, from, to), rows(k, 0, to), vRows, first(vtAll, to), first(ktAll, to), b.blockMask[j], t.hp.kqScale)
+		kRows := ctx.View4D(k, [4]int64{k.Ne[0], int64(to), k.Ne[2], k.Ne[3]}, [3]uintptr{k.Nb[1], k.Nb[2], k.Nb[3]}, 0)
+		if b.grads {
+			kRows = rows(k, 0, to)
+		}
+		kqv := b.attention(ctx, rows(q, from, to), kRows, vRows, first(vtAll, to), first(ktAll, to), b.blockMask[j], t.hp.kqScale)
 		out = ctx.Acc(out, kqv, [3]uintptr{out.Nb[1], out.Nb[2], out.Nb[3]}, uintptr(from)*out.Nb[1])
 		from = to
 	}
