@@ -9,6 +9,7 @@
 package calendar
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"math/rand/v2"
@@ -380,17 +381,31 @@ func compactBriefing(s Scenario, seat int, q negotiation.Params) string {
 	b.WriteString(negotiation.CompactHead("Meeting scheduling", part, q.Rounds, "the assistant", "PROPOSE: slot=<hour>", q.StructuredOnly))
 	b.WriteString("Reward: 1 for your favourite hour free for both, 0 for your least favourite; 0 without a meeting. Propose only hours you are free.\n")
 	c := s.Calendars[seat]
-	var free, busy []string
+	hours := slices.Clone(c.Free)
+	order := ""
+	if q.Hints {
+		// Best first, earlier first among equals.
+		slices.SortStableFunc(hours, func(a, b int) int {
+			va, _ := c.Value(a)
+			vb, _ := c.Value(b)
+			return cmp.Compare(vb, va)
+		})
+		order = " best first"
+	}
+	free := make([]string, len(hours))
+	for i, h := range hours {
+		v, _ := c.Value(h)
+		free[i] = fmt.Sprintf("%d=%s", h, strconv.FormatFloat(v, 'f', -1, 64))
+	}
+	var busy []string
 	for h := First; h <= Last; h++ {
-		if v, ok := c.Value(h); ok {
-			free = append(free, fmt.Sprintf("%d=%s", h, strconv.FormatFloat(v, 'f', -1, 64)))
-		} else {
+		if _, ok := c.Value(h); !ok {
 			busy = append(busy, strconv.Itoa(h))
 		}
 	}
 	if len(busy) == 0 {
 		busy = []string{"none"}
 	}
-	fmt.Fprintf(&b, "Your secret calendar. Free, with your preference: %s. Busy: %s.\n", strings.Join(free, " "), strings.Join(busy, " "))
+	fmt.Fprintf(&b, "Your secret calendar. Free, with your preference%s: %s. Busy: %s.\n", order, strings.Join(free, " "), strings.Join(busy, " "))
 	return b.String()
 }

@@ -10,6 +10,7 @@
 package jobinterview
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"math/rand/v2"
@@ -76,6 +77,23 @@ func (p Points) options() [5][]string {
 		out[i] = make([]string, len(v))
 		for j, n := range v {
 			out[i][j] = fmt.Sprintf("%s=%d", Issues[i].Options[j], n)
+		}
+	}
+	return out
+}
+
+// bestFirst is options ordered by points, most first (the issue's order
+// among equals).
+func (p Points) bestFirst() [5][]string {
+	var out [5][]string
+	for i, v := range p.Table() {
+		idx := make([]int, len(v))
+		for j := range idx {
+			idx[j] = j
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(v[b], v[a]) })
+		for _, j := range idx {
+			out[i] = append(out[i], fmt.Sprintf("%s=%d", Issues[i].Options[j], v[j]))
 		}
 	}
 	return out
@@ -509,9 +527,15 @@ func compactBriefing(s Scenario, seat int, q negotiation.Params) string {
 	var b strings.Builder
 	b.WriteString(negotiation.CompactHead("Job interview", part, q.Rounds, "the "+roles[0], Rules{}.TermsHelp(seat), q.StructuredOnly))
 	b.WriteString("Reward: grows with your points of the agreed contract (one option per issue); 0 without a deal.\n")
-	b.WriteString("Your secret points:\n")
-	for i, opts := range s.Points[seat].options() {
-		fmt.Fprintf(&b, "%s: %s\n", Issues[i].Name, strings.Join(opts, " "))
+	opts := s.Points[seat].options()
+	if q.Hints {
+		b.WriteString("Your secret points, best first:\n")
+		opts = s.Points[seat].bestFirst()
+	} else {
+		b.WriteString("Your secret points:\n")
+	}
+	for i, o := range opts {
+		fmt.Fprintf(&b, "%s: %s\n", Issues[i].Name, strings.Join(o, " "))
 	}
 	return b.String()
 }

@@ -25,7 +25,9 @@ type Episode[T any] struct {
 	Briefing [2]Briefing
 	// Score turns the loop's result into the outcome.
 	Score func(Result[T]) engine.Outcome
-	out   engine.Outcome
+	// appraise is Play's (Params.Hints); Game.NewEpisode sets it.
+	appraise func(seat int, t T) string
+	out      engine.Outcome
 }
 
 // Seats implements engine.Episode.
@@ -39,7 +41,7 @@ func (e *Episode[T]) Run(ctx context.Context, rt *engine.Runtime) error {
 	for i, b := range e.Briefing {
 		rt.Brief(i, b.Text, b.Data)
 	}
-	res, err := Play(ctx, rt, e.Rules, e.Options, e.First)
+	res, err := Play(ctx, rt, e.Rules, e.Options, e.First, e.appraise)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,13 @@ func (g Game[S, T]) NewEpisode(seed uint64, p engine.Params) (engine.Episode, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", g.GameID, err)
 	}
-	return g.Episode(s, q), nil
+	ep := g.Episode(s, q)
+	if q.Hints {
+		if ep.appraise, err = appraisers(g.Valuation, ep.SeatList, ep.Briefing); err != nil {
+			return nil, fmt.Errorf("%s: %w", g.GameID, err)
+		}
+	}
+	return ep, nil
 }
 
 // Policies implements engine.Game: strategic (default), naive, random.

@@ -24,6 +24,14 @@ type Params struct {
 	// is the same; a seat stream costs about a quarter of the tokens
 	// (docs/negotiation.md).
 	Compact bool `json:"compact"`
+	// Hints adds to the compact texts what a seat could work out from its
+	// own briefing but a small model reads poorly: each turn the other
+	// seat's offer stands, what the offer is worth to the seat (a
+	// percentage of its best terms, from the scripted policies' own
+	// valuation), and, where a game lists private preferences, the list
+	// ordered best first. Nothing of the other seat's private information
+	// is added. Needs Compact.
+	Hints bool `json:"hints"`
 	// ScenarioSet is "sampled" (a fresh scenario from the seeded sampler,
 	// the default) or "curated" (the game's embedded evaluation set).
 	ScenarioSet string `json:"scenario_set"`
@@ -42,6 +50,9 @@ func (p Params) Validate() error {
 	if p.Rounds < 1 || p.Rounds > 100 {
 		return fmt.Errorf("rounds %d: want 1..100", p.Rounds)
 	}
+	if p.Hints && !p.Compact {
+		return fmt.Errorf("hints: only the compact texts have them; set compact too")
+	}
 	switch p.ScenarioSet {
 	case "sampled", "curated":
 	default:
@@ -55,7 +66,7 @@ func (p Params) Validate() error {
 
 // Options returns the loop options.
 func (p Params) Options() Options {
-	return Options{Rounds: p.Rounds, StructuredOnly: p.StructuredOnly, Compact: p.Compact}
+	return Options{Rounds: p.Rounds, StructuredOnly: p.StructuredOnly, Compact: p.Compact, Hints: p.Hints}
 }
 
 // Rand is the generator for one purpose of one episode.

@@ -48,6 +48,9 @@ type Options struct {
 	StructuredOnly bool
 	// Compact writes the short texts (Params.Compact).
 	Compact bool
+	// Hints appraises standing offers in the compact texts (Params.Hints;
+	// Play's appraise does it).
+	Hints bool
 }
 
 // Offer is a standing proposal.
@@ -120,8 +123,10 @@ type Move[T any] struct {
 // withdraws the counterpart's standing offer (without one it is a pass);
 // WALK ends it with the outside option; a SAY-only turn leaves everything
 // as it is. The inert default after a timeout or spent retries is REJECT.
-// Briefings must have been sent.
-func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Options, first int) (Result[T], error) {
+// Briefings must have been sent. With o.Compact and o.Hints, appraise
+// writes what the other seat's standing offer is worth to the seat whose
+// turn it is (nil: no appraisal).
+func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Options, first int, appraise func(seat int, t T) string) (Result[T], error) {
 	seats := rt.Seats()
 	res := Result[T]{Walker: -1, Status: StatusNoDeal}
 	var standing *Offer[T]
@@ -144,7 +149,11 @@ func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Opti
 		}
 		var text string
 		if o.Compact {
-			text = compactTurnText(seats, seat, info)
+			worth := ""
+			if o.Hints && appraise != nil && canAccept {
+				worth = appraise(seat, standing.Terms)
+			}
+			text = compactTurnText(seats, seat, info, worth)
 		} else {
 			text = turnText(seats, rules, seat, info)
 		}
@@ -297,8 +306,9 @@ func turnText[T any](seats []engine.Seat, rules Rules[T], seat int, info TurnInf
 // move: the turn count, and the standing offer only when that move did not
 // just state it (after a SAY-only turn, or when the seat's own offer
 // stands). The moves are the briefing's; ACCEPT is possible whenever the
-// other seat's offer stands, unless this says it is not.
-func compactTurnText[T any](seats []engine.Seat, seat int, info TurnInfo[T]) string {
+// other seat's offer stands, unless this says it is not. worth, when not
+// empty, is the standing offer's appraisal (Params.Hints).
+func compactTurnText[T any](seats []engine.Seat, seat int, info TurnInfo[T], worth string) string {
 	var b strings.Builder
 	switch s := info.Standing; {
 	case s == nil:
@@ -309,6 +319,9 @@ func compactTurnText[T any](seats []engine.Seat, seat int, info TurnInfo[T]) str
 	}
 	if !info.CanAccept && info.Standing != nil && info.Standing.Proposer != seat {
 		b.WriteString("You cannot accept it. ")
+	}
+	if worth != "" {
+		b.WriteString(worth + " ")
 	}
 	fmt.Fprintf(&b, "Turn %d/%d.", info.OwnTurn, info.Rounds)
 	if info.Final {

@@ -71,7 +71,7 @@ func TestPlay(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := Play(context.Background(), rt, numberRules{}, Options{Rounds: tt.rounds, Compact: compact}, 0)
+				res, err := Play(context.Background(), rt, numberRules{}, Options{Rounds: tt.rounds, Compact: compact}, 0, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -96,7 +96,7 @@ func TestPlayCompact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Play(context.Background(), rt, numberRules{}, Options{Rounds: 3, Compact: true}, 0); err != nil {
+	if _, err := Play(context.Background(), rt, numberRules{}, Options{Rounds: 3, Compact: true}, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	want := [2]string{
@@ -126,6 +126,95 @@ Turn 3/3. The last turn: ACCEPT or no deal.`,
 		}
 		if got := strings.Join(lines, "\n"); got != want[seat] {
 			t.Errorf("seat %d reads:\n%s\nwant:\n%s", seat, got, want[seat])
+		}
+	}
+}
+
+// TestPlayCompactHints pins Params.Hints' appraisals: on every turn the
+// other seat's offer stands and may be accepted, and not otherwise.
+func TestPlayCompactHints(t *testing.T) {
+	seats := []engine.Seat{{Index: 0, Name: "A"}, {Index: 1, Name: "B"}}
+	a := script("PROPOSE: n=4", "PROPOSE: n=9", "PROPOSE: n=5")
+	b := script("PROPOSE: n=1", "PROPOSE: n=9")
+	rt, err := engine.NewRuntime(seats, []engine.Agent{a, b}, engine.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands := []int{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	worth := [2]func(int) string{
+		Appraiser(Valuation[int]{Candidates: cands, Utility: func(n int) float64 { return float64(n-1) / 8 }}),
+		Appraiser(Valuation[int]{Candidates: cands, Utility: func(n int) float64 { return float64(9-n) / 8 }}),
+	}
+	appraise := func(seat, n int) string { return worth[seat](n) }
+	if _, err := Play(context.Background(), rt, numberRules{}, Options{Rounds: 3, Compact: true, Hints: true}, 0, appraise); err != nil {
+		t.Fatal(err)
+	}
+	want := [2]string{
+		`Turn 1/3.
+B proposes: n=1
+Worth to you: no better than no deal. Turn 2/3.
+B proposes: n=9
+Worth to you: 100% of your best. Turn 3/3. Your last turn.
+B rejects your offer.`,
+		`A proposes: n=4
+Worth to you: 63% of your best. Turn 1/3.
+A proposes: n=9
+You cannot accept it. Turn 2/3.
+A proposes: n=5
+Worth to you: 50% of your best. Turn 3/3. The last turn: ACCEPT or no deal.`,
+	}
+	for seat := range 2 {
+		var lines []string
+		for _, e := range rt.Log().View(seat) {
+			if e.Kind == engine.KindNotification || e.Kind == engine.KindObservation {
+				lines = append(lines, e.Text)
+			}
+		}
+		if got := strings.Join(lines, "\n"); got != want[seat] {
+			t.Errorf("seat %d reads:\n%s\nwant:\n%s", seat, got, want[seat])
+		}
+	}
+}
+
+func TestAppraiser(t *testing.T) {
+	// A buyer's price valuation: utility 1 at 50, 0 at 90, best candidate 45.
+	price := Appraiser(PriceValuation(45, 90, 90, 50))
+	// A floor above zero, as CaSiNo's walk-away points make it.
+	floor := Appraiser(Valuation[int]{Candidates: []int{0, 10}, Utility: func(n int) float64 { return float64(n) / 10 }, Floor: 0.5})
+	tests := []struct {
+		name, got, want string
+	}{
+		{"at the best candidate", price(45), "Worth to you: 100% of your best."},
+		{"beyond it, capped", price(20), "Worth to you: 100% of your best."},
+		{"at the target", price(50), "Worth to you: 89% of your best."},
+		{"at the listing", price(90), "Worth to you: no better than no deal."},
+		{"above the listing", price(120), "Worth to you: no better than no deal."},
+		{"just above the listing, at least 1%", price(89.99), "Worth to you: 1% of your best."},
+		{"at the floor", floor(5), "Worth to you: no better than no deal."},
+		{"above the floor", floor(6), "Worth to you: 20% of your best."},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+func TestDecodeParams(t *testing.T) {
+	tests := []struct {
+		in      engine.Params
+		wantErr string
+	}{
+		{engine.Params{"compact": true, "hints": true}, ""},
+		{engine.Params{"hints": true}, "hints"},
+		{engine.Params{"rounds": 0}, "rounds 0"},
+		{engine.Params{"scenario_set": "mine"}, "scenario_set"},
+		{engine.Params{"scenario": -2}, "scenario -2"},
+	}
+	for _, tt := range tests {
+		_, err := DecodeParams(tt.in)
+		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("%v: got error %v, want one naming %q", tt.in, err, tt.wantErr)
 		}
 	}
 }

@@ -71,7 +71,7 @@ func ValidationErrors(rec *engine.Record) [2]int {
 
 // CheckConformance runs the engine's conformance suite on g with opts, and
 // again on the curated scenarios in structured-only mode, long and
-// compact.
+// compact, and compact with hints.
 func CheckConformance(t *testing.T, g engine.Game, opts ...enginetest.Options) {
 	t.Helper()
 	enginetest.Conformance(t, g, opts...)
@@ -80,6 +80,9 @@ func CheckConformance(t *testing.T, g engine.Game, opts ...enginetest.Options) {
 	})
 	t.Run("compact_curated", func(t *testing.T) {
 		enginetest.Conformance(t, g, enginetest.Options{Seeds: 10, Params: engine.Params{"structured_only": true, "compact": true, "scenario_set": "curated"}})
+	})
+	t.Run("hints_curated", func(t *testing.T) {
+		enginetest.Conformance(t, g, enginetest.Options{Seeds: 10, Params: engine.Params{"structured_only": true, "compact": true, "hints": true, "scenario_set": "curated"}})
 	})
 }
 
@@ -120,17 +123,20 @@ func CheckSample[S any](t *testing.T, seeds int, sample func(*rand.Rand) S, vali
 }
 
 // CheckBriefingGolden compares both seats' briefings of one episode with
-// params p, free-text, structured-only and compact (structured), against
-// testdata/<role>[_structured|_compact].golden.
+// params p, free-text, structured-only, compact (structured) and compact
+// with hints, against testdata/<role>[_structured|_compact|_hints].golden.
 func CheckBriefingGolden(t *testing.T, g engine.Game, p engine.Params, roles [2]string, update bool) {
 	t.Helper()
 	for _, v := range []struct {
-		suffix              string
-		structured, compact bool
-	}{{"", false, false}, {"_structured", true, false}, {"_compact", true, true}} {
+		suffix                     string
+		structured, compact, hints bool
+	}{{"", false, false, false}, {"_structured", true, false, false}, {"_compact", true, true, false}, {"_hints", true, true, true}} {
 		q := engine.Params{"structured_only": v.structured}
 		if v.compact {
 			q["compact"] = true
+		}
+		if v.hints {
+			q["hints"] = true
 		}
 		for k, v := range p {
 			q[k] = v
