@@ -24,7 +24,7 @@ var file []byte
 const Name = "omar-base.gguf"
 
 // SHA256 is the checksum of the embedded file (a test checks it).
-const SHA256 = "daa224a3d7c9bea2471a4ff5caf7584a5f163fe0c20237be9790aaa1a33b0f0f"
+const SHA256 = "99c1a31ee19967b0d9708df6f5aec255488e18e00de53605e07d79df58fc24fa"
 
 // Bytes returns the model file. The slice is shared: do not modify it.
 func Bytes() []byte { return file }
