@@ -19,8 +19,8 @@ func TestDefaultEnvParams(t *testing.T) {
 		{"default env, built-in model", DefaultEnv, "", nil, BuiltinParams()},
 		{"default env, a user's model", DefaultEnv, "/m.gguf", nil, BuiltinParams()},
 		{"another game, built-in model", "craigslist", "", nil, BuiltinParams()},
-		{"a versioned id, built-in model", "casino_v1", "", nil, BuiltinParams()},
-		{"another game, a user's model", "casino", "/m.gguf", nil, nil},
+		{"a versioned id, built-in model", "marketplace_v1", "", nil, BuiltinParams()},
+		{"another game, a user's model", "dealornodeal", "/m.gguf", nil, nil},
 		{"explicit parameters", "craigslist", "", explicit, explicit},
 		{"not a negotiation game", "werewolf", "", nil, nil},
 	} {
