@@ -183,7 +183,7 @@ func TestTraceLlama(t *testing.T) {
 	dir := t.TempDir()
 	o := tinyOptions(t, dir, 1).Rollout
 	o.Env, o.Params = "craigslist", map[string]any{"structured_only": true, "rounds": 2}
-	o.Trace, o.MaxTokens, o.Episodes = "tom", 160, 2
+	o.Trace, o.MaxTokens, o.Episodes = "tom", 400, 2 // room for two 160-character lines and the move
 	o.Context = 4096
 	rep, err := Rollout(context.Background(), o, filepath.Join(dir, "out"), nil)
 	if err != nil {

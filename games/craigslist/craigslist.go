@@ -73,10 +73,19 @@ var bank = []item{
 	{"Room in a shared flat", "housing", "Large room, shared kitchen, available from the first.", 780},
 	{"2009 hatchback, 160k miles", "car", "Runs well, new clutch, passes inspection until next year.", 3200},
 	{"Office chair, ergonomic", "furniture", "Adjustable arms and lumbar support, mesh back.", 120},
+	// Listings under $100 and over $4,000: real listings span both, and a
+	// model that learnt its prices only between has no length for "45" or
+	// "7800" (it wrote $540 for a $45 bookshelf).
+	{"Board game collection, five games", "electronics", "All pieces counted, boxes a little worn.", 35},
+	{"Brass desk lamp", "furniture", "Works, new cable, LED bulb included.", 55},
+	{"Bike child seat, rear mount", "bike", "Fits most racks, straps and rain cover included.", 70},
+	{"Used motorcycle, 650 cc", "car", "Regular services, new chain, two helmets.", 4600},
+	{"2015 sedan, 95k miles", "car", "One owner, full service history, winter tyres included.", 8600},
 }
 
-// Sample deals a listing from the bank with its price scaled by 0.8–1.25
-// and the buyer's target at 55–90% of it, both rounded like real listings.
+// Sample deals a listing from the bank ($28 to $10,750 after scaling) with
+// its price scaled by 0.8–1.25 and the buyer's target at 55–90% of it, both
+// rounded like real listings.
 func Sample(rng *rand.Rand) Scenario {
 	for {
 		it := bank[rng.IntN(len(bank))]
