@@ -131,6 +131,13 @@ func newEpisode(s Scenario, q negotiation.Params) *negotiation.Episode[float64] 
 	}
 	ep.Briefing[0] = negotiation.Briefing{Text: briefing(s, 0, q), Data: Private{Seat: 0, Listing: s.Listing, Target: s.Target}}
 	ep.Briefing[1] = negotiation.Briefing{Text: briefing(s, 1, q), Data: Private{Seat: 1, Listing: s.Listing}}
+	if q.Hints {
+		l := negotiation.FormatPrice(s.Listing)
+		ep.Options.Remind = [2]string{
+			fmt.Sprintf("Listed at $%s, your target $%s.", l, negotiation.FormatPrice(s.Target)),
+			fmt.Sprintf("Listed at $%s.", l),
+		}
+	}
 	ep.Score = func(res negotiation.Result[float64]) engine.Outcome { return score(s, res) }
 	return ep
 }

@@ -2,6 +2,7 @@ package craigslist
 
 import (
 	"flag"
+	"strings"
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
@@ -140,5 +141,26 @@ func TestOpeningBounded(t *testing.T) {
 				t.Errorf("opening_seller = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestHintsRemind pins the reminder of the texts with hints: every turn
+// line of a seat opens with the numbers it writes its prices from.
+func TestHintsRemind(t *testing.T) {
+	p := engine.Params{"scenario_set": "curated", "scenario": 0, "rounds": 2, "compact": true, "hints": true, "structured_only": true}
+	rec := negotiationtest.Play(t, New(), 1, p, [2][]string{{"PROPOSE: price=200", "PROPOSE: price=300"}, {"PROPOSE: price=340", "REJECT"}})
+	want := [2]string{"Listed at $350, your target $260. ", "Listed at $350. "}
+	turns := 0
+	for _, e := range rec.Events {
+		if e.Kind != engine.KindNotification {
+			continue
+		}
+		turns++
+		if !strings.HasPrefix(e.Text, want[e.Seat]) {
+			t.Errorf("seat %d's turn line %q does not open with %q", e.Seat, e.Text, want[e.Seat])
+		}
+	}
+	if turns != 4 {
+		t.Errorf("%d turn lines, want 4", turns)
 	}
 }

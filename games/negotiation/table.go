@@ -51,6 +51,11 @@ type Options struct {
 	// Hints appraises standing offers in the compact texts (Params.Hints;
 	// Play's appraise does it).
 	Hints bool
+	// Remind, with Hints, opens every compact turn line of a seat: the
+	// numbers its moves are written from (Craigslist's listing price), so
+	// a small model copies them from the line it replies to rather than
+	// from the briefing. Empty: nothing.
+	Remind [2]string
 }
 
 // Offer is a standing proposal.
@@ -153,7 +158,11 @@ func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Opti
 			if o.Hints && appraise != nil && canAccept {
 				worth = appraise(seat, standing.Terms)
 			}
-			text = compactTurnText(seats, seat, info, worth)
+			remind := ""
+			if o.Hints {
+				remind = o.Remind[seat]
+			}
+			text = compactTurnText(seats, seat, info, remind, worth)
 		} else {
 			text = turnText(seats, rules, seat, info)
 		}
@@ -308,8 +317,11 @@ func turnText[T any](seats []engine.Seat, rules Rules[T], seat int, info TurnInf
 // stands). The moves are the briefing's; ACCEPT is possible whenever the
 // other seat's offer stands, unless this says it is not. worth, when not
 // empty, is the standing offer's appraisal (Params.Hints).
-func compactTurnText[T any](seats []engine.Seat, seat int, info TurnInfo[T], worth string) string {
+func compactTurnText[T any](seats []engine.Seat, seat int, info TurnInfo[T], remind, worth string) string {
 	var b strings.Builder
+	if remind != "" {
+		b.WriteString(remind + " ")
+	}
 	switch s := info.Standing; {
 	case s == nil:
 	case s.Proposer == seat:

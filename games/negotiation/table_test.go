@@ -87,7 +87,8 @@ func TestPlay(t *testing.T) {
 }
 
 // TestPlayCompact pins what each seat reads in compact mode: no round
-// phases, no echo of its own move, one short line per turn.
+// phases, no echo of its own move, one short line per turn; a reminder
+// (Options.Remind) shows only with hints.
 func TestPlayCompact(t *testing.T) {
 	seats := []engine.Seat{{Index: 0, Name: "A"}, {Index: 1, Name: "B"}}
 	a := script("PROPOSE: n=4", "SAY: well?", "PROPOSE: n=5")
@@ -96,7 +97,7 @@ func TestPlayCompact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Play(context.Background(), rt, numberRules{}, Options{Rounds: 3, Compact: true}, 0, nil); err != nil {
+	if _, err := Play(context.Background(), rt, numberRules{}, Options{Rounds: 3, Compact: true, Remind: [2]string{"only with hints", "only with hints"}}, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	want := [2]string{
@@ -131,7 +132,8 @@ Turn 3/3. The last turn: ACCEPT or no deal.`,
 }
 
 // TestPlayCompactHints pins Params.Hints' appraisals: on every turn the
-// other seat's offer stands and may be accepted, and not otherwise.
+// other seat's offer stands and may be accepted, and not otherwise; and a
+// seat's reminder opening each of its turn lines.
 func TestPlayCompactHints(t *testing.T) {
 	seats := []engine.Seat{{Index: 0, Name: "A"}, {Index: 1, Name: "B"}}
 	a := script("PROPOSE: n=4", "PROPOSE: n=9", "PROPOSE: n=5")
@@ -146,7 +148,7 @@ func TestPlayCompactHints(t *testing.T) {
 		Appraiser(Valuation[int]{Candidates: cands, Utility: func(n int) float64 { return float64(9-n) / 8 }}),
 	}
 	appraise := func(seat, n int) string { return worth[seat](n) }
-	if _, err := Play(context.Background(), rt, numberRules{}, Options{Rounds: 3, Compact: true, Hints: true}, 0, appraise); err != nil {
+	if _, err := Play(context.Background(), rt, numberRules{}, Options{Rounds: 3, Compact: true, Hints: true, Remind: [2]string{"", "n runs 1–9."}}, 0, appraise); err != nil {
 		t.Fatal(err)
 	}
 	want := [2]string{
@@ -157,11 +159,11 @@ B proposes: n=9
 Worth to you: 100% of your best. Turn 3/3. Your last turn.
 B rejects your offer.`,
 		`A proposes: n=4
-Worth to you: 63% of your best. Turn 1/3.
+n runs 1–9. Worth to you: 63% of your best. Turn 1/3.
 A proposes: n=9
-You cannot accept it. Turn 2/3.
+n runs 1–9. You cannot accept it. Turn 2/3.
 A proposes: n=5
-Worth to you: 50% of your best. Turn 3/3. The last turn: ACCEPT or no deal.`,
+n runs 1–9. Worth to you: 50% of your best. Turn 3/3. The last turn: ACCEPT or no deal.`,
 	}
 	for seat := range 2 {
 		var lines []string
