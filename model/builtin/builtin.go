@@ -24,7 +24,7 @@ var file []byte
 const Name = "omar-base.gguf"
 
 // SHA256 is the checksum of the embedded file (a test checks it).
-const SHA256 = "99c1a31ee19967b0d9708df6f5aec255488e18e00de53605e07d79df58fc24fa"
+const SHA256 = "73993e9eb71b2a752f01ce8c2b761b658f7830029f42b122328e90a8468c29f4"
 
 // Bytes returns the model file. The slice is shared: do not modify it.
 func Bytes() []byte { return file }
