@@ -79,12 +79,11 @@ func (c EarlyStop) reason(firstEntropy float64, m *Metrics) string {
 	return ""
 }
 
-// DefaultEnv is the environment of the built-in run: CaSiNo, the game
-// where league self-play from the built-in model gains on held-out deals
-// at every seed measured and ends above the strategic script (Deal or No
-// Deal, the default before, gains at one seed of three from the model
-// with hints; docs/selfplay.md).
-const DefaultEnv = "casino"
+// DefaultEnv is the environment of the built-in run: Job Interview, the
+// game where league self-play from the built-in model gains on held-out
+// deals at every seed measured (CaSiNo, the default with the previous
+// built-in model, gains at one seed of three from this one; docs/selfplay.md).
+const DefaultEnv = "jobinterview"
 
 // BuiltinPreset is the model_preset of the built-in model (package
 // model/builtin); the other presets generate random models (package
@@ -93,7 +92,7 @@ const BuiltinPreset = "builtin"
 
 // Defaults returns the built-in run (`make run`): the built-in model
 // (trained from scratch on the scripted policies' play, written into the
-// run directory), 30 iterations of CaSiNo in structured-move mode with 4
+// run directory), 30 iterations of Job Interview in structured-move mode with 4
 // turns per seat, the compact texts with hints and grammar-constrained
 // replies (a few minutes on 2 idle cores, docs/selfplay.md), a league (the policy against the
 // naive and strategic scripts, the frozen base and its own snapshots, 20%

@@ -45,7 +45,7 @@ var resumable = []string{"iterations", "llama-lib"}
 
 func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "selfplay")
-	config := fs.String("config", "", "YAML config (default: the built-in run: the built-in model in league self-play on CaSiNo, docs/selfplay.md)")
+	config := fs.String("config", "", "YAML config (default: the built-in run: the built-in model in league self-play on Job Interview, docs/selfplay.md)")
 	resume := fs.String("resume", "", "run directory to continue from its last checkpoint")
 	out := fs.String("out", "", "run directory (default runs/selfplay-<time>)")
 	overwrite := fs.Bool("overwrite", false, "start afresh in an --out directory that holds a previous run (its files are replaced)")
