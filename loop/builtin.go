@@ -63,7 +63,10 @@ type BuiltinOptions struct {
 	// CheckpointEvery steps a checkpoint is written into the work
 	// directory (resume after an interrupt).
 	CheckpointEvery int
-	Seed            uint64
+	// Seed draws the initial weights and the order of the batches (the
+	// corpus has its own, Corpus.Seed): another seed is another draw of
+	// the same recipe, which is how far apart two builds of it land.
+	Seed uint64
 	// Dagger are the rounds of dataset aggregation after behaviour
 	// cloning (none when Rounds is 0).
 	Dagger DaggerOptions

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -96,6 +97,44 @@ func TestBuildBuiltinShort(t *testing.T) {
 	y, _ := os.ReadFile(b)
 	if len(x) == 0 || !bytes.Equal(x, y) {
 		t.Errorf("an interrupted and resumed build wrote other bytes (%d and %d)", len(x), len(y))
+	}
+}
+
+// TestBuildBuiltinSeed checks BuiltinOptions.Seed: another training seed
+// is another draw of the recipe (other bytes from the same corpus), and a
+// work directory of one seed refuses to resume into another.
+func TestBuildBuiltinSeed(t *testing.T) {
+	lib := llamatest.LibDir()
+	if lib == "" {
+		t.Skip("the llama.cpp libraries are not installed (make deps)")
+	}
+	dir := t.TempDir()
+	o := shortBuiltin()
+	o.Dagger.Rounds = 0
+	o.Steps, o.CheckpointEvery = 4, 2
+	o.Train.TotalSteps, o.Train.WarmupSteps = 4, 1
+	var files [2][]byte
+	for i, seed := range []uint64{1, 2} {
+		o.Seed = seed
+		out := filepath.Join(dir, fmt.Sprintf("s%d.gguf", seed))
+		rep, err := BuildBuiltin(context.Background(), o, out, out+".work", lib, BuildHooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Corpus.Trajectories == 0 {
+			t.Fatalf("report %+v", rep)
+		}
+		if files[i], err = os.ReadFile(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if bytes.Equal(files[0], files[1]) {
+		t.Error("seeds 1 and 2 wrote the same bytes")
+	}
+	o.Seed = 3
+	out := filepath.Join(dir, "s1.gguf")
+	if _, err := BuildBuiltin(context.Background(), o, out, out+".work", lib, BuildHooks{}); err == nil || !strings.Contains(err.Error(), "another recipe") {
+		t.Errorf("seed 3 in seed 1's work directory: %v, want a refusal", err)
 	}
 }
 

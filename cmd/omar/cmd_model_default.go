@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -23,6 +24,7 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	steps := fs.Int("steps", 0, "with --rebuild: optimizer steps (default the recipe's)")
 	episodes := fs.Int("episodes", 0, "with --rebuild: corpus episodes per cast and environment (default the recipe's)")
 	preset := fs.String("preset", "", "with --rebuild: the model's shape, one of the model presets (default the recipe's, base)")
+	seed := fs.Uint64("seed", 0, "with --rebuild: training seed, drawing the initial weights and the order of the batches (default the recipe's, 1; the corpus is the same): another draw of the same recipe")
 	threads := fs.Int("threads", 0, "with --rebuild: trainer threads; 0 sizes them to the cores free for the process, measured every 5 s (the bytes are the same whatever the count)")
 	daggerRounds := fs.Int("dagger-rounds", -1, "with --rebuild: DAgger rounds after behaviour cloning (default the recipe's; 0 none)")
 	daggerSteps := fs.Int("dagger-steps", 0, "with --rebuild: optimizer steps per DAgger round (default the recipe's)")
@@ -37,6 +39,15 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 		return usagef("need --out and no positional arguments")
 	}
 	if !*rebuild {
+		var only []string // the flags that shape a build, meaningless for the embedded copy
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "out" && f.Name != "rebuild" && f.Name != "llama-lib" {
+				only = append(only, "--"+f.Name)
+			}
+		})
+		if len(only) > 0 {
+			return usagef("%s only with --rebuild (without it the embedded model is written as it is)", strings.Join(only, ", "))
+		}
 		if err := os.WriteFile(*out, builtin.Bytes(), 0o644); err != nil {
 			return err
 		}
@@ -52,6 +63,9 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 			return usagef("--preset %q: want one of %v", *preset, model.Presets)
 		}
 		o.Preset = *preset
+	}
+	if *seed > 0 {
+		o.Seed = *seed
 	}
 	if *threads < 0 {
 		return usagef("--threads %d: want 0 (the free cores) or more", *threads)
