@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -94,6 +96,9 @@ func fileSum(t *testing.T, path string) string {
 // and stops early on TargetKL. Run with -update to
 // record new values after an intended change of the numerics.
 func TestGolden(t *testing.T) {
+	if llamatest.LibDir() != "" && !llamatest.Pinned() {
+		t.Skipf("the goldens hold the numbers of ggml's %s kernels, which this CPU cannot run", llamatest.PinnedVariant)
+	}
 	cases := []struct {
 		name, arch string
 		opts       func(*Options)

@@ -7,13 +7,32 @@
 package llamatest
 
 import (
+	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/cpu"
 )
 
-// LibDir returns lib/llama/cpu of the repository that contains the working
-// directory (tests run in their package directory), or "" when the install
-// script has not put the libraries there.
+// PinnedVariant is the one ggml CPU variant tests load when the machine
+// runs it. ggml otherwise loads the best variant for the CPU, and kernels
+// of another vector width (AVX-512, …) round differently, so numbers that
+// tests pin bit for bit would hold on one kind of machine only; every
+// x86-64 CPU with AVX2, FMA and BMI2 runs this one.
+const PinnedVariant = "haswell"
+
+var (
+	pinOnce sync.Once
+	pinDir  string
+)
+
+// LibDir returns the llama.cpp libraries of the repository that contains
+// the working directory (tests run in their package directory), or ""
+// when the install script has not put them in lib/llama/cpu. Where the
+// CPU runs PinnedVariant, the directory is lib/llama/cpu-haswell: the
+// same libraries with that CPU variant alone (links, made once).
 func LibDir() string {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
@@ -29,5 +48,61 @@ func LibDir() string {
 	if err != nil {
 		return ""
 	}
+	pinOnce.Do(func() { pinDir = pin(abs) })
+	if pinDir != "" {
+		return pinDir
+	}
 	return abs
+}
+
+// Pinned reports whether LibDir loads PinnedVariant alone, so that numbers
+// recorded on one machine hold on another.
+func Pinned() bool {
+	LibDir()
+	return pinDir != ""
+}
+
+// pin returns dir's sibling holding links to dir's libraries with
+// PinnedVariant as the only CPU variant, or "" when this CPU cannot run
+// it or the links cannot be made. Test processes of several packages may
+// race here: each builds a private directory and renames it into place.
+func pin(dir string) string {
+	if runtime.GOARCH != "amd64" || !cpu.X86.HasAVX2 || !cpu.X86.HasFMA || !cpu.X86.HasBMI2 {
+		return ""
+	}
+	variant := "libggml-cpu-" + PinnedVariant + ".so"
+	target := dir + "-" + PinnedVariant
+	if _, err := os.Stat(filepath.Join(target, variant)); err == nil {
+		return target
+	}
+	if _, err := os.Stat(filepath.Join(dir, variant)); err != nil {
+		return ""
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".pin-")
+	if err != nil {
+		return ""
+	}
+	defer os.RemoveAll(tmp) // left only when the rename did not take it
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "libggml-cpu-") && e.Name() != variant {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
+			return ""
+		}
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		// Another process put it there first.
+		if _, err := os.Stat(filepath.Join(target, variant)); err != nil {
+			return ""
+		}
+	}
+	return target
 }
