@@ -95,15 +95,19 @@ func LibDir() string {
 	return loadDir
 }
 
-// DefaultLibDir picks the library directory: override (the value of
-// OMAR_LLAMA_LIB or --llama-lib, read by cmd/) when set; otherwise the
-// first lib/llama/cpu found next to the executable, in a parent of it, or in
+// DefaultLibDir picks the library directory: override (--llama-lib) when
+// set, else the environment's OMAR_LLAMA_LIB (so programs using the
+// library packages with empty options honour it as the command does);
+// otherwise the first lib/llama/cpu found next to the executable, in a parent of it, or in
 // the working directory or one of its parents (so `go test` and `go run`
 // inside the repository find the libraries the install script put there).
 // It returns "lib/llama/cpu" when nothing exists, so the error names it.
 func DefaultLibDir(override string) string {
 	if override != "" {
 		return override
+	}
+	if env := os.Getenv("OMAR_LLAMA_LIB"); env != "" {
+		return env
 	}
 	var starts []string
 	if exe, err := os.Executable(); err == nil {
