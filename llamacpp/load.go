@@ -98,9 +98,10 @@ func LibDir() string {
 // DefaultLibDir picks the library directory: override (--llama-lib) when
 // set, else the environment's OMAR_LLAMA_LIB (so programs using the
 // library packages with empty options honour it as the command does);
-// otherwise the first lib/llama/cpu found next to the executable, in a parent of it, or in
-// the working directory or one of its parents (so `go test` and `go run`
-// inside the repository find the libraries the install script put there).
+// otherwise the first lib/llama/cpu found next to the executable, in a
+// parent of it, or in the working directory or one of its parents (so `go
+// test` and `go run` inside the repository find the libraries the install
+// script put there).
 // It returns "lib/llama/cpu" when nothing exists, so the error names it.
 func DefaultLibDir(override string) string {
 	if override != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -44,7 +43,7 @@ func BenchmarkRollout(b *testing.B) {
 	if err := model.WriteFile(path, model.Options{}.Defaults()); err != nil {
 		b.Fatal(err)
 	}
-	lib := llamacpp.DefaultLibDir(os.Getenv("OMAR_LLAMA_LIB"))
+	lib := llamacpp.DefaultLibDir("")
 	g := craigslist.New()
 	for _, episodes := range []int{1, 4, 8} {
 		b.Run(fmt.Sprintf("episodes=%d", episodes), func(b *testing.B) {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/gguf"
-	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 )
 
 // goldenFullFile pins the full-parameter trainer's numerics: the built-in
@@ -22,9 +21,7 @@ const goldenFullFile = "testdata/golden_full.json"
 // step losses and of the saved model with testdata/golden_full.json. Run
 // with -update to record new values after an intended change.
 func TestGoldenFull(t *testing.T) {
-	if llamatest.LibDir() != "" && !llamatest.Pinned() {
-		t.Skipf("the goldens hold the numbers of ggml's %s kernels, which this CPU cannot run", llamatest.PinnedVariant)
-	}
+	skipUnlessPinned(t)
 	want := map[string]map[string]string{}
 	if b, err := os.ReadFile(goldenFullFile); err == nil {
 		if err := json.Unmarshal(b, &want); err != nil {
