@@ -20,6 +20,7 @@ import (
 	"github.com/omar-selfplay/omar/inference/scripted"
 	"github.com/omar-selfplay/omar/internal/atomicfile"
 	"github.com/omar-selfplay/omar/llamacpp"
+	"github.com/omar-selfplay/omar/llamacpp/cpuvariant"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -70,6 +71,10 @@ type BuiltinOptions struct {
 	// Dagger are the rounds of dataset aggregation after behaviour
 	// cloning (none when Rounds is 0).
 	Dagger DaggerOptions
+	// CPUVariant pins ggml's CPU kernels (cpuvariant.Dir) so that every
+	// machine that runs them builds the same bytes; "" loads the best
+	// variant for the CPU, whose bytes hold on CPUs of that kind alone.
+	CPUVariant string `json:",omitempty"`
 }
 
 // DefaultBuiltin is the recipe `omar model default` follows.
@@ -168,6 +173,16 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 	}
 	if err := checkWork(work, o); err != nil {
 		return nil, err
+	}
+	if o.CPUVariant != "" {
+		dir, err := cpuvariant.Dir(llamacpp.DefaultLibDir(libDir), o.CPUVariant)
+		if err != nil {
+			return nil, fmt.Errorf("builtin: %w", err)
+		}
+		if err := llamacpp.Load(dir); err != nil {
+			return nil, fmt.Errorf("builtin: the %s CPU kernels (does this CPU run them?): %w", o.CPUVariant, err)
+		}
+		libDir = dir
 	}
 	stage := func(s string) {
 		if h.Stage != nil {

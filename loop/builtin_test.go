@@ -136,6 +136,27 @@ func TestBuildBuiltinSeed(t *testing.T) {
 	if _, err := BuildBuiltin(context.Background(), o, out, out+".work", lib, BuildHooks{}); err == nil || !strings.Contains(err.Error(), "another recipe") {
 		t.Errorf("seed 3 in seed 1's work directory: %v, want a refusal", err)
 	}
+
+	// Pinned kernels: the test process runs the pinned variant already,
+	// so seed 1 pinned to it is seed 1's bytes; a variant the libraries
+	// lack is refused before anything is built.
+	o.Seed = 1
+	o.CPUVariant = "no-such-cpu"
+	out = filepath.Join(dir, "missing.gguf")
+	if _, err := BuildBuiltin(context.Background(), o, out, out+".work", lib, BuildHooks{}); err == nil || !strings.Contains(err.Error(), "libggml-cpu-no-such-cpu.so") {
+		t.Errorf("a variant the libraries lack: %v", err)
+	}
+	if !llamatest.Pinned() {
+		return
+	}
+	o.CPUVariant = llamatest.PinnedVariant
+	out = filepath.Join(dir, "pinned.gguf")
+	if _, err := BuildBuiltin(context.Background(), o, out, out+".work", lib, BuildHooks{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, files[0]) {
+		t.Errorf("seed 1 on the %s kernels named: other bytes than on the same kernels loaded by default", o.CPUVariant)
+	}
 }
 
 func TestWithPromptWeight(t *testing.T) {
@@ -180,6 +201,7 @@ func TestCheckWork(t *testing.T) {
 		"dagger steps":  func(o *BuiltinOptions) { o.Dagger.Steps++ },
 		"dagger games":  func(o *BuiltinOptions) { o.Dagger.Games = o.Dagger.Games[:1] },
 		"prompt weight": func(o *BuiltinOptions) { o.PromptWeight = 0 },
+		"cpu variant":   func(o *BuiltinOptions) { o.CPUVariant = "haswell" },
 	} {
 		other := shortBuiltin()
 		f(&other)

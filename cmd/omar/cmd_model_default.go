@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/omar-selfplay/omar/llamacpp/cpuvariant"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/model/builtin"
@@ -31,6 +32,7 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	daggerEpisodes := fs.Int("dagger-episodes", 0, "with --rebuild: DAgger episodes per game, seat and opponent (default the recipe's)")
 	daggerEnvs := fs.String("dagger-envs", "", "with --rebuild: environments of the DAgger rounds, comma-separated (default the six negotiation games; others are labelled and opposed by their default script)")
 	daggerMax := fs.Int("dagger-max-per-seat", -1, "with --rebuild: most labelled turns of one seat per DAgger episode (default the recipe's; 0 all)")
+	variant := fs.String("cpu-variant", "", "with --rebuild: ggml CPU kernels to train on, e.g. "+cpuvariant.Portable+" (every x86-64 CPU with AVX2 runs it): the same bytes on every machine that runs them (default the best for this CPU, whose bytes hold on CPUs of its kind)")
 	lib := fs.String("llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -98,6 +100,7 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	if *daggerMax >= 0 {
 		o.Dagger.MaxPerSeat = *daggerMax
 	}
+	o.CPUVariant = *variant
 	if *work == "" {
 		*work = *out + ".work"
 	}

@@ -28,6 +28,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{[]string{"model", "fry"}, 2, `unknown subcommand "fry"`},
 		{[]string{"model", "default", "--rebuild", "--preset", "huge", "--out", "x.gguf"}, 2, `--preset "huge": want one of [tiny base deep small]`},
 		{[]string{"model", "default", "--seed", "2", "--steps", "9", "--out", "x.gguf"}, 2, "--seed, --steps only with --rebuild"},
+		{[]string{"model", "default", "--cpu-variant", "haswell", "--out", "x.gguf"}, 2, "--cpu-variant only with --rebuild"},
 		{[]string{"bench", "encode"}, 2, "want 'omar bench decode [flags]'"},
 		{[]string{"bench", "decode", "--parallel", "0"}, 2, "want positive integers"},
 		{[]string{"play"}, 2, "no environment"},

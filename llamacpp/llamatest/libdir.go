@@ -7,13 +7,13 @@
 package llamatest
 
 import (
-	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/omar-selfplay/omar/llamacpp/cpuvariant"
 )
 
 // PinnedVariant is the one ggml CPU variant tests load when the machine
@@ -21,7 +21,7 @@ import (
 // of another vector width (AVX-512, …) round differently, so numbers that
 // tests pin bit for bit would hold on one kind of machine only; every
 // x86-64 CPU with AVX2, FMA and BMI2 runs this one.
-const PinnedVariant = "haswell"
+const PinnedVariant = cpuvariant.Portable
 
 var (
 	pinOnce sync.Once
@@ -62,47 +62,16 @@ func Pinned() bool {
 	return pinDir != ""
 }
 
-// pin returns dir's sibling holding links to dir's libraries with
-// PinnedVariant as the only CPU variant, or "" when this CPU cannot run
-// it or the links cannot be made. Test processes of several packages may
-// race here: each builds a private directory and renames it into place.
+// pin returns dir's sibling holding dir's libraries with PinnedVariant as
+// the only CPU variant, or "" when this CPU cannot run it or the
+// directory cannot be made.
 func pin(dir string) string {
 	if runtime.GOARCH != "amd64" || !cpu.X86.HasAVX2 || !cpu.X86.HasFMA || !cpu.X86.HasBMI2 {
 		return ""
 	}
-	variant := "libggml-cpu-" + PinnedVariant + ".so"
-	target := dir + "-" + PinnedVariant
-	if _, err := os.Stat(filepath.Join(target, variant)); err == nil {
-		return target
-	}
-	if _, err := os.Stat(filepath.Join(dir, variant)); err != nil {
-		return ""
-	}
-	entries, err := os.ReadDir(dir)
+	d, err := cpuvariant.Dir(dir, PinnedVariant)
 	if err != nil {
 		return ""
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".pin-")
-	if err != nil {
-		return ""
-	}
-	defer os.RemoveAll(tmp) // left only when the rename did not take it
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return ""
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "libggml-cpu-") && e.Name() != variant {
-			continue
-		}
-		if err := os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
-			return ""
-		}
-	}
-	if err := os.Rename(tmp, target); err != nil {
-		// Another process put it there first.
-		if _, err := os.Stat(filepath.Join(target, variant)); err != nil {
-			return ""
-		}
-	}
-	return target
+	return d
 }

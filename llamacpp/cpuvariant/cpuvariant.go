@@ -1,0 +1,111 @@
+// Package cpuvariant pins the CPU kernels ggml runs. The llama.cpp CPU
+// backend ships as one library per instruction-set level
+// (libggml-cpu-haswell.so, -icelake, -zen4, …) and ggml loads the best
+// one the CPU runs; kernels of another vector width sum in another order,
+// so a computation that is bit-exact on one machine is another draw on a
+// machine of another kind. Dir makes a library directory in which one
+// variant is the only choice, so that every machine that runs it computes
+// the same bits.
+//
+// It imports nothing of omar, so the bindings' test helpers can use it.
+package cpuvariant
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Portable is the variant every x86-64 CPU with AVX2, FMA and BMI2 runs
+// (Intel since 2013, AMD since 2015): the widest choice of machines that
+// can agree bit for bit.
+const Portable = "haswell"
+
+// prefix starts the file name of every CPU variant.
+const prefix = "libggml-cpu-"
+
+// File is the library file of a variant.
+func File(variant string) string { return prefix + variant + ".so" }
+
+// Variants lists the CPU variants in dir (their names, without prefix and
+// suffix).
+func Variants(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var vs []string
+	for _, e := range entries {
+		if n := e.Name(); strings.HasPrefix(n, prefix) && strings.HasSuffix(n, ".so") {
+			vs = append(vs, strings.TrimSuffix(strings.TrimPrefix(n, prefix), ".so"))
+		}
+	}
+	return vs, nil
+}
+
+// Dir returns a library directory with dir's libraries and variant as the
+// only CPU variant: dir itself when that is already so, else its sibling
+// dir-variant, made once with symbolic links (concurrent callers each
+// build a private directory and rename it into place). Whether the CPU
+// runs the variant is ggml's to say when it loads the directory: it
+// loads no CPU backend the CPU cannot run.
+func Dir(dir, variant string) (string, error) {
+	if variant == "" || strings.ContainsAny(variant, `/\`) {
+		return "", fmt.Errorf("cpuvariant: invalid variant %q", variant)
+	}
+	vs, err := Variants(dir)
+	if err != nil {
+		return "", fmt.Errorf("cpuvariant: %w", err)
+	}
+	found := false
+	for _, v := range vs {
+		found = found || v == variant
+	}
+	switch {
+	case !found:
+		return "", fmt.Errorf("cpuvariant: %s has no %s (its CPU variants: %s)", dir, File(variant), strings.Join(vs, ", "))
+	case len(vs) == 1:
+		return dir, nil
+	}
+	target := strings.TrimRight(dir, string(filepath.Separator)) + "-" + variant
+	if only(target, variant) {
+		return target, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("cpuvariant: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("cpuvariant: %w", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(abs), ".pin-")
+	if err != nil {
+		return "", fmt.Errorf("cpuvariant: a directory beside %s for the %s kernels alone: %w", dir, variant, err)
+	}
+	defer os.RemoveAll(tmp) // left only when the rename did not take it
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", fmt.Errorf("cpuvariant: %w", err)
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if strings.HasPrefix(n, prefix) && n != File(variant) {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(abs, n), filepath.Join(tmp, n)); err != nil {
+			return "", fmt.Errorf("cpuvariant: %w", err)
+		}
+	}
+	if err := os.Rename(tmp, target); err != nil && !only(target, variant) {
+		return "", fmt.Errorf("cpuvariant: %w", errors.Join(err, fmt.Errorf("%s is not a directory of the %s kernels alone", target, variant)))
+	}
+	return target, nil
+}
+
+// only reports whether dir holds variant as its one CPU variant.
+func only(dir, variant string) bool {
+	vs, err := Variants(dir)
+	return err == nil && len(vs) == 1 && vs[0] == variant
+}
