@@ -11,6 +11,7 @@
 package cpuvariant
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -47,8 +48,8 @@ func Variants(dir string) ([]string, error) {
 
 // Dir returns a library directory with dir's libraries and variant as the
 // only CPU variant: dir itself when that is already so, else its sibling
-// dir-variant, made once with symbolic links (concurrent callers each
-// build a private directory and rename it into place). Whether the CPU
+// dir-variant, made once with symbolic links, or where nothing may be
+// written beside dir, a directory in the user's cache. Whether the CPU
 // runs the variant is ggml's to say when it loads the directory: it
 // loads no CPU backend the CPU cannot run.
 func Dir(dir, variant string) (string, error) {
@@ -73,35 +74,63 @@ func Dir(dir, variant string) (string, error) {
 	if only(target, variant) {
 		return target, nil
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return "", fmt.Errorf("cpuvariant: %w", err)
-	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("cpuvariant: %w", err)
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(abs), ".pin-")
+	err = link(abs, target, variant)
+	if err == nil {
+		return target, nil
+	}
+	// A directory one may not write beside (a system-wide install): the
+	// user's cache, one entry per library directory.
+	cache, cerr := os.UserCacheDir()
+	if cerr != nil {
+		return "", fmt.Errorf("cpuvariant: %w", err)
+	}
+	sum := sha256.Sum256([]byte(abs))
+	alt := filepath.Join(cache, "omar", "llama", fmt.Sprintf("%x-%s", sum[:6], variant))
+	if only(alt, variant) {
+		return alt, nil
+	}
+	if aerr := os.MkdirAll(filepath.Dir(alt), 0o755); aerr != nil {
+		return "", fmt.Errorf("cpuvariant: %w", errors.Join(err, aerr))
+	}
+	if aerr := link(abs, alt, variant); aerr != nil {
+		return "", fmt.Errorf("cpuvariant: %w", errors.Join(err, aerr))
+	}
+	return alt, nil
+}
+
+// link makes target: links to the libraries in dir, with variant as the
+// only CPU variant. Concurrent callers each build a private directory and
+// rename it into place.
+func link(dir, target, variant string) error {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return "", fmt.Errorf("cpuvariant: a directory beside %s for the %s kernels alone: %w", dir, variant, err)
+		return err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(target), ".pin-")
+	if err != nil {
+		return err
 	}
 	defer os.RemoveAll(tmp) // left only when the rename did not take it
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", fmt.Errorf("cpuvariant: %w", err)
+		return err
 	}
 	for _, e := range entries {
 		n := e.Name()
 		if strings.HasPrefix(n, prefix) && n != File(variant) {
 			continue
 		}
-		if err := os.Symlink(filepath.Join(abs, n), filepath.Join(tmp, n)); err != nil {
-			return "", fmt.Errorf("cpuvariant: %w", err)
+		if err := os.Symlink(filepath.Join(dir, n), filepath.Join(tmp, n)); err != nil {
+			return err
 		}
 	}
 	if err := os.Rename(tmp, target); err != nil && !only(target, variant) {
-		return "", fmt.Errorf("cpuvariant: %w", errors.Join(err, fmt.Errorf("%s is not a directory of the %s kernels alone", target, variant)))
+		return errors.Join(err, fmt.Errorf("%s is not a directory of the %s kernels alone", target, variant))
 	}
-	return target, nil
+	return nil
 }
 
 // only reports whether dir holds variant as its one CPU variant.

@@ -88,11 +88,29 @@ func TestDirErrors(t *testing.T) {
 			t.Errorf("Dir(%s, %q) = %v; want an error with %q", tc.dir, tc.variant, err, tc.want)
 		}
 	}
-	// A sibling in the way that is not a directory of that variant alone.
+}
+
+// TestDirCache: where the sibling cannot be made (here a file in its
+// place; a read-only install in practice), the pinned directory is made in
+// the user's cache instead.
+func TestDirCache(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	dir := fakeLibs(t, "libllama.so", File("haswell"), File("x64"))
 	if err := os.WriteFile(dir+"-x64", []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Dir(dir, "x64"); err == nil {
-		t.Error("Dir over a file: no error")
+	got, err := Dir(dir, "x64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, filepath.Join(cache, "omar", "llama")+string(filepath.Separator)) || !strings.HasSuffix(got, "-x64") {
+		t.Errorf("Dir = %q, want a directory in the cache %s", got, cache)
+	}
+	if n := names(t, got); !slices.Equal(n, []string{File("x64"), "libllama.so"}) {
+		t.Errorf("cached directory holds %v", n)
+	}
+	if again, err := Dir(dir, "x64"); err != nil || again != got {
+		t.Errorf("second call: %q, %v; want %q", again, err, got)
 	}
 }
