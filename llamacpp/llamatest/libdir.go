@@ -62,9 +62,9 @@ func Pinned() bool {
 	return pinDir != ""
 }
 
-// pin returns dir's sibling holding dir's libraries with PinnedVariant as
-// the only CPU variant, or "" when this CPU cannot run it or the
-// directory cannot be made.
+// pin returns a directory holding dir's libraries with PinnedVariant as
+// the only CPU variant (cpuvariant.Dir), or "" when this CPU cannot run
+// it or the directory cannot be made.
 func pin(dir string) string {
 	if runtime.GOARCH != "amd64" || !cpu.X86.HasAVX2 || !cpu.X86.HasFMA || !cpu.X86.HasBMI2 {
 		return ""
