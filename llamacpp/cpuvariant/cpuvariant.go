@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -60,46 +61,38 @@ func Dir(dir, variant string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cpuvariant: %w", err)
 	}
-	found := false
-	for _, v := range vs {
-		found = found || v == variant
-	}
 	switch {
-	case !found:
+	case !slices.Contains(vs, variant):
 		return "", fmt.Errorf("cpuvariant: %s has no %s (its CPU variants: %s)", dir, File(variant), strings.Join(vs, ", "))
 	case len(vs) == 1:
 		return dir, nil
-	}
-	target := strings.TrimRight(dir, string(filepath.Separator)) + "-" + variant
-	if only(target, variant) {
-		return target, nil
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("cpuvariant: %w", err)
 	}
-	err = link(abs, target, variant)
-	if err == nil {
-		return target, nil
+	targets := []string{strings.TrimRight(dir, string(filepath.Separator)) + "-" + variant}
+	// Where nothing may be written beside dir (a system-wide install):
+	// the user's cache, one entry per library directory.
+	if cache, err := os.UserCacheDir(); err == nil {
+		sum := sha256.Sum256([]byte(abs))
+		targets = append(targets, filepath.Join(cache, "omar", "llama", fmt.Sprintf("%x-%s", sum[:6], variant)))
 	}
-	// A directory one may not write beside (a system-wide install): the
-	// user's cache, one entry per library directory.
-	cache, cerr := os.UserCacheDir()
-	if cerr != nil {
-		return "", fmt.Errorf("cpuvariant: %w", err)
+	var errs []error
+	for _, t := range targets {
+		if only(t, variant) {
+			return t, nil
+		}
+		err := os.MkdirAll(filepath.Dir(t), 0o755)
+		if err == nil {
+			err = link(abs, t, variant)
+		}
+		if err == nil {
+			return t, nil
+		}
+		errs = append(errs, err)
 	}
-	sum := sha256.Sum256([]byte(abs))
-	alt := filepath.Join(cache, "omar", "llama", fmt.Sprintf("%x-%s", sum[:6], variant))
-	if only(alt, variant) {
-		return alt, nil
-	}
-	if aerr := os.MkdirAll(filepath.Dir(alt), 0o755); aerr != nil {
-		return "", fmt.Errorf("cpuvariant: %w", errors.Join(err, aerr))
-	}
-	if aerr := link(abs, alt, variant); aerr != nil {
-		return "", fmt.Errorf("cpuvariant: %w", errors.Join(err, aerr))
-	}
-	return alt, nil
+	return "", fmt.Errorf("cpuvariant: %w", errors.Join(errs...))
 }
 
 // link makes target: links to the libraries in dir, with variant as the
