@@ -29,6 +29,11 @@ type EvalOptions struct {
 	Opponents []string `yaml:"opponents"`
 	// Envs default to the run's environment with its parameters.
 	Envs []arena.Env `yaml:"envs"`
+	// Temperature samples the policy's replies in the evaluations and the
+	// before/after comparison (0: greedy, the policy's most likely move);
+	// unset, they are sampled as the rollouts sample (rollout.temperature),
+	// which measures the policy that is trained.
+	Temperature *float32 `yaml:"temperature,omitempty"`
 }
 
 // DefaultEval is a run's eval section when it has none: off; when on, 32
@@ -40,6 +45,8 @@ func DefaultEval() EvalOptions {
 // Validate reports the first invalid field.
 func (e EvalOptions) Validate() error {
 	switch {
+	case e.Temperature != nil && (!finite(float64(*e.Temperature)) || *e.Temperature < 0):
+		return fmt.Errorf("eval.temperature %v: want a finite number ≥ 0", *e.Temperature)
 	case e.Every < 0:
 		return fmt.Errorf("eval.every %d < 0", e.Every)
 	case e.Every == 0:
@@ -144,7 +151,8 @@ func (r *Run) evalDue(it int) bool {
 }
 
 // arenaOptions are the evaluation's arena options: the run's reply
-// settings, so the policy is measured as it plays.
+// settings, so the policy is measured as it plays, at eval.temperature
+// where the section sets one.
 func (r *Run) arenaOptions() arena.Options {
 	e, ro := r.opts.Eval, r.opts.Rollout
 	a := rolloutArena(ro, r.runnerContext)
@@ -153,6 +161,9 @@ func (r *Run) arenaOptions() arena.Options {
 		a.Envs = []arena.Env{{Name: ro.Env, Params: engine.Params(ro.Params), Game: r.game}}
 	}
 	a.Episodes = e.Episodes
+	if e.Temperature != nil {
+		a.Temperature = *e.Temperature
+	}
 	return a
 }
 

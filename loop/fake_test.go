@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -416,6 +417,8 @@ func TestValidateNamesFields(t *testing.T) {
 		{"estimator", func(o *Options) { o.Estimator = "magic" }, "estimator"},
 		{"group split", func(o *Options) { o.Rollout.Episodes, o.Rollout.GroupSize = 6, 4 }, "not a multiple of rollout.group_size"},
 		{"context", func(o *Options) { o.Rollout.Context = 2_000_000_000 }, "context"},
+		{"eval temperature negative", func(o *Options) { o.Eval.Temperature = ptr(float32(-0.5)) }, "eval.temperature"},
+		{"eval temperature nan", func(o *Options) { o.Eval.Temperature = ptr(float32(math.NaN())) }, "eval.temperature"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -554,6 +557,53 @@ func TestEvalInRun(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, BestDir, AdapterFile)); err != nil {
 		t.Errorf("best/: %v", err)
+	}
+}
+
+// TestEvalTemperature: eval.temperature plays the evaluations at its own
+// temperature while the rollouts keep theirs; unset, the evaluations
+// sample as the rollouts do. The setting survives a resume.
+func TestEvalTemperature(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  *float32
+		want float32
+	}{{"greedy", ptr(float32(0)), 0}, {"unset", nil, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			o := fakeOptions(1)
+			o.Rollout.Temperature = 1
+			o.Eval = EvalOptions{Every: 1, Episodes: 2, Opponents: []string{"scripted:random"}, Temperature: tc.set}
+			r, err := Open(dir, o, Fresh, fakeParts(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Train(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range []string{"iter-0", "iter-1"} {
+				b, err := os.ReadFile(filepath.Join(dir, EvalDir, it, arena.ConfigFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var played struct {
+					Temperature *float32 `json:"temperature"`
+				}
+				if err := json.Unmarshal(b, &played); err != nil || played.Temperature == nil {
+					t.Fatalf("%s: %s: %v", it, b, err)
+				}
+				if *played.Temperature != tc.want {
+					t.Errorf("%s played at temperature %v, want %v", it, *played.Temperature, tc.want)
+				}
+			}
+			back, err := ReadConfig(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(back.Eval.Temperature, tc.set) || back.Rollout.Temperature != 1 {
+				t.Errorf("config.yaml reads back eval.temperature %v, rollout %v", back.Eval.Temperature, back.Rollout.Temperature)
+			}
+		})
 	}
 }
 
@@ -735,3 +785,5 @@ func TestReadConfigOldRun(t *testing.T) {
 		t.Errorf("a new run's league: %v, %v", o.League.Enabled, err)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
