@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/omar-selfplay/omar/model/builtin"
@@ -27,6 +29,15 @@ func (r *BuildReport) WriteSummary(w io.Writer, out string, steps int) error {
 	}
 	st := r.Corpus
 	fmt.Fprintf(w, "corpus: %d episodes (%d skipped), %d trajectories in %s\n", st.Episodes, st.Skipped, st.Trajectories, r.CorpusTime.Round(1e6))
+	if len(st.Tokens) > 0 {
+		// How the corpus divides among the games (before their weights,
+		// which repeat or thin out an environment's sequences).
+		var parts []string
+		for _, id := range slices.Sorted(maps.Keys(st.Tokens)) {
+			parts = append(parts, fmt.Sprintf("%s %s (%s)", id, tokenCount(st.Tokens[id]), tokenCount(st.TrainedTokens[id])))
+		}
+		fmt.Fprintf(w, "corpus tokens (replies): %s\n", strings.Join(parts, ", "))
+	}
 	if n := len(r.Losses); n > 0 {
 		fmt.Fprintf(w, "trained %d parameters for %d steps (%d resumed, %d of the cloning stage reused from the work directory) in %s; loss %.4f → %.4f\n",
 			r.Params, steps, r.ResumedSteps, r.ReusedSteps, r.TrainTime.Round(1e6), r.Losses[0], r.Losses[n-1])
@@ -42,4 +53,15 @@ func (r *BuildReport) WriteSummary(w io.Writer, out string, steps int) error {
 	}
 	_, err = fmt.Fprintf(w, "wrote %s (sha256 %s, %s the embedded built-in model) and %s\n", out, sum, same, plot)
 	return err
+}
+
+// tokenCount writes n tokens short: 950, 12.3k, 4.56M.
+func tokenCount(n int) string {
+	switch {
+	case n >= 1e6:
+		return fmt.Sprintf("%.2fM", float64(n)/1e6)
+	case n >= 1e4:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -63,6 +64,13 @@ func TestBuildBuiltinShort(t *testing.T) {
 	head, tail := mean(rep.Losses[:4]), mean(rep.Losses[o.Steps-4:o.Steps])
 	if tail >= head {
 		t.Errorf("loss %.3f over the first steps, %.3f over the last: it did not fall", head, tail)
+	}
+	var sum strings.Builder
+	if err := rep.WriteSummary(&sum, a, o.TotalSteps()); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`corpus tokens \(replies\): casino_v1 [0-9.]+k? \([0-9.]+k?\), craigslist_v1 .*, werewolf_v1 `).MatchString(sum.String()) {
+		t.Errorf("the summary does not divide the corpus among its games:\n%s", sum.String())
 	}
 
 	// The second build runs on two threads: the bytes do not depend on
@@ -177,6 +185,25 @@ func TestWithPromptWeight(t *testing.T) {
 		if err := o.Validate(); err == nil {
 			t.Errorf("prompt weight %g: no error", w)
 		}
+	}
+}
+
+func TestCorpusScaled(t *testing.T) {
+	o := CorpusOptions{Envs: []CorpusEnv{{Env: "casino", Episodes: 288}, {Env: "werewolf", Episodes: 24}, {Env: "sotopia", Episodes: 1}}}
+	for _, tc := range []struct {
+		f    float64
+		want []int
+	}{{2, []int{576, 48, 2}}, {0.5, []int{144, 12, 1}}, {0.01, []int{3, 1, 1}}, {1.25, []int{360, 30, 1}}} {
+		var got []int
+		for _, e := range o.Scaled(tc.f).Envs {
+			got = append(got, e.Episodes)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("scaled by %v: episodes %v, want %v", tc.f, got, tc.want)
+		}
+	}
+	if o.Envs[0].Episodes != 288 {
+		t.Errorf("Scaled changed its receiver's environments: %+v", o.Envs)
 	}
 }
 

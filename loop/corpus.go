@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
@@ -96,6 +97,16 @@ type CorpusStats struct {
 	Episodes, Skipped, Trajectories int
 	// Tokens and TrainedTokens per environment id.
 	Tokens, TrainedTokens map[string]int
+}
+
+// Scaled is o with every environment's episodes multiplied by f (rounded,
+// at least 1): a larger or smaller corpus with the same mix.
+func (o CorpusOptions) Scaled(f float64) CorpusOptions {
+	o.Envs = slices.Clone(o.Envs)
+	for i := range o.Envs {
+		o.Envs[i].Episodes = max(1, int(math.Round(float64(o.Envs[i].Episodes)*f)))
+	}
+	return o
 }
 
 // BuildCorpus plays o's episodes with scripted casts and clones the learnt

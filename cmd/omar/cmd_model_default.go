@@ -23,7 +23,8 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	rebuild := fs.Bool("rebuild", false, "train the model anew from its recipe instead of writing the embedded copy (about 32 minutes on two idle cores, 50 on one)")
 	work := fs.String("work", "", "with --rebuild: directory for the intermediate files and checkpoints; an interrupted build continues from it (default: OUT.work)")
 	steps := fs.Int("steps", 0, "with --rebuild: optimizer steps (default the recipe's)")
-	episodes := fs.Int("episodes", 0, "with --rebuild: corpus episodes per cast and environment (default the recipe's)")
+	episodes := fs.Int("episodes", 0, "with --rebuild: corpus episodes per cast of every environment, Werewolf's and SOTOPIA's included (default the recipe's, which differ by environment)")
+	scale := fs.Float64("corpus-scale", 0, "with --rebuild: multiply every environment's corpus episodes by this factor, keeping the recipe's mix (2: twice the corpus)")
 	preset := fs.String("preset", "", "with --rebuild: the model's shape, one of the model presets (default the recipe's, base)")
 	seed := fs.Uint64("seed", 0, "with --rebuild: training seed, drawing the initial weights and the order of the batches (default the recipe's, 1; the corpus is the same): another draw of the same recipe")
 	threads := fs.Int("threads", 0, "with --rebuild: trainer threads; 0 sizes them to the cores free for the process, measured every 5 s (the bytes are the same whatever the count)")
@@ -73,10 +74,18 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 		return usagef("--threads %d: want 0 (the free cores) or more", *threads)
 	}
 	o.Train.Threads = *threads
-	if *episodes > 0 {
+	switch {
+	case *episodes > 0 && *scale != 0:
+		return usagef("--episodes and --corpus-scale: give one")
+	case *episodes > 0:
 		for i := range o.Corpus.Envs {
 			o.Corpus.Envs[i].Episodes = *episodes
 		}
+	case *scale != 0:
+		if !(*scale > 0 && *scale <= 1000) {
+			return usagef("--corpus-scale %v: want a factor in (0, 1000]", *scale)
+		}
+		o.Corpus = o.Corpus.Scaled(*scale)
 	}
 	if *daggerRounds >= 0 {
 		o.Dagger.Rounds = *daggerRounds
