@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/model/builtin"
 )
 
@@ -34,7 +35,7 @@ func (r *BuildReport) WriteSummary(w io.Writer, out string, steps int) error {
 		// which repeat or thin out an environment's sequences).
 		var parts []string
 		for _, id := range slices.Sorted(maps.Keys(st.Tokens)) {
-			parts = append(parts, fmt.Sprintf("%s %s (%s)", id, tokenCount(st.Tokens[id]), tokenCount(st.TrainedTokens[id])))
+			parts = append(parts, fmt.Sprintf("%s %s (%s)", id, model.Count(uint64(st.Tokens[id])), model.Count(uint64(st.TrainedTokens[id]))))
 		}
 		fmt.Fprintf(w, "corpus tokens (replies): %s\n", strings.Join(parts, ", "))
 	}
@@ -53,15 +54,4 @@ func (r *BuildReport) WriteSummary(w io.Writer, out string, steps int) error {
 	}
 	_, err = fmt.Fprintf(w, "wrote %s (sha256 %s, %s the embedded built-in model) and %s\n", out, sum, same, plot)
 	return err
-}
-
-// tokenCount writes n tokens short: 950, 12.3k, 4.56M.
-func tokenCount(n int) string {
-	switch {
-	case n >= 1e6:
-		return fmt.Sprintf("%.2fM", float64(n)/1e6)
-	case n >= 1e4:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
 }

@@ -147,7 +147,7 @@ func orNone(s string) string {
 	return s
 }
 
-// modelCount writes n with a K/M/G suffix.
+// Count writes n short, with a K/M/G suffix: 950, 12.3K, 4.56M.
 func Count(n uint64) string {
 	switch {
 	case n >= 1e9:
