@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +38,15 @@ func bindSelfplay(f *optionFlags[loop.Options]) {
 	f.Strings("lora-modules", "adapted matrices, comma-separated (attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up,ffn_down)", func(o *loop.Options) *[]string { return &o.Train.LoRAModules })
 	f.Int("ppo-epochs", "PPO epochs per iteration", func(o *loop.Options) *int { return &o.Train.Epochs })
 	f.String("device", "trainer device: cpu or cuda", func(o *loop.Options) *string { return &o.Train.Device })
+	f.Func("eval-temperature", "sampling temperature of the held-out evaluations and the before/after table (0: greedy; default the rollouts')", func(o *loop.Options, v string) error {
+		t, err := strconv.ParseFloat(v, 32)
+		if err != nil {
+			return numErr(err)
+		}
+		o.Eval.Temperature = new(float32)
+		*o.Eval.Temperature = float32(t)
+		return nil
+	})
 }
 
 // resumable are the flags a resumed run may take: it must be the same run,
