@@ -188,6 +188,8 @@ func TestWithPromptWeight(t *testing.T) {
 	}
 }
 
+// TestCorpusScaled: every environment's episodes scale by the factor,
+// rounded and at least 1, and the recipe it was called on is unchanged.
 func TestCorpusScaled(t *testing.T) {
 	o := CorpusOptions{Envs: []CorpusEnv{{Env: "casino", Episodes: 288}, {Env: "werewolf", Episodes: 24}, {Env: "sotopia", Episodes: 1}}}
 	for _, tc := range []struct {

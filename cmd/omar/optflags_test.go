@@ -10,8 +10,8 @@ import (
 )
 
 // TestSelfplayFlags: omar selfplay's option flags land in the fields they
-// name, over a config's values, and a bad number is an error naming its
-// flag.
+// name and leave the others at their values; a bad number is an error
+// naming its flag.
 func TestSelfplayFlags(t *testing.T) {
 	parse := func(args ...string) (loop.Options, error) {
 		fs := flag.NewFlagSet("selfplay", flag.ContinueOnError)
