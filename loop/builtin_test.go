@@ -69,7 +69,7 @@ func TestBuildBuiltinShort(t *testing.T) {
 	if err := rep.WriteSummary(&sum, a, o.TotalSteps()); err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`corpus tokens \(replies\): casino_v1 [0-9.]+K? \([0-9.]+K?\), craigslist_v1 .*, werewolf_v1 `).MatchString(sum.String()) {
+	if !regexp.MustCompile(`corpus tokens \(replies\): casino [0-9.]+K? \([0-9.]+K?\), craigslist .*, werewolf `).MatchString(sum.String()) {
 		t.Errorf("the summary does not divide the corpus among its games:\n%s", sum.String())
 	}
 

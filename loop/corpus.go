@@ -95,7 +95,8 @@ func (e CorpusEnv) learns(agent string) bool {
 // CorpusStats count what BuildCorpus made.
 type CorpusStats struct {
 	Episodes, Skipped, Trajectories int
-	// Tokens and TrainedTokens per environment id.
+	// Tokens and TrainedTokens per environment, by the name the
+	// options give it (what users type: "casino", not "casino_v1").
 	Tokens, TrainedTokens map[string]int
 }
 
@@ -164,8 +165,8 @@ func BuildCorpus(ctx context.Context, o CorpusOptions, p *selfplay.Player, progr
 				for _, t := range trajs {
 					out = append(out, WeightedTrajectory{Trajectory: t, Weight: w})
 					st.Trajectories++
-					st.Tokens[g.ID()] += len(t.Tokens)
-					st.TrainedTokens[g.ID()] += t.Generated()
+					st.Tokens[e.Env] += len(t.Tokens)
+					st.TrainedTokens[e.Env] += t.Generated()
 				}
 			}
 		}

@@ -43,8 +43,8 @@ func bindSelfplay(f *optionFlags[loop.Options]) {
 		if err != nil {
 			return numErr(err)
 		}
-		o.Eval.Temperature = new(float32)
-		*o.Eval.Temperature = float32(t)
+		t32 := float32(t)
+		o.Eval.Temperature = &t32
 		return nil
 	})
 }
