@@ -82,7 +82,7 @@ func DefaultBuiltin() BuiltinOptions {
 	var es []CorpusEnv
 	for _, id := range envs.Negotiation {
 		es = append(es, CorpusEnv{
-			Env: id, Params: BuiltinParams(), Episodes: 288,
+			Env: id, Params: BuiltinParams(), Episodes: 576,
 			// Strategic against both scripts, from both sides; only the
 			// strategic seats are learnt.
 			Casts: [][]string{{"strategic"}, {"strategic", "naive"}, {"naive", "strategic"}},
@@ -90,8 +90,8 @@ func DefaultBuiltin() BuiltinOptions {
 		})
 	}
 	es = append(es,
-		CorpusEnv{Env: "werewolf", Episodes: 24, Weight: 0.5},
-		CorpusEnv{Env: "sotopia", Episodes: 24, Weight: 0.25},
+		CorpusEnv{Env: "werewolf", Episodes: 48, Weight: 0.5},
+		CorpusEnv{Env: "sotopia", Episodes: 48, Weight: 0.25},
 	)
 	t := train.Options{}.FullDefaults()
 	t.LR = 2e-3
@@ -100,7 +100,7 @@ func DefaultBuiltin() BuiltinOptions {
 	o := BuiltinOptions{
 		Corpus: CorpusOptions{Envs: es, Seed: 1, MaxTokens: 64, Context: 4096},
 		Arch:   "llama", Preset: "base", Vocab: 1024, SplitDigits: true, PromptWeight: 0.2,
-		Steps: 2400, Batch: 8, Train: t, CheckpointEvery: 25, Seed: 1,
+		Steps: 4800, Batch: 8, Train: t, CheckpointEvery: 25, Seed: 1,
 		// Off: two rounds changed the held-out reward by +0.001 [−0.015,
 		// +0.017] (docs/models.md); `--dagger-rounds N` turns them on.
 		Dagger: DaggerOptions{

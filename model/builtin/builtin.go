@@ -24,7 +24,7 @@ var file []byte
 const Name = "omar-base.gguf"
 
 // SHA256 is the checksum of the embedded file (a test checks it).
-const SHA256 = "73993e9eb71b2a752f01ce8c2b761b658f7830029f42b122328e90a8468c29f4"
+const SHA256 = "8fe02df65a84b57cd1d11e19c6ff5b96a718af2344883a08fe113eb1ad6653dd"
 
 // Bytes returns the model file. The slice is shared: do not modify it.
 func Bytes() []byte { return file }
