@@ -699,3 +699,61 @@ func TestKeepLines(t *testing.T) {
 		t.Errorf("a missing file: %v", err)
 	}
 }
+
+// TestImport: results a player played in one evaluation count as another
+// player's in a second one under the same conditions, which then plays only
+// the rest; other conditions, a missing source or results already there
+// import nothing.
+func TestImport(t *testing.T) {
+	o := scriptedOptions(6, Env{Name: "craigslist"})
+	opponents := []Player{ScriptedPlayer("naive")}
+	policy := ScriptedPlayer("random")
+	policy.Name = "policy"
+	src := t.TempDir()
+	evaluate(t, o, src, []Player{policy}, opponents)
+
+	trained := ScriptedPlayer("random")
+	trained.Name, trained.Version = "trained", "iteration 3"
+	dst := t.TempDir()
+	n, err := Import(dst, src, o, "policy", trained)
+	if err != nil || n != 12 {
+		t.Fatalf("imported %d, err %v; want 12 (2 sides × 6 episodes)", n, err)
+	}
+	if n, err := Import(dst, src, o, "policy", trained); err != nil || n != 0 {
+		t.Errorf("a second import added %d, err %v; want 0", n, err)
+	}
+	later := trained
+	later.Version = "iteration 4"
+	if n, err := Import(t.TempDir(), src, o, "policy", later); err != nil || n != 12 {
+		t.Errorf("another version imported %d, err %v; want 12", n, err)
+	}
+	players := []Player{trained, ScriptedPlayer("strategic")}
+	var reused, played int
+	got, err := Evaluate(context.Background(), o, dst, players, opponents, Hooks{
+		Start:   func(total, done int) { reused = done },
+		Episode: func(Result) { played++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reused != 12 || played != 12 {
+		t.Errorf("%d reused and %d played, want 12 and 12", reused, played)
+	}
+	if a, b := mustJSON(t, got), mustJSON(t, evaluate(t, o, "", players, opponents)); !bytes.Equal(a, b) {
+		t.Errorf("the report with imported results differs from one played in full")
+	}
+
+	o2 := o
+	o2.Seed = 9
+	for _, tc := range []struct {
+		name, src string
+		o         Options
+	}{
+		{"other conditions", src, o2},
+		{"no source", filepath.Join(t.TempDir(), "none"), o},
+	} {
+		if n, err := Import(t.TempDir(), tc.src, tc.o, "policy", trained); err != nil || n != 0 {
+			t.Errorf("%s: imported %d, err %v; want 0", tc.name, n, err)
+		}
+	}
+}

@@ -176,3 +176,38 @@ func TestOllamaPlayer(t *testing.T) {
 		t.Errorf("base without a model file: got no error")
 	}
 }
+
+// TestImportModel: what an adapter played alone, imported as a player that
+// plays beside the base weights, is what that player plays when the
+// evaluation is run in full (other sequences in its decode batches).
+func TestImportModel(t *testing.T) {
+	base, other, adapter := tinyFiles(t)
+	o := modelOptions()
+	o.Episodes = 3
+	l := openTiny(t, o, base, other, adapter)
+	naive := l.Opponents[:1]
+	policy, trained := l.Players[1], l.Players[1]
+	policy.Name, trained.Name = "policy", "trained"
+	players := []Player{l.Players[0], trained}
+
+	src, dst := t.TempDir(), t.TempDir()
+	if _, err := Evaluate(context.Background(), o, src, []Player{policy}, naive, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Import(dst, src, o, "policy", trained); err != nil || n != 2*o.Episodes {
+		t.Fatalf("imported %d, err %v; want %d", n, err, 2*o.Episodes)
+	}
+	got, err := Evaluate(context.Background(), o, dst, players, naive, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Evaluate(context.Background(), o, "", players, naive, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(got)
+	b, _ := json.Marshal(want)
+	if !bytes.Equal(a, b) {
+		t.Errorf("the report with the imported episodes differs from the one played in full")
+	}
+}

@@ -159,17 +159,22 @@ func (o Options) conditions() conditions {
 	}
 }
 
+// conditionsFile is the ConfigFile of an evaluation under o.
+func (o Options) conditionsFile() ([]byte, error) {
+	b, err := json.MarshalIndent(o.conditions(), "", "  ")
+	return append(b, '\n'), err
+}
+
 // openDir checks (or records) the conditions in dir and returns the
 // results already there.
 func openDir(dir string, o Options) ([]Result, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	want, err := json.MarshalIndent(o.conditions(), "", "  ")
+	want, err := o.conditionsFile()
 	if err != nil {
 		return nil, err
 	}
-	want = append(want, '\n')
 	cpath := filepath.Join(dir, ConfigFile)
 	got, err := os.ReadFile(cpath)
 	switch {
@@ -186,6 +191,66 @@ func openDir(dir string, o Options) ([]Result, error) {
 	case !bytes.Equal(got, want):
 		return nil, fmt.Errorf("arena: %s holds results played under other conditions (%s differs: seed, environments, reply settings); use another directory or remove it", dir, ConfigFile)
 	}
+	return readResultsFile(dir)
+}
+
+// Import adds to the evaluation in dir the results that player from
+// played in an earlier evaluation in src, recorded as player to's: an
+// evaluation that would play the same weights on the same deals under the
+// same conditions (a run's held-out evaluation of its last iteration and
+// its before/after comparison) reads them instead of playing them again.
+// Episode k of a pairing has the same seeds whoever plays it, so a replay
+// differs only by the float rounding of other batch neighbours
+// (docs/performance.md: logprobs within 3.2e-6, the same tokens). Import
+// returns how many results it added: none when src holds none or was
+// played under other conditions, or dir already has results of to (its
+// name and version).
+func Import(dir, src string, o Options, from string, to Player) (int, error) {
+	want, err := o.conditionsFile()
+	if err != nil {
+		return 0, err
+	}
+	got, err := os.ReadFile(filepath.Join(src, ConfigFile))
+	if errors.Is(err, os.ErrNotExist) || err == nil && !bytes.Equal(got, want) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	old, err := readResultsFile(src)
+	if err != nil {
+		return 0, err
+	}
+	have, err := openDir(dir, o)
+	if err != nil {
+		return 0, err
+	}
+	for i := range have {
+		if have[i].Player == to.Name && have[i].PlayerVersion == to.Version {
+			return 0, nil
+		}
+	}
+	w, _, err := engine.AppendJSONL(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range old {
+		if r.Player != from {
+			continue
+		}
+		r.Player, r.PlayerVersion = to.Name, to.Version
+		if err := w.Write(r); err != nil {
+			w.Close()
+			return n, err
+		}
+		n++
+	}
+	return n, w.Close()
+}
+
+// readResultsFile reads the results in dir (none: nil).
+func readResultsFile(dir string) ([]Result, error) {
 	f, err := os.Open(filepath.Join(dir, ResultsFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

@@ -185,6 +185,9 @@ func rolloutArena(ro RolloutOptions, ctxLen int) arena.Options {
 	return a
 }
 
+// evalPlayer names the policy in the held-out evaluations' results.
+const evalPlayer = "policy"
+
 // evaluate plays the held-out evaluation after it completed iterations,
 // appends it to eval.jsonl and keeps the best policy so far in best/.
 func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
@@ -192,7 +195,7 @@ func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
 	if err != nil {
 		return nil, err
 	}
-	cur := arena.Player{Name: "policy", Version: "iteration " + strconv.Itoa(it), Kind: arena.SpecAdapter,
+	cur := arena.Player{Name: evalPlayer, Version: "iteration " + strconv.Itoa(it), Kind: arena.SpecAdapter,
 		Model: &selfplay.Player{Label: r.player.Label, Backend: r.player.Backend, Tokenizer: r.player.Tokenizer}}
 	dir := r.Path(filepath.Join(EvalDir, "iter-"+strconv.Itoa(it)))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -279,9 +282,31 @@ func (r *Run) Compare(ctx context.Context, h arena.Hooks) (*arena.Report, error)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	// The evaluations after the last iteration and before the first
+	// played these players on these deals already; the first's policy is
+	// the base weights unless the run started from an adapter (LoRA's B
+	// starts at zero).
+	if err := r.importEval(dir, o, r.state.Iteration, players[1]); err != nil {
+		return nil, err
+	}
+	if r.opts.Rollout.Adapter == "" && !r.opts.Train.Full {
+		if err := r.importEval(dir, o, 0, players[0]); err != nil {
+			return nil, err
+		}
+	}
 	rep, err := arena.Evaluate(ctx, o, dir, players, opps, h)
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}
 	return rep, rep.WriteFiles(dir)
+}
+
+// importEval adds to the evaluation in dir what the policy played in the
+// held-out evaluation after it iterations, as p's results.
+func (r *Run) importEval(dir string, o arena.Options, it int, p arena.Player) error {
+	src := r.Path(filepath.Join(EvalDir, "iter-"+strconv.Itoa(it)))
+	if _, err := arena.Import(dir, src, o, evalPlayer, p); err != nil {
+		return fmt.Errorf("compare: %w", err)
+	}
+	return nil
 }

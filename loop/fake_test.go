@@ -729,7 +729,8 @@ func TestLeagueValidate(t *testing.T) {
 
 // TestCompare: the before-and-after table pairs the base weights and the
 // trained policy on the same deals (here both play the same scripted
-// backend, so the paired gain is exactly 0).
+// backend, so the paired gain is exactly 0), taken from the evaluations
+// before the first iteration and after the last, which played them.
 func TestCompare(t *testing.T) {
 	o := fakeOptions(1)
 	o.Eval = EvalOptions{Every: 1, Episodes: 4, Opponents: []string{"scripted:random"}}
@@ -740,9 +741,13 @@ func TestCompare(t *testing.T) {
 	if err := r.Train(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := r.Compare(context.Background(), arena.Hooks{})
+	total, reused := 0, 0
+	rep, err := r.Compare(context.Background(), arena.Hooks{Start: func(n, done int) { total, reused = n, done }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if total == 0 || reused != total {
+		t.Errorf("the comparison played %d of its %d episodes, want none (the evaluations played them)", total-reused, total)
 	}
 	if fmt.Sprint(rep.Players) != "[base trained]" || rep.Reference != "base" {
 		t.Fatalf("players %v, reference %q", rep.Players, rep.Reference)
@@ -761,6 +766,23 @@ func TestCompare(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(r.Dir(), CompareDir, arena.MarkdownFile)); err != nil {
 		t.Errorf("compare/: %v", err)
+	}
+
+	// A run that starts from an adapter evaluated that adapter at
+	// iteration 0, not the base weights: the base is played.
+	o.Rollout.Adapter = filepath.Join(t.TempDir(), "warm.gguf")
+	r, err = Open(filepath.Join(t.TempDir(), "run"), o, Fresh, fakeParts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Compare(context.Background(), arena.Hooks{Start: func(n, done int) { total, reused = n, done }}); err != nil {
+		t.Fatal(err)
+	}
+	if reused != total/2 {
+		t.Errorf("from an adapter, the comparison reused %d of %d episodes, want the trained policy's %d", reused, total, total/2)
 	}
 }
 
