@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -190,6 +191,11 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 		}
 	}
 	rep := &BuildReport{}
+	lossesPath := filepath.Join(work, lossesFile)
+	recorded, err := readLosses(lossesPath)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	// 1. The tokenizer: BPE merges fitted to the corpus's text, read
 	// through the generated models' byte-level vocabulary (any vocabulary
@@ -261,12 +267,13 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 	to := o.Train
 	to.LibDir, to.Seed = libDir, o.Seed
 	if _, err := os.Stat(final); err != nil || o.Dagger.Rounds == 0 {
-		sh := stepHook{h: h.Step, done: 0, total: o.TotalSteps()}
+		sh := stepHook{h: h.Step, done: 0, total: o.TotalSteps(), losses: lossesPath, recorded: recorded}
 		if err := trainStage(ctx, init, final, filepath.Join(work, "checkpoint"), to, o.Steps, o.Batch, o.CheckpointEvery, cloned, rand.New(rand.NewPCG(o.Seed, 0x62756c74)), sh, rep); err != nil { // "bult"
 			return nil, err
 		}
 	} else {
 		rep.ReusedSteps = o.Steps
+		rep.Losses = append(rep.Losses, span(recorded, 0, o.Steps)...)
 	}
 	var labelled []train.Sequence
 	for r := 1; r <= o.Dagger.Rounds; r++ {
@@ -296,7 +303,9 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 		rep.Dagger = append(rep.Dagger, dst)
 		labelled = append(labelled, seqs...)
 		if _, err := os.Stat(final); err == nil && r < o.Dagger.Rounds {
-			continue // trained before an interrupt; its labels are needed again
+			// Trained before an interrupt; its labels are needed again.
+			rep.Losses = append(rep.Losses, span(recorded, len(rep.Losses), o.Dagger.Steps)...)
+			continue
 		}
 		stage(fmt.Sprintf("dagger round %d: train", r))
 		rto := to
@@ -311,7 +320,7 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 			}
 			return seqs
 		}
-		sh := stepHook{h: h.Step, done: o.Steps + (r-1)*o.Dagger.Steps, total: o.TotalSteps()}
+		sh := stepHook{h: h.Step, done: o.Steps + (r-1)*o.Dagger.Steps, total: o.TotalSteps(), losses: lossesPath, recorded: recorded}
 		ckpt := filepath.Join(work, fmt.Sprintf("checkpoint-dagger%d", r))
 		if err := trainStage(ctx, from, final, ckpt, rto, o.Dagger.Steps, o.Batch, o.CheckpointEvery, mixed, rand.New(rand.NewPCG(o.Seed, 0x64616767+uint64(r))), sh, rep); err != nil {
 			return nil, err
@@ -324,10 +333,14 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 // TotalSteps are the optimizer steps of a whole build.
 func (o BuiltinOptions) TotalSteps() int { return o.Steps + o.Dagger.Rounds*o.Dagger.Steps }
 
-// stepHook reports a stage's steps as steps of the whole build.
+// stepHook reports a stage's steps as steps of the whole build, and
+// keeps their losses in the work directory's losses file (recorded is
+// what that file held when the build started).
 type stepHook struct {
 	h           func(step, total int, loss float64)
 	done, total int
+	losses      string
+	recorded    []float64
 }
 
 // trainStage trains every weight of the model at from for steps optimizer
@@ -351,6 +364,7 @@ func trainStage(ctx context.Context, from, out, ckpt string, to train.Options, s
 		}
 		resumed = tr.Steps()
 		rep.ResumedSteps += resumed
+		rep.Losses = append(rep.Losses, span(sh.recorded, sh.done, resumed)...)
 	}
 	var epoch []train.Sequence
 	epochs, next := 0, 0
@@ -380,6 +394,9 @@ func trainStage(ctx context.Context, from, out, ckpt string, to train.Options, s
 				if cerr := tr.SaveCheckpoint(ckpt, nil); cerr != nil {
 					return errors.Join(err, cerr)
 				}
+				if cerr := writeLosses(sh.losses, rep.Losses); cerr != nil {
+					return errors.Join(err, cerr)
+				}
 			}
 			return err
 		}
@@ -394,9 +411,74 @@ func trainStage(ctx context.Context, from, out, ckpt string, to train.Options, s
 			if err := tr.SaveCheckpoint(ckpt, nil); err != nil {
 				return err
 			}
+			if err := writeLosses(sh.losses, rep.Losses); err != nil {
+				return err
+			}
 		}
 	}
-	return tr.SaveModel(out, gguf.F32)
+	if err := tr.SaveModel(out, gguf.F32); err != nil {
+		return err
+	}
+	return writeLosses(sh.losses, rep.Losses)
+}
+
+// lossesFile keeps in a work directory the loss of every optimizer step
+// trained so far, in build order (null: a step whose loss a work
+// directory of an older version did not keep), so that a resumed build
+// reports and plots every step. A training step is a function of the
+// recipe and the step alone (resumes are bit-identical), so the losses
+// recorded for steps a resume trains again are the same numbers.
+const lossesFile = "losses.json"
+
+// readLosses reads a losses file (none: nil; null: NaN).
+func readLosses(path string) ([]float64, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var vs []*float64
+	if err := json.Unmarshal(b, &vs); err != nil {
+		return nil, fmt.Errorf("builtin: %s: %w", path, err)
+	}
+	out := make([]float64, len(vs))
+	for i, v := range vs {
+		out[i] = math.NaN()
+		if v != nil {
+			out[i] = *v
+		}
+	}
+	return out, nil
+}
+
+// writeLosses writes a losses file (NaN: null).
+func writeLosses(path string, losses []float64) error {
+	vs := make([]*float64, len(losses))
+	for i := range losses {
+		if !math.IsNaN(losses[i]) {
+			vs[i] = &losses[i]
+		}
+	}
+	b, err := json.Marshal(vs)
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, append(b, '\n'), 0o644)
+}
+
+// span is the recorded losses of the n steps from step from (NaN where
+// none was recorded).
+func span(recorded []float64, from, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = math.NaN()
+		if j := from + i; j < len(recorded) {
+			out[i] = recorded[j]
+		}
+	}
+	return out
 }
 
 // repeats is how many times an item of sampling weight w is kept in an

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,9 +40,18 @@ func (r *BuildReport) WriteSummary(w io.Writer, out string, steps int) error {
 		}
 		fmt.Fprintf(w, "corpus tokens (replies): %s\n", strings.Join(parts, ", "))
 	}
-	if n := len(r.Losses); n > 0 {
+	var known []float64
+	for _, l := range r.Losses {
+		if !math.IsNaN(l) {
+			known = append(known, l)
+		}
+	}
+	if n := len(known); n > 0 {
 		fmt.Fprintf(w, "trained %d parameters for %d steps (%d resumed, %d of the cloning stage reused from the work directory) in %s; loss %.4f → %.4f\n",
-			r.Params, steps, r.ResumedSteps, r.ReusedSteps, r.TrainTime.Round(1e6), r.Losses[0], r.Losses[n-1])
+			r.Params, steps, r.ResumedSteps, r.ReusedSteps, r.TrainTime.Round(1e6), known[0], known[n-1])
+		if missing := len(r.Losses) - n; missing > 0 {
+			fmt.Fprintf(w, "the losses of %d steps trained by an older version before a resume were not kept; the plot leaves them out\n", missing)
+		}
 	}
 	for i, d := range r.Dagger {
 		pct := func(n int) float64 { return 100 * float64(n) / float64(max(1, d.Turns)) }

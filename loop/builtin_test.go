@@ -98,6 +98,9 @@ func TestBuildBuiltinShort(t *testing.T) {
 	if rep2.ResumedSteps == 0 {
 		t.Errorf("the last build did not resume from the checkpoint")
 	}
+	if !reflect.DeepEqual(rep2.Losses, rep.Losses) {
+		t.Errorf("the resumed build reports the losses %v, the uninterrupted one %v", rep2.Losses, rep.Losses)
+	}
 	if len(rep.Dagger) != 2 || rep.Dagger[0].Episodes == 0 || rep.Dagger[0].Sequences == 0 || !reflect.DeepEqual(rep.Dagger, rep2.Dagger) {
 		t.Errorf("DAgger rounds %+v, resumed %+v", rep.Dagger, rep2.Dagger)
 	}
@@ -105,6 +108,53 @@ func TestBuildBuiltinShort(t *testing.T) {
 	y, _ := os.ReadFile(b)
 	if len(x) == 0 || !bytes.Equal(x, y) {
 		t.Errorf("an interrupted and resumed build wrote other bytes (%d and %d)", len(x), len(y))
+	}
+}
+
+// TestBuildBuiltinOldWork: a build resumed from a work directory without
+// the losses file (an older version's) reports the steps before the
+// resume as unknown, plots the rest at their steps and says so.
+func TestBuildBuiltinOldWork(t *testing.T) {
+	lib := llamatest.LibDir()
+	if lib == "" {
+		t.Skip("the llama.cpp libraries are not installed (make deps)")
+	}
+	dir := t.TempDir()
+	o := shortBuiltin()
+	o.Dagger.Rounds = 0
+	o.Steps, o.CheckpointEvery = 4, 2
+	o.Train.TotalSteps, o.Train.WarmupSteps = 4, 1
+	out, work := filepath.Join(dir, "m.gguf"), filepath.Join(dir, "m.work")
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := BuildBuiltin(ctx, o, out, work, lib, BuildHooks{Step: func(step, _ int, _ float64) {
+		if step == 2 {
+			cancel()
+		}
+	}})
+	cancel()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted build: %v", err)
+	}
+	if err := os.Remove(filepath.Join(work, lossesFile)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := BuildBuiltin(context.Background(), o, out, work, lib, BuildHooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Losses) != 4 || !math.IsNaN(rep.Losses[0]) || !math.IsNaN(rep.Losses[1]) || math.IsNaN(rep.Losses[2]) || math.IsNaN(rep.Losses[3]) {
+		t.Fatalf("losses %v, want 2 unknown then 2", rep.Losses)
+	}
+	var sum strings.Builder
+	if err := rep.WriteSummary(&sum, out, 4); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sum.String(), "the losses of 2 steps") {
+		t.Errorf("the summary does not say that 2 losses are missing:\n%s", sum.String())
+	}
+	svg, err := os.ReadFile(strings.TrimSuffix(out, ".gguf") + ".loss.svg")
+	if err != nil || bytes.Contains(svg, []byte("NaN")) {
+		t.Errorf("the loss plot: %v, NaN in it: %v", err, bytes.Contains(svg, []byte("NaN")))
 	}
 }
 

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"errors"
+	"math"
 	"os"
 
 	"github.com/omar-selfplay/omar/chart"
@@ -56,12 +57,16 @@ func RewardSVG(title string, ms []Metrics, lo, hi float64) []byte {
 	return chart.Lines(title+": mean reward per role", "iteration", series, float64(max(len(ms), 2)), lo, hi)
 }
 
-// LossSVG draws a loss against optimizer step.
+// LossSVG draws a loss against optimizer step (NaN: a step without a
+// recorded loss, left out).
 func LossSVG(title string, losses []float64) []byte {
 	hi := 0.0
-	se := chart.Series{Name: "loss", Points: make([]chart.Point, len(losses))}
+	se := chart.Series{Name: "loss"}
 	for i, l := range losses {
-		se.Points[i] = chart.Point{X: float64(i + 1), Y: l}
+		if math.IsNaN(l) {
+			continue // not recorded
+		}
+		se.Points = append(se.Points, chart.Point{X: float64(i + 1), Y: l})
 		hi = max(hi, l)
 	}
 	return chart.Lines(title, "optimizer step", []chart.Series{se}, float64(max(len(losses), 2)), 0, hi)
