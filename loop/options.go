@@ -98,7 +98,7 @@ const BuiltinPreset = "builtin"
 // replies (a few minutes on 2 idle cores, docs/selfplay.md), a league (the policy against the
 // naive and strategic scripts, the frozen base and its own snapshots, 20%
 // pure self-play), a held-out evaluation before the first iteration and
-// after every fifth, the hierarchical estimator, LoRA rank 8.
+// after every tenth, the hierarchical estimator, LoRA rank 8.
 func (Options) Defaults() Options {
 	r := RolloutOptions{}.Defaults()
 	r.Env = DefaultEnv
@@ -115,7 +115,10 @@ func (Options) Defaults() Options {
 	league := DefaultLeague()
 	league.Enabled = true
 	eval := DefaultEval()
-	eval.Every = 5
+	// Each evaluation costs about a training iteration and a half: every
+	// tenth keeps make run within 10 minutes on a slow 2-core machine and
+	// leaves the training itself unchanged (docs/selfplay.md).
+	eval.Every = 10
 	return Options{
 		Iterations:      30,
 		Rollout:         r,
