@@ -441,7 +441,7 @@ func readLosses(path string) ([]float64, error) {
 	}
 	var vs []*float64
 	if err := json.Unmarshal(b, &vs); err != nil {
-		return nil, fmt.Errorf("builtin: %s: %w", path, err)
+		return nil, fmt.Errorf("builtin: %s: %w (remove it to resume without the earlier steps' losses)", path, err)
 	}
 	out := make([]float64, len(vs))
 	for i, v := range vs {

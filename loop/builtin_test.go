@@ -111,19 +111,27 @@ func TestBuildBuiltinShort(t *testing.T) {
 	}
 }
 
-// TestBuildBuiltinOldWork: a build resumed from a work directory without
-// the losses file (an older version's) reports the steps before the
-// resume as unknown, plots the rest at their steps and says so.
-func TestBuildBuiltinOldWork(t *testing.T) {
+// fourStepBuiltin is the shortest build: four steps of cloning,
+// checkpoints every two, no DAgger; it skips without llama.cpp.
+func fourStepBuiltin(t *testing.T) (string, BuiltinOptions) {
+	t.Helper()
 	lib := llamatest.LibDir()
 	if lib == "" {
 		t.Skip("the llama.cpp libraries are not installed (make deps)")
 	}
-	dir := t.TempDir()
 	o := shortBuiltin()
 	o.Dagger.Rounds = 0
 	o.Steps, o.CheckpointEvery = 4, 2
 	o.Train.TotalSteps, o.Train.WarmupSteps = 4, 1
+	return lib, o
+}
+
+// TestBuildBuiltinOldWork: a build resumed from a work directory without
+// the losses file (an older version's) reports the steps before the
+// resume as unknown, plots the rest at their steps and says so.
+func TestBuildBuiltinOldWork(t *testing.T) {
+	lib, o := fourStepBuiltin(t)
+	dir := t.TempDir()
 	out, work := filepath.Join(dir, "m.gguf"), filepath.Join(dir, "m.work")
 	ctx, cancel := context.WithCancel(context.Background())
 	_, err := BuildBuiltin(ctx, o, out, work, lib, BuildHooks{Step: func(step, _ int, _ float64) {
@@ -162,15 +170,8 @@ func TestBuildBuiltinOldWork(t *testing.T) {
 // is another draw of the recipe (other bytes from the same corpus), and a
 // work directory of one seed refuses to resume into another.
 func TestBuildBuiltinSeed(t *testing.T) {
-	lib := llamatest.LibDir()
-	if lib == "" {
-		t.Skip("the llama.cpp libraries are not installed (make deps)")
-	}
+	lib, o := fourStepBuiltin(t)
 	dir := t.TempDir()
-	o := shortBuiltin()
-	o.Dagger.Rounds = 0
-	o.Steps, o.CheckpointEvery = 4, 2
-	o.Train.TotalSteps, o.Train.WarmupSteps = 4, 1
 	var files [2][]byte
 	for i, seed := range []uint64{1, 2} {
 		o.Seed = seed
