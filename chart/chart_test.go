@@ -8,8 +8,8 @@ import (
 func TestLines(t *testing.T) {
 	svg := string(Lines("a<b", "step", []Series{
 		{Name: "buyer", Points: []Point{{1, .2}, {2, .4}}},
-		{Name: "held-out buyer", Points: []Point{{1, .3}, {2, .5}}, Dashed: true},
-	}, 2, 0, 1))
+		{Name: "held-out buyer", Points: []Point{{0, .3}, {2, .5}}, Dashed: true, Marks: true},
+	}, 0, 2, 0, 1))
 	for _, want := range []string{"<svg", "a&lt;b", "buyer", "stroke-dasharray", "</svg>"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("svg lacks %q", want)
@@ -18,8 +18,14 @@ func TestLines(t *testing.T) {
 	if n := strings.Count(svg, "<polyline"); n != 2 {
 		t.Errorf("%d lines, want 2", n)
 	}
+	if n := strings.Count(svg, "<circle"); n != 2 {
+		t.Errorf("%d dots, want the marked series' 2", n)
+	}
+	if !strings.Contains(svg, `points="60.0,`) {
+		t.Errorf("the held-out series' first point (x = 0) is not at the axis's left end:\n%s", svg)
+	}
 	// Degenerate ranges draw, not divide by zero.
-	if s := string(Lines("x", "y", []Series{{Name: "s", Points: []Point{{1, 0}}}}, 1, 0, 0)); strings.Contains(s, "NaN") || strings.Contains(s, "Inf") {
+	if s := string(Lines("x", "y", []Series{{Name: "s", Points: []Point{{1, 0}}}}, 1, 1, 0, 0)); strings.Contains(s, "NaN") || strings.Contains(s, "Inf") {
 		t.Errorf("degenerate ranges gave %s", s)
 	}
 }

@@ -12,8 +12,8 @@ import (
 // RewardPlot is the picture of a run's reward per role in its directory.
 const RewardPlot = "reward.svg"
 
-// PlotReward redraws the run's reward.svg from its metrics.jsonl (nothing
-// before the first iteration).
+// PlotReward redraws the run's reward.svg from its metrics.jsonl and
+// eval.jsonl (nothing before the first iteration).
 func (r *Run) PlotReward() error {
 	ms, err := ReadMetrics(r.Path(MetricsFile))
 	if errors.Is(err, os.ErrNotExist) || err == nil && len(ms) == 0 {
@@ -22,39 +22,51 @@ func (r *Run) PlotReward() error {
 	if err != nil {
 		return err
 	}
+	evals, err := ReadEvaluations(r.Path(EvalFile))
+	if err != nil {
+		return err
+	}
 	lo, hi := r.Game().RewardRange()
-	return os.WriteFile(r.Path(RewardPlot), RewardSVG(r.Game().ID(), ms, lo, hi), 0o644)
+	return os.WriteFile(r.Path(RewardPlot), RewardSVG(r.Game().ID(), ms, evals, lo, hi), 0o644)
 }
 
 // RewardSVG draws mean reward per role against iteration, with the
-// held-out evaluation's reward per side dashed beside it.
-func RewardSVG(title string, ms []Metrics, lo, hi float64) []byte {
+// held-out evaluations' reward per side dashed beside it, from the one
+// before the first iteration (x = 0) on.
+func RewardSVG(title string, ms []Metrics, evals []Evaluation, lo, hi float64) []byte {
 	roles, sides := map[string]bool{}, map[string]bool{}
 	for _, m := range ms {
 		for role := range m.Reward {
 			roles[role] = true
 		}
-		for side := range m.Eval {
+	}
+	xMin, xMax := 1.0, float64(max(len(ms), 2))
+	for _, e := range evals {
+		for side := range e.Reward {
 			sides[side] = true
 		}
+		xMin = min(xMin, float64(e.Iteration))
 	}
 	var series []chart.Series
-	add := func(name string, values func(Metrics) map[string]float64, key string, dashed bool) {
-		se := chart.Series{Name: name, Dashed: dashed}
+	for _, role := range engine.SortedKeys(roles) {
+		se := chart.Series{Name: role}
 		for _, m := range ms {
-			if v, ok := values(m)[key]; ok {
+			if v, ok := m.Reward[role]; ok {
 				se.Points = append(se.Points, chart.Point{X: float64(m.Iteration), Y: v})
 			}
 		}
 		series = append(series, se)
 	}
-	for _, role := range engine.SortedKeys(roles) {
-		add(role, func(m Metrics) map[string]float64 { return m.Reward }, role, false)
-	}
 	for _, side := range engine.SortedKeys(sides) {
-		add("held-out "+side, func(m Metrics) map[string]float64 { return m.Eval }, side, true)
+		se := chart.Series{Name: "held-out " + side, Dashed: true, Marks: true}
+		for _, e := range evals {
+			if v, ok := e.Reward[side]; ok {
+				se.Points = append(se.Points, chart.Point{X: float64(e.Iteration), Y: v})
+			}
+		}
+		series = append(series, se)
 	}
-	return chart.Lines(title+": mean reward per role", "iteration", series, float64(max(len(ms), 2)), lo, hi)
+	return chart.Lines(title+": mean reward per role", "iteration", series, xMin, xMax, lo, hi)
 }
 
 // LossSVG draws a loss against optimizer step (NaN: a step without a
@@ -69,5 +81,5 @@ func LossSVG(title string, losses []float64) []byte {
 		se.Points = append(se.Points, chart.Point{X: float64(i + 1), Y: l})
 		hi = max(hi, l)
 	}
-	return chart.Lines(title, "optimizer step", []chart.Series{se}, float64(max(len(losses), 2)), 0, hi)
+	return chart.Lines(title, "optimizer step", []chart.Series{se}, 1, float64(max(len(losses), 2)), 0, hi)
 }
