@@ -53,13 +53,15 @@ func TestScriptedEpisode(t *testing.T) {
 			name:       "deal in the middle, buyer disclosed its target",
 			scripts:    [2][]string{{"SAY: my target is $260\nPROPOSE: price=200", "PROPOSE: price=oops", "PROPOSE: price=305"}, {"PROPOSE: price=340", "ACCEPT"}},
 			wantResult: "deal", want: [2]float64{.5, .5},
-			wantMetric: map[string]float64{"disclosure_buyer": 1, "opening_buyer": 200.0 / 260, "opening_seller": 340.0 / 350, "invalid_buyer": 1, "rounds": 2},
+			wantMetric: map[string]float64{"disclosure_buyer": 1, "opening_buyer": 200.0 / 260, "opening_seller": 340.0 / 350, "invalid_buyer": 1, "rounds": 2, "below_floor_buyer": 0},
 		},
 		{
 			name:       "deal above the listing",
 			scripts:    [2][]string{{"PROPOSE: price=$400"}, {"ACCEPT"}},
 			wantResult: "deal", want: [2]float64{0, 1},
-			wantMetric: map[string]float64{"disclosure_buyer": 0, "agreement": 1},
+			// Paying more than the listing is worth no more to the
+			// buyer than no deal.
+			wantMetric: map[string]float64{"disclosure_buyer": 0, "agreement": 1, "below_floor_buyer": 1, "below_floor_seller": 0},
 		},
 		{
 			name:       "walk away",
@@ -114,6 +116,8 @@ func FuzzMove(f *testing.F) {
 }
 
 func TestStrategicBeatsNaive(t *testing.T) { negotiationtest.CheckStrategicBeatsNaive(t, New()) }
+
+func TestStrategicAboveFloor(t *testing.T) { negotiationtest.CheckStrategicAboveFloor(t, New(), 20) }
 
 func TestRecordRescore(t *testing.T) { negotiationtest.CheckRecordRescore(t, New(), Rescore) }
 

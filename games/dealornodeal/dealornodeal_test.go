@@ -160,6 +160,8 @@ func FuzzMove(f *testing.F) {
 
 func TestStrategicBeatsNaive(t *testing.T) { negotiationtest.CheckStrategicBeatsNaive(t, New()) }
 
+func TestStrategicAboveFloor(t *testing.T) { negotiationtest.CheckStrategicAboveFloor(t, New(), 20) }
+
 // TestStructuredLegal checks that structured-only turns list every valid
 // reply in Legal, each of which parses, and ACCEPT only when it is legal.
 func TestStructuredLegal(t *testing.T) {

@@ -25,7 +25,9 @@ type Episode[T any] struct {
 	Briefing [2]Briefing
 	// Score turns the loop's result into the outcome.
 	Score func(Result[T]) engine.Outcome
-	// appraise is Play's (Params.Hints); Game.NewEpisode sets it.
+	// values are the seats' own valuations and appraise is Play's
+	// (Params.Hints); Game.NewEpisode sets them.
+	values   [2]Valuation[T]
 	appraise func(seat int, t T) string
 	out      engine.Outcome
 }
@@ -44,6 +46,15 @@ func (e *Episode[T]) Run(ctx context.Context, rt *engine.Runtime) error {
 	res, err := Play(ctx, rt, e.Rules, e.Options, e.First, e.appraise)
 	if err != nil {
 		return err
+	}
+	for seat, ts := range res.Offered {
+		if v := e.values[seat]; v.Utility != nil {
+			for _, t := range ts {
+				if v.NoBetterThanNoDeal(t) {
+					res.BelowFloor[seat]++
+				}
+			}
+		}
 	}
 	e.out = e.Score(res)
 	return nil
@@ -78,7 +89,7 @@ const MaxOpening = 10
 // agreement, walk_away, no_deal, rounds, turns and, per role,
 // utility_, reward_, disclosure_, opening_ (when it proposed; in
 // [0, MaxOpening]), walked_,
-// proposals_, invalid_ and defaulted_.
+// proposals_, below_floor_, invalid_ and defaulted_.
 func Metrics[T any](res Result[T], rep Report) map[string]float64 {
 	b := func(x bool) float64 {
 		if x {
@@ -104,6 +115,7 @@ func Metrics[T any](res Result[T], rep Report) map[string]float64 {
 		}
 		m["walked_"+role] = b(res.Walker == i)
 		m["proposals_"+role] = float64(res.Proposals[i])
+		m["below_floor_"+role] = float64(res.BelowFloor[i])
 		m["invalid_"+role] = float64(res.Invalid[i])
 		m["defaulted_"+role] = float64(res.Defaulted[i])
 	}

@@ -64,10 +64,11 @@ func (g Game[S, T]) NewEpisode(seed uint64, p engine.Params) (engine.Episode, er
 		return nil, fmt.Errorf("%s: %w", g.GameID, err)
 	}
 	ep := g.Episode(s, q)
+	if ep.values, err = valuations(g.Valuation, ep.SeatList, ep.Briefing); err != nil {
+		return nil, fmt.Errorf("%s: %w", g.GameID, err)
+	}
 	if q.Hints {
-		if ep.appraise, err = appraisers(g.Valuation, ep.SeatList, ep.Briefing); err != nil {
-			return nil, fmt.Errorf("%s: %w", g.GameID, err)
-		}
+		ep.appraise = appraisers(ep.values)
 	}
 	return ep, nil
 }

@@ -20,7 +20,7 @@ func Appraiser[T any](val Valuation[T]) func(T) string {
 	span := best - val.Floor
 	return func(t T) string {
 		u := val.Utility(t)
-		if span <= 0 || u <= val.Floor+1e-9 {
+		if span <= 0 || val.NoBetterThanNoDeal(t) {
 			return "Worth to you: no better than no deal."
 		}
 		pct := min(max(int(math.Round(100*(u-val.Floor)/span)), 1), 100)
@@ -28,17 +28,23 @@ func Appraiser[T any](val Valuation[T]) func(T) string {
 	}
 }
 
-// appraisers builds both seats' Appraiser from their briefings' private
+// valuations builds both seats' Valuation from their briefings' private
 // data, the way a scripted agent values its seat.
-func appraisers[T any](value ValuationFunc[T], seats []engine.Seat, briefings [2]Briefing) (func(seat int, t T) string, error) {
-	var fs [2]func(T) string
-	for i := range fs {
+func valuations[T any](value ValuationFunc[T], seats []engine.Seat, briefings [2]Briefing) ([2]Valuation[T], error) {
+	var vals [2]Valuation[T]
+	for i := range vals {
 		view := []engine.Event{{Kind: engine.KindBriefing, Seat: i, Text: briefings[i].Text, Data: briefings[i].Data}}
 		val, err := value(seats[i], view)
 		if err != nil {
-			return nil, fmt.Errorf("hints: %w", err)
+			return vals, fmt.Errorf("valuation: %w", err)
 		}
-		fs[i] = Appraiser(val)
+		vals[i] = val
 	}
-	return func(seat int, t T) string { return fs[seat](t) }, nil
+	return vals, nil
+}
+
+// appraisers are both seats' Appraiser.
+func appraisers[T any](vals [2]Valuation[T]) func(seat int, t T) string {
+	fs := [2]func(T) string{Appraiser(vals[0]), Appraiser(vals[1])}
+	return func(seat int, t T) string { return fs[seat](t) }
 }

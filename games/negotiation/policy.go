@@ -35,6 +35,10 @@ type Valuation[T any] struct {
 	Disclosure string
 }
 
+// NoBetterThanNoDeal reports whether terms are worth no more to the seat
+// than no deal at all (its utility at or below the floor).
+func (v Valuation[T]) NoBetterThanNoDeal(t T) bool { return v.Utility(t) <= v.Floor+1e-9 }
+
 // ValuationFunc builds a seat's valuation from what it has seen (its
 // briefing's Data holds its private information).
 type ValuationFunc[T any] func(seat engine.Seat, view []engine.Event) (Valuation[T], error)

@@ -112,8 +112,13 @@ type Result[T any] struct {
 	Openings  [2]*T
 	Said      [2][]string
 	Proposals [2]int
-	Invalid   [2]int
-	Defaulted [2]int
+	// Offered are each seat's proposals in order; BelowFloor counts those
+	// worth no more to the proposer than no deal (by the seat's own
+	// valuation: Episode.Run counts them, Play leaves them 0).
+	Offered    [2][]T
+	BelowFloor [2]int
+	Invalid    [2]int
+	Defaulted  [2]int
 }
 
 // Move is a validated turn: the reply with its terms read.
@@ -238,6 +243,7 @@ func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Opti
 				res.Openings[seat] = &t
 			}
 			res.Proposals[seat]++
+			res.Offered[seat] = append(res.Offered[seat], t)
 			lines = append(lines, fmt.Sprintf("%s proposes: %s", name, standing.Text))
 			short = append(short, lines[len(lines)-1])
 		case KindAccept:

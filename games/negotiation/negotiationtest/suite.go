@@ -168,6 +168,35 @@ func CheckScriptedGrammar(t *testing.T, g engine.Game, seeds int) {
 	}
 }
 
+// CheckStrategicAboveFloor plays the strategic policy against each
+// scripted policy, in both seats, on seeds 0..seeds-1, and wants none of
+// its proposals worth no more to it than no deal (below_floor_ 0); random
+// play against itself must show the metric.
+func CheckStrategicAboveFloor(t *testing.T, g engine.Game, seeds int) {
+	t.Helper()
+	for _, agents := range [][]string{{"strategic", "strategic"}, {"strategic", "naive"}, {"random", "strategic"}, {"random", "random"}} {
+		for seed := range uint64(seeds) {
+			cast, err := engine.ScriptedCast(g, agents, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := engine.Play(context.Background(), g, seed, nil, cast, engine.DefaultOptions(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, seat := range rec.Seats {
+				n, ok := rec.Outcome.Metrics["below_floor_"+seat.Role]
+				switch {
+				case !ok:
+					t.Fatalf("%v seed %d: no below_floor_%s in %v", agents, seed, seat.Role, rec.Outcome.Metrics)
+				case agents[i] == "strategic" && n != 0:
+					t.Errorf("%v seed %d: the strategic %s made %g proposals no better than no deal", agents, seed, seat.Role, n)
+				}
+			}
+		}
+	}
+}
+
 // CheckStrategicBeatsNaive plays strategic against naive on 200 sampled
 // scenarios in both seatings and wants the strategic policy's mean reward
 // above the naive one's in every role.
