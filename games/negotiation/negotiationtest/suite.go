@@ -155,17 +155,23 @@ func CheckScriptedGrammar(t *testing.T, g engine.Game, seeds int) {
 	t.Helper()
 	for _, agents := range [][]string{{"strategic", "naive"}, {"random", "random"}, {"naive", "strategic"}} {
 		for seed := range uint64(seeds) {
-			cast, err := engine.ScriptedCast(g, agents, seed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec, err := engine.Play(context.Background(), g, seed, nil, cast, engine.DefaultOptions(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			CheckRepliesMatchGrammar(t, rec)
+			CheckRepliesMatchGrammar(t, playScripted(t, g, agents, seed))
 		}
 	}
+}
+
+// playScripted plays seed of g with the scripted policies agents.
+func playScripted(t *testing.T, g engine.Game, agents []string, seed uint64) *engine.Record {
+	t.Helper()
+	cast, err := engine.ScriptedCast(g, agents, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := engine.Play(context.Background(), g, seed, nil, cast, engine.DefaultOptions(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
 
 // CheckStrategicAboveFloor plays the strategic policy against each
@@ -176,14 +182,7 @@ func CheckStrategicAboveFloor(t *testing.T, g engine.Game, seeds int) {
 	t.Helper()
 	for _, agents := range [][]string{{"strategic", "strategic"}, {"strategic", "naive"}, {"random", "strategic"}, {"random", "random"}} {
 		for seed := range uint64(seeds) {
-			cast, err := engine.ScriptedCast(g, agents, seed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec, err := engine.Play(context.Background(), g, seed, nil, cast, engine.DefaultOptions(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rec := playScripted(t, g, agents, seed)
 			for i, seat := range rec.Seats {
 				n, ok := rec.Outcome.Metrics["below_floor_"+seat.Role]
 				switch {
