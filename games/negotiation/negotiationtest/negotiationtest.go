@@ -283,14 +283,7 @@ func CheckRescore[S, T any](t *testing.T, g engine.Game, p engine.Params, seeds 
 	t.Helper()
 	for _, agents := range [][]string{{"strategic", "naive"}, {"naive", "strategic"}, {"random", "random"}, {"strategic", "strategic"}} {
 		for seed := uint64(1); seed <= uint64(seeds); seed++ {
-			cast, err := engine.ScriptedCast(g, agents, seed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec, err := engine.Play(context.Background(), g, seed, p, cast, engine.DefaultOptions(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rec := playScripted(t, g, agents, seed, p)
 			b, err := json.Marshal(rec)
 			if err != nil {
 				t.Fatal(err)
