@@ -64,6 +64,9 @@ func (b *Backend) LoadAdapter(ctx context.Context, name, path string, scale floa
 	case path != "" && scale == 0:
 		return fmt.Errorf("llama: adapter %q: scale 0", name)
 	}
+	if b.contexts != nil {
+		return b.eachContext(func(c *Backend) error { return c.LoadAdapter(ctx, name, path, scale) })
+	}
 	s := &swap{name: name, path: path, scale: scale, reply: make(chan swapResult, 1)}
 	select {
 	case b.swaps <- s:
@@ -82,6 +85,9 @@ func (b *Backend) LoadAdapter(ctx context.Context, name, path string, scale floa
 
 // Adapters lists the registered adapter names, sorted.
 func (b *Backend) Adapters() []string {
+	if b.contexts != nil {
+		return b.contexts[0].Adapters()
+	}
 	b.adapters.mu.Lock()
 	defer b.adapters.mu.Unlock()
 	names := make([]string, 0, len(b.adapters.named))
@@ -197,7 +203,13 @@ func (b *Backend) useAdapter(key string) error {
 // AdapterSwitches counts how often the decode loop changed the context's
 // adapters between the groups of a step (a cost of mixing adapters in one
 // backend; 0 while every sequence uses one adapter).
-func (b *Backend) AdapterSwitches() int64 { return b.adapters.switches.Load() }
+func (b *Backend) AdapterSwitches() int64 {
+	n := b.adapters.switches.Load()
+	for _, c := range b.contexts {
+		n += c.AdapterSwitches()
+	}
+	return n
+}
 
 func (b *Backend) currentScale() float32 {
 	if b.adapters.scaleSet {

@@ -21,10 +21,16 @@ var ErrClosed = errors.New("llama: backend closed")
 type Backend struct {
 	opts  Options
 	model *llamacpp.Model
-	vocab *llamacpp.Vocab
-	lctx  *llamacpp.LlamaContext
-	nCtx  int // KV cells per sequence
-	tmpl  string
+	// ownsModel: Close frees the model (not for one context of several).
+	ownsModel bool
+	vocab     *llamacpp.Vocab
+	// contexts are the llama contexts of a Backend with several
+	// (Options.Contexts, contexts.go), which routes calls to them and
+	// has no context or loop of its own; nil otherwise.
+	contexts []*Backend
+	lctx     *llamacpp.LlamaContext
+	nCtx     int // KV cells per sequence
+	tmpl     string
 
 	submit    chan []*job
 	sessionCh chan sessionMsg
@@ -101,6 +107,19 @@ func New(o Options) (*Backend, error) {
 		m.Close()
 		return nil, fmt.Errorf("llama: %s is an encoder-decoder model; only decoder-only models are supported", o.Model)
 	}
+	if o.contexts() == 1 {
+		b, err := newContext(o, m, true)
+		if err != nil {
+			m.Close()
+		}
+		return b, err
+	}
+	return newContexts(o, m)
+}
+
+// newContext makes a llama context for o on the loaded model m and starts
+// its decode loop; owner says whether closing the Backend frees m.
+func newContext(o Options, m *llamacpp.Model, owner bool) (*Backend, error) {
 	co := llamacpp.ContextOptions{}.Defaults()
 	co.NCtx = o.Context * o.Parallel
 	co.NSeqMax = o.Parallel
@@ -110,13 +129,11 @@ func New(o Options) (*Backend, error) {
 	co.TypeK, co.TypeV = o.KVType, o.KVType
 	lctx, err := llamacpp.NewLlamaContext(m, co)
 	if err != nil {
-		m.Close()
 		return nil, err
 	}
 	batch, err := llamacpp.NewBatch(o.Batch, 1)
 	if err != nil {
 		lctx.Close()
-		m.Close()
 		return nil, err
 	}
 	b := &Backend{
@@ -125,23 +142,10 @@ func New(o Options) (*Backend, error) {
 		submit: make(chan []*job), sessionCh: make(chan sessionMsg), swaps: make(chan *swap), quit: make(chan struct{}), done: make(chan struct{}),
 		batch: batch,
 	}
-	b.tmpl, _ = m.ChatTemplate("")
+	b.tables()
 	for range min(runtime.GOMAXPROCS(0), o.Parallel) {
 		nv := m.Vocab().NTokens()
 		b.scratch = append(b.scratch, &scratch{cand: llamacpp.NewCandidates(nv), exps: make([]float64, nv)})
-	}
-	// Per-token text and end-of-generation flags, looked up once instead
-	// of two C calls per sampled token.
-	nv := m.Vocab().NTokens()
-	b.pieces, b.eog = make([][]byte, nv), make([]bool, nv)
-	for t := range int32(nv) {
-		b.pieces[t] = []byte(b.vocab.Piece(t, false))
-		b.eog[t] = b.vocab.IsEOG(t)
-		if b.eog[t] || b.vocab.IsControl(t) {
-			if text := b.vocab.Piece(t, true); text != "" {
-				b.specials = append(b.specials, text)
-			}
-		}
 	}
 	for i := range o.Parallel {
 		b.slots = append(b.slots, &slot{seq: int32(i)})
@@ -157,8 +161,27 @@ func New(o Options) (*Backend, error) {
 		}
 		b.adapter = a
 	}
+	b.ownsModel = owner // from here on: a failure above leaves m to the caller
 	go b.loop()
 	return b, nil
+}
+
+// tables looks up the chat template and every token's text and
+// end-of-generation flag once, instead of two C calls per sampled token.
+func (b *Backend) tables() {
+	m := b.model
+	b.tmpl, _ = m.ChatTemplate("")
+	nv := m.Vocab().NTokens()
+	b.pieces, b.eog = make([][]byte, nv), make([]bool, nv)
+	for t := range int32(nv) {
+		b.pieces[t] = []byte(b.vocab.Piece(t, false))
+		b.eog[t] = b.vocab.IsEOG(t)
+		if b.eog[t] || b.vocab.IsControl(t) {
+			if text := b.vocab.Piece(t, true); text != "" {
+				b.specials = append(b.specials, text)
+			}
+		}
+	}
 }
 
 // Model is the loaded model (for information; do not close it).
@@ -169,17 +192,29 @@ func (b *Backend) ContextPerSequence() int { return b.nCtx }
 
 // PolicyVersion identifies the current adapter: 0 at start, +1 for every
 // SetAdapter.
-func (b *Backend) PolicyVersion() int { return int(b.version.Load()) }
+func (b *Backend) PolicyVersion() int {
+	if b.contexts != nil {
+		return b.contexts[0].PolicyVersion()
+	}
+	return int(b.version.Load())
+}
 
 // Close stops the loop (pending and running requests fail with ErrClosed)
 // and frees the context, adapter and model.
 func (b *Backend) Close() error {
 	b.once.Do(func() {
 		close(b.quit)
+		for _, c := range b.contexts {
+			c.Close()
+		}
 		<-b.done
 		b.mu.Lock()
 		b.closed = true
-		b.free()
+		if b.contexts == nil {
+			b.free()
+		} else {
+			b.model.Close()
+		}
 		b.mu.Unlock()
 	})
 	return nil
@@ -196,7 +231,9 @@ func (b *Backend) free() {
 	}
 	b.closeAdapters()
 	b.lctx.Close()
-	b.model.Close()
+	if b.ownsModel {
+		b.model.Close()
+	}
 }
 
 // Generate decodes the requests together with those of concurrent callers
@@ -218,14 +255,10 @@ func (b *Backend) Generate(ctx context.Context, reqs []inference.Request) ([]inf
 		if err := r.Sampling.Validate(); err != nil {
 			return nil, fmt.Errorf("llama: request %d (key %q): %w", i, r.Key, err)
 		}
-		jobs[i] = &job{req: r, ctx: ctx, done: make(chan struct{}), sess: b.sessionOf(ctx)}
+		jobs[i] = &job{req: r, ctx: ctx, done: make(chan struct{})}
 	}
-	select {
-	case b.submit <- jobs:
-	case <-b.quit:
-		return nil, ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := b.dispatch(ctx, ctx, nil, jobs); err != nil {
+		return nil, err
 	}
 	out := make([]inference.Response, len(reqs))
 	var errs []error
@@ -252,14 +285,16 @@ func (b *Backend) Generate(ctx context.Context, reqs []inference.Request) ([]inf
 // steps whatever the callers' timing), request i under ctxs[i]. A request
 // with invalid sampling settings fails alone.
 func (b *Backend) GenerateEach(ctxs []context.Context, reqs []inference.Request) ([]inference.Response, []error) {
-	var sess *session
+	sctx := context.Background()
 	if len(ctxs) > 0 {
-		sess = b.sessionOf(ctxs[0])
+		sctx = ctxs[0]
 	}
-	return b.generateEach(ctxs, reqs, sess)
+	return b.generateEach(sctx, ctxs, reqs, nil)
 }
 
-func (b *Backend) generateEach(ctxs []context.Context, reqs []inference.Request, sess *session) ([]inference.Response, []error) {
+// generateEach submits the requests as the session sess's (nil: the one
+// sctx carries, if any).
+func (b *Backend) generateEach(sctx context.Context, ctxs []context.Context, reqs []inference.Request, sess *session) ([]inference.Response, []error) {
 	if len(ctxs) != len(reqs) {
 		panic(fmt.Sprintf("llama: GenerateEach with %d contexts for %d requests", len(ctxs), len(reqs)))
 	}
@@ -272,17 +307,17 @@ func (b *Backend) generateEach(ctxs []context.Context, reqs []inference.Request,
 			errs[i] = fmt.Errorf("llama: request %d (key %q): %w", i, r.Key, err)
 			continue
 		}
-		jobs = append(jobs, &job{req: r, ctx: ctxs[i], done: make(chan struct{}), sess: sess})
+		jobs = append(jobs, &job{req: r, ctx: ctxs[i], done: make(chan struct{})})
 		idx = append(idx, i)
 	}
 	if len(jobs) == 0 {
 		return out, errs
 	}
-	select {
-	case b.submit <- jobs:
-	case <-b.quit:
+	// The submission itself is not cancelled: each request is, by its
+	// own context, between steps.
+	if err := b.dispatch(sctx, context.Background(), sess, jobs); err != nil {
 		for _, i := range idx {
-			errs[i] = ErrClosed
+			errs[i] = err
 		}
 		return out, errs
 	}
@@ -370,6 +405,14 @@ func (b *Backend) SetAdapter(ctx context.Context, path string, scale float32) (i
 	if path != "" && scale == 0 {
 		return 0, errors.New("llama: adapter scale 0")
 	}
+	if b.contexts != nil {
+		// Every context swaps; they count the same versions.
+		err := b.eachContext(func(c *Backend) error {
+			_, err := c.SetAdapter(ctx, path, scale)
+			return err
+		})
+		return b.PolicyVersion(), err
+	}
 	s := &swap{path: path, scale: scale, reply: make(chan swapResult, 1)}
 	select {
 	case b.swaps <- s:
@@ -403,6 +446,8 @@ type Stats struct {
 	EvictedLive, EvictedReleased int64
 	// DecodeTime is the time spent inside llama_decode; StepTime the time
 	// of whole steps (batch building, decode, sampling, bookkeeping).
+	// With several contexts, every counter is their sum, the times too
+	// (so they may exceed the wall time).
 	DecodeTime, StepTime time.Duration
 	// SessionWait is the time the loop held running sequences back while
 	// a session's caller prepared its next submission (schedule.go).
@@ -422,6 +467,9 @@ type statsCounters struct {
 
 // Stats returns the counters so far.
 func (b *Backend) Stats() Stats {
+	if b.contexts != nil {
+		return b.sumStats()
+	}
 	return Stats{
 		Steps: b.stats.steps.Load(), DecodedTokens: b.stats.decoded.Load(),
 		GeneratedTokens: b.stats.generated.Load(), ReusedTokens: b.stats.reused.Load(), SharedTokens: b.stats.shared.Load(), Copies: b.stats.copies.Load(),

@@ -132,6 +132,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"no threads", func(o *Options) { o.Threads = 0 }, "threads"},
 		{"batch below parallel", func(o *Options) { o.Parallel, o.Batch = 16, 8 }, "batch 8 < parallel 16"},
 		{"tiny context", func(o *Options) { o.Context = 4 }, "context 4"},
+		{"contexts", func(o *Options) { o.Contexts = 4 }, ""},
+		{"negative contexts", func(o *Options) { o.Contexts = -1 }, "contexts -1 < 0"},
+		{"contexts beyond slots", func(o *Options) { o.Parallel, o.Contexts = 2, 3 }, "contexts 3 > parallel 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -798,53 +801,12 @@ func TestSessions(t *testing.T) {
 	// Three sessions: the second dawdles (or not), the third plays two
 	// seats at once under a named adapter (mixed-adapter steps).
 	lora := writeLoRA(t, 3)
-	play := func(dawdle bool) [3][]inference.Response {
+	play := func(dawdle bool) map[int][]inference.Response {
 		b := newBackend(t, o)
 		if err := b.LoadAdapter(ctx, "other", lora, 1); err != nil {
 			t.Fatal(err)
 		}
-		var out [3][]inference.Response
-		var wg sync.WaitGroup
-		for k := range 3 {
-			s := b.Session(k)
-			wg.Go(func() {
-				defer s.Close()
-				seats := 1 + k/2
-				toks := make([][]int32, seats)
-				for j := range toks {
-					toks[j] = prompt(t, b, fmt.Sprintf("seat %d.%d opens the bidding at", k, j))
-				}
-				for turn := range 4 {
-					if dawdle && k == 1 {
-						time.Sleep(time.Duration(5+7*turn) * time.Millisecond)
-					}
-					ctxs := make([]context.Context, seats)
-					reqs := make([]inference.Request, seats)
-					for j := range reqs {
-						ctxs[j] = ctx
-						reqs[j] = inference.Request{
-							Key: fmt.Sprintf("s%d.%d", k, j), Prompt: slices.Clone(toks[j]), MaxTokens: 3 + 5*((turn+k+j)%2),
-							Sampling: inference.Sampling{Temperature: 1, Seed: uint64(100*k + 10*j + turn)},
-						}
-						if k == 2 {
-							reqs[j].Adapter = "other"
-						}
-					}
-					rs, errs := s.GenerateEach(ctxs, reqs)
-					for j := range reqs {
-						if errs[j] != nil {
-							t.Error(errs[j])
-							return
-						}
-						out[k] = append(out[k], rs[j])
-						toks[j] = append(toks[j], rs[j].Tokens...)
-						toks[j] = append(toks[j], prompt(t, b, " and then")...)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		return out
+		return playSessions(t, b, []int{0, 1, 2}, dawdle)
 	}
 	a, d := play(false), play(true)
 	for k := range 3 {
@@ -855,4 +817,62 @@ func TestSessions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// playSessions plays a session of b for each of orders at once, four
+// turns each: session k has 1+k%3/2 seats (several seats submit
+// together), decodes under the named adapter "other" when k%3 == 2, and
+// with dawdle, session k%3 == 1 sleeps before each turn. It returns each
+// session's responses by order, in turn order.
+func playSessions(t *testing.T, b *Backend, orders []int, dawdle bool) map[int][]inference.Response {
+	ctx := context.Background()
+	out := make(map[int][]inference.Response)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, k := range orders {
+		s := b.Session(k)
+		wg.Go(func() {
+			defer s.Close()
+			seats := 1 + k%3/2
+			toks := make([][]int32, seats)
+			for j := range toks {
+				toks[j] = prompt(t, b, fmt.Sprintf("seat %d.%d opens the bidding at", k, j))
+			}
+			var mine []inference.Response
+			defer func() {
+				mu.Lock()
+				out[k] = mine
+				mu.Unlock()
+			}()
+			for turn := range 4 {
+				if dawdle && k%3 == 1 {
+					time.Sleep(time.Duration(5+7*turn) * time.Millisecond)
+				}
+				ctxs := make([]context.Context, seats)
+				reqs := make([]inference.Request, seats)
+				for j := range reqs {
+					ctxs[j] = ctx
+					reqs[j] = inference.Request{
+						Key: fmt.Sprintf("s%d.%d", k, j), Prompt: slices.Clone(toks[j]), MaxTokens: 3 + 5*((turn+k+j)%2),
+						Sampling: inference.Sampling{Temperature: 1, Seed: uint64(100*k + 10*j + turn)},
+					}
+					if k%3 == 2 {
+						reqs[j].Adapter = "other"
+					}
+				}
+				rs, errs := s.GenerateEach(ctxs, reqs)
+				for j := range reqs {
+					if errs[j] != nil {
+						t.Error(errs[j])
+						return
+					}
+					mine = append(mine, rs[j])
+					toks[j] = append(toks[j], rs[j].Tokens...)
+					toks[j] = append(toks[j], prompt(t, b, " and then")...)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }

@@ -74,6 +74,7 @@ func benchDecode(ctx context.Context, o Options, parallel, prefixTokens, promptT
 	o.Parallel = parallel
 	o.Context = max(o.Context, prefixTokens+promptTokens+newTokens+1)
 	o.ignoreEOG = true
+	o.Contexts = 1 // the raw loop it is compared with has one
 	b, err := New(o)
 	if err != nil {
 		return res, err

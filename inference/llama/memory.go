@@ -134,7 +134,10 @@ func checkShape(o Options, s modelShape, available func() (int64, string, error)
 	if o.GPULayers != 0 {
 		return nil
 	}
-	est := estimateMemory(o, s)
+	// Every context has its own KV cache and compute buffers.
+	est := estimateMemory(o.perContext(), s)
+	n := int64(o.contexts())
+	est.kv, est.compute = min(est.kv, 1<<62/n)*n, min(est.compute, 1<<62/n)*n
 	limit, source := o.MemoryLimit, "the memory limit"
 	if limit == 0 {
 		var err error

@@ -30,6 +30,17 @@ type Options struct {
 	// Parallel is the number of sequence slots (n_seq_max): at most this
 	// many requests decode at once, the rest wait for a free slot.
 	Parallel int
+	// Contexts is the number of llama contexts over the one loaded model,
+	// each with its own decode loop and ⌈Parallel/Contexts⌉ of the slots
+	// (0 and 1: one). A model too small for its matrix products to split
+	// across threads leaves every core but one idle however many threads
+	// a context has; a context per core uses them. Sessions of the
+	// deterministic schedule go to context order mod Contexts, other
+	// requests by their key, so a key's cache stays in one context and
+	// the tokens remain a function of the callers' requests. The
+	// transcripts depend on Contexts (the sequences decoded together
+	// differ), not on the machine.
+	Contexts int
 	// Context is the number of tokens one sequence may hold (prompt and
 	// reply); the KV cache has Parallel × Context cells.
 	Context int
@@ -105,6 +116,11 @@ func (o Options) Validate() error {
 	if o.Parallel < 1 {
 		errs = append(errs, fmt.Errorf("parallel %d < 1", o.Parallel))
 	}
+	if o.Contexts < 0 {
+		errs = append(errs, fmt.Errorf("contexts %d < 0", o.Contexts))
+	} else if o.Parallel >= 1 && o.Contexts > o.Parallel {
+		errs = append(errs, fmt.Errorf("contexts %d > parallel %d: every context needs a sequence slot", o.Contexts, o.Parallel))
+	}
 	if o.Context < 8 {
 		errs = append(errs, fmt.Errorf("context %d < 8 tokens", o.Context))
 	}
@@ -133,4 +149,16 @@ func (o Options) Validate() error {
 		return fmt.Errorf("llama: options: %w", err)
 	}
 	return nil
+}
+
+// contexts is the number of llama contexts o asks for (at least 1).
+func (o Options) contexts() int { return max(1, o.Contexts) }
+
+// perContext is the options of each of o's contexts: its share of the
+// slots.
+func (o Options) perContext() Options {
+	n := o.contexts()
+	o.Contexts = 1
+	o.Parallel = (o.Parallel + n - 1) / n
+	return o
 }

@@ -9,6 +9,12 @@ import "strings"
 // call is in effect for that call's requests. An empty prefix is ignored
 // (it would release every key).
 func (b *Backend) Release(prefixes ...string) {
+	if b.contexts != nil {
+		for _, c := range b.contexts {
+			c.Release(prefixes...)
+		}
+		return
+	}
 	b.releaseMu.Lock()
 	defer b.releaseMu.Unlock()
 	for _, p := range prefixes {

@@ -14,9 +14,12 @@ import (
 // the callers' timing. Sessions' submissions arriving while the loop waits
 // are admitted in session order.
 type Session struct {
-	b    *Backend
-	st   *session
-	once sync.Once
+	b  *Backend // the context whose loop the session is in
+	st *session
+	// sched is the Backend over several contexts that opened the session
+	// on b, one of them; nil when b opened it.
+	sched *Backend
+	once  sync.Once
 }
 
 // session is a Session's state, owned by the loop goroutine.
@@ -42,6 +45,12 @@ var (
 // the session, which from then on waits for the session's first
 // submission before it decodes.
 func (b *Backend) Session(order int) inference.Session {
+	if b.contexts != nil {
+		n := len(b.contexts)
+		s := b.contexts[(order%n+n)%n].Session(order).(*Session)
+		s.sched = b
+		return s
+	}
 	st := &session{order: order}
 	select {
 	case b.sessionCh <- sessionMsg{st: st}:
@@ -53,11 +62,16 @@ func (b *Backend) Session(order int) inference.Session {
 // GenerateEach implements inference.EachGenerator for the session's
 // caller.
 func (s *Session) GenerateEach(ctxs []context.Context, reqs []inference.Request) ([]inference.Response, []error) {
-	return s.b.generateEach(ctxs, reqs, s.st)
+	return s.b.generateEach(context.Background(), ctxs, reqs, s.st)
 }
 
-// Scheduler implements inference.Session.
-func (s *Session) Scheduler() inference.Scheduler { return s.b }
+// Scheduler implements inference.Session: the Backend that opened it.
+func (s *Session) Scheduler() inference.Scheduler {
+	if s.sched != nil {
+		return s.sched
+	}
+	return s.b
+}
 
 // Close ends the session: the loop no longer waits for it.
 func (s *Session) Close() {
