@@ -232,6 +232,7 @@ func (c *Config) attachJudge(warn io.Writer, lo llama.Options, oo ollama.Options
 	case c.JudgeModel != "":
 		lo.Model, lo.Adapter = c.JudgeModel, ""
 		lo.Parallel, lo.Batch = c.Parallel, max(lo.Batch, c.Parallel)
+		lo.Contexts = min(lo.Contexts, lo.Parallel)
 		lb, err := llama.New(lo)
 		if err != nil {
 			return nop, fmt.Errorf("judge: %w", err)

@@ -150,6 +150,7 @@ func (l *Lineup) llama(path string, o OpenOptions) (*llama.Backend, error) {
 	lo.Model = path
 	lo.Adapter = ""
 	lo.Parallel = max(1, o.Slots)
+	lo.Contexts = min(lo.Contexts, lo.Parallel)
 	lo.Context = o.Context
 	lo.Batch = max(lo.Batch, lo.Parallel)
 	b, err := llama.New(lo)

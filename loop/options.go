@@ -150,6 +150,13 @@ func (o *Options) applyEnvDefaults() {
 	if o.Rollout.Params == nil && (o.Rollout.Env == DefaultEnv || builtin) {
 		o.Rollout.Params = BuiltinEnvParams(o.Rollout.Env)
 	}
+	if o.Rollout.Contexts == 0 {
+		// Resolved here, so config.yaml records what the run played with.
+		o.Rollout.Contexts = 1
+		if o.Rollout.Model == "" && o.Rollout.GPULayers == 0 {
+			o.Rollout.Contexts = min(2, o.Rollout.Parallel)
+		}
+	}
 	g, err := envs.Find(o.Rollout.Env)
 	if err != nil {
 		return // Validate names the unknown environment
@@ -308,7 +315,15 @@ type RolloutOptions struct {
 	JudgeProcess bool   `yaml:"judge_process,omitempty"`
 	JudgeContext int    `yaml:"judge_context,omitempty"`
 
-	Threads   int    `yaml:"threads"`
+	Threads int `yaml:"threads"`
+	// Contexts is the number of llama contexts over the model, each
+	// decoding its share of the episodes on threads threads
+	// (llama.Options.Contexts). 0 (the default) is 2 for a model the run
+	// generates (the built-in model, a preset) on the CPU — too small for
+	// its matrix products to split across threads, it uses a second core
+	// only through a second context — and 1 otherwise. The transcripts
+	// depend on it, not on the machine.
+	Contexts  int    `yaml:"contexts"`
 	GPULayers int    `yaml:"gpu_layers"`
 	KVCache   string `yaml:"kv_cache"` // "f16" (default), "f32" or "q8_0"
 	// LlamaLib is where the llama.cpp libraries are (machine-specific;
@@ -352,6 +367,8 @@ func (c *RolloutOptions) Validate() error {
 		return fmt.Errorf("min_reply_tokens %d < 1", c.MinReplyTokens)
 	case c.Threads < 1 || c.Threads > 1024:
 		return fmt.Errorf("threads %d: want 1..1024", c.Threads)
+	case c.Contexts < 0 || c.Contexts > c.Parallel:
+		return fmt.Errorf("contexts %d: want 0 (automatic) .. parallel (%d)", c.Contexts, c.Parallel)
 	case c.GPULayers < -1:
 		return fmt.Errorf("gpu_layers %d: want -1 (all), 0 (none) or a layer count", c.GPULayers)
 	case !finite(c.BatchWindowMS) || c.BatchWindowMS < 0 || c.BatchWindowMS > 60_000:

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -60,5 +61,40 @@ func TestDefaultOpponentsFollowTheEnv(t *testing.T) {
 		if err := o.Validate(); err != nil {
 			t.Errorf("%s: %v", c.env, err)
 		}
+	}
+}
+
+// TestDefaultContexts: contexts 0 becomes 2 for a model the run generates
+// on the CPU (the built-in model uses a second core only through a second
+// context) and 1 otherwise; a number given is kept.
+func TestDefaultContexts(t *testing.T) {
+	tests := []struct {
+		name     string
+		model    string
+		gpu      int
+		parallel int
+		contexts int
+		want     int
+	}{
+		{name: "generated on the CPU", parallel: 8, want: 2},
+		{name: "one episode in flight", parallel: 1, want: 1},
+		{name: "a model file", model: "m.gguf", parallel: 8, want: 1},
+		{name: "on a GPU", gpu: -1, parallel: 8, want: 1},
+		{name: "given", model: "m.gguf", parallel: 8, contexts: 4, want: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Options{}.Defaults()
+			o.Rollout.Model, o.Rollout.GPULayers, o.Rollout.Parallel, o.Rollout.Contexts = tt.model, tt.gpu, tt.parallel, tt.contexts
+			o.applyEnvDefaults()
+			if o.Rollout.Contexts != tt.want {
+				t.Errorf("contexts %d, want %d", o.Rollout.Contexts, tt.want)
+			}
+		})
+	}
+	r := RolloutOptions{}.Defaults()
+	r.Parallel, r.Contexts = 2, 3
+	if err := r.Validate(); err == nil || !strings.Contains(err.Error(), "contexts 3") {
+		t.Errorf("contexts beyond parallel: %v", err)
 	}
 }

@@ -48,6 +48,7 @@ func (c *RolloutOptions) LlamaOptions(path, adapter string, parallel, context in
 	o.Model = path
 	o.Adapter = adapter
 	o.Parallel = max(1, parallel)
+	o.Contexts = min(c.Contexts, o.Parallel)
 	o.Context = context
 	o.Batch = max(o.Batch, o.Parallel)
 	o.Threads, o.ThreadsBatch = c.Threads, c.Threads

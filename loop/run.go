@@ -517,7 +517,10 @@ func (r *Run) phase(it int, name string) {
 
 // scoreBeside reports whether the scoring pass runs beside the rollout: on
 // a GPU trainer, or when the CPU has a core beyond the rollout's threads
-// for the trainer's one (more would spin against them).
+// for the trainer's one (more would spin against them). The contexts
+// beyond the first do not count: one-thread loops share cores without
+// spinning, and with two contexts on 2 cores scoring beside them took 40 s
+// of 6 iterations against 51 s after them.
 func (r *Run) scoreBeside() bool {
 	return r.opts.Train.Device == "cuda" || r.opts.Rollout.Threads+1 <= cpuuse.Usable()
 }

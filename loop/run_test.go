@@ -51,14 +51,17 @@ func tinyOptions(t *testing.T, dir string, iterations int) Options {
 // TestResume runs 2 iterations straight, and again interrupted (a
 // cancelled context, as on SIGINT) in the rollout of iteration 2 and
 // resumed in a new Run: metrics (timings aside) and adapter bytes must be
-// identical.
+// identical. The rollout decodes on two llama contexts (the built-in run's
+// default), so the episodes' routing to them is part of what must repeat.
 func TestResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the tiny model for 4 iterations")
 	}
 	dir := t.TempDir()
 	straight := filepath.Join(dir, "straight")
-	r, err := Open(straight, tinyOptions(t, dir, 2), Fresh, nil)
+	opts := tinyOptions(t, dir, 2)
+	opts.Rollout.Contexts = 2
+	r, err := Open(straight, opts, Fresh, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +72,7 @@ func TestResume(t *testing.T) {
 	}
 
 	broken := filepath.Join(dir, "broken")
-	r, err = Open(broken, tinyOptions(t, dir, 2), Fresh, nil)
+	r, err = Open(broken, opts, Fresh, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	lib := fs.String("llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
 	threads := fs.Int("threads", llama.DefaultThreads(), "threads for token generation")
 	threadsBatch := fs.Int("threads-batch", llama.DefaultThreads(), "threads for prompt processing")
+	contexts := fs.Int("contexts", 1, "llama contexts per model, each on --threads threads (a model too small to split across threads uses a core per context)")
 	gpuLayers := fs.Int("gpu-layers", 0, "layers offloaded to a GPU backend (-1 all)")
 	kv := fs.String("kv", "f16", "KV cache type: f16, f32 or q8_0")
 	if err := fs.Parse(args); err != nil {
@@ -102,7 +103,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	if *lib != "" {
 		lo.LibDir = *lib
 	}
-	lo.Threads, lo.ThreadsBatch, lo.GPULayers = *threads, *threadsBatch, *gpuLayers
+	lo.Threads, lo.ThreadsBatch, lo.GPULayers, lo.Contexts = *threads, *threadsBatch, *gpuLayers, *contexts
 	var err error
 	if lo.KVType, err = llama.ParseKVType(*kv); err != nil {
 		return usagef("--kv %v", err)
