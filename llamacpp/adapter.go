@@ -31,8 +31,9 @@ func init() {
 // Adapter is a LoRA adapter loaded for one model. Detach it from every
 // context (SetAdapters with none) before Close.
 type Adapter struct {
-	ptr  uintptr
-	path string
+	ptr   uintptr
+	path  string
+	model *Model
 }
 
 // LoadAdapter loads a LoRA adapter GGUF (general.type=adapter,
@@ -42,12 +43,14 @@ func LoadAdapter(m *Model, path string) (*Adapter, error) {
 		return nil, err
 	}
 	cpath := cString(path)
+	m.adapters.Lock()
 	ptr := llamaAdapterLoraInit(m.ptr, &cpath[0])
+	m.adapters.Unlock()
 	runtime.KeepAlive(cpath)
 	if ptr == 0 {
 		return nil, fmt.Errorf("llamacpp: load LoRA adapter %s: llama.cpp refused it (see the log: not an adapter, or tensors that do not match the model)", path)
 	}
-	return &Adapter{ptr: ptr, path: path}, nil
+	return &Adapter{ptr: ptr, path: path, model: m}, nil
 }
 
 // Path is the adapter's file.
@@ -70,7 +73,9 @@ func (a *Adapter) Close() error {
 	if a == nil || a.ptr == 0 {
 		return nil
 	}
+	a.model.adapters.Lock()
 	llamaAdapterLoraFree(a.ptr)
+	a.model.adapters.Unlock()
 	a.ptr = 0
 	return nil
 }

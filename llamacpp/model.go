@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -118,6 +119,10 @@ type Model struct {
 	ptr   uintptr
 	vocab *Vocab
 	path  string
+	// adapters serialises loading and freeing LoRA adapters: llama.cpp
+	// registers each in a set of the model's (llama_model::loras), which
+	// two contexts' loops swapping adapters at once would corrupt.
+	adapters sync.Mutex
 }
 
 // ErrBadModelFile marks model files that are not valid GGUF (wrong magic,

@@ -127,3 +127,35 @@ func TestContextsRouteKeys(t *testing.T) {
 		t.Errorf("Tokenize after Close: %v", err)
 	}
 }
+
+// TestContextsSwapAdapters swaps adapters in both contexts many times
+// while they decode: llama.cpp registers every loaded adapter in a set of
+// the model's, so the contexts' loads and frees must not overlap (they
+// corrupted the C heap before llamacpp serialised them).
+func TestContextsSwapAdapters(t *testing.T) {
+	ctx := context.Background()
+	o := testOptions(t)
+	o.Contexts = 2
+	b := newBackend(t, o)
+	loras := []string{writeLoRA(t, 5), writeLoRA(t, 6)}
+	p := prompt(t, b, "swap")
+	for i := range 40 {
+		if _, err := b.SetAdapter(ctx, loras[i%2], 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.LoadAdapter(ctx, "other", loras[(i+1)%2], 1); err != nil {
+			t.Fatal(err)
+		}
+		reqs := make([]inference.Request, 4)
+		for k := range reqs {
+			reqs[k] = inference.Request{Key: fmt.Sprintf("k%d", k), Prompt: p, MaxTokens: 2, Sampling: inference.Sampling{Temperature: 1, Seed: uint64(i)}}
+			if k%2 == 1 {
+				reqs[k].Adapter = "other"
+			}
+		}
+		gen(t, b, reqs...)
+	}
+	if v := b.PolicyVersion(); v != 40 {
+		t.Errorf("policy version %d after 40 swaps", v)
+	}
+}
