@@ -471,6 +471,15 @@ func TestUIDashboard(t *testing.T) {
 	if got := points("eval"); got != 2 {
 		t.Errorf("after iteration 4 the evaluation chart has %d points, want 2", got)
 	}
+	// With eval.jsonl the chart draws its evaluations, the one before the
+	// first iteration included: mean and two sides at iterations 0 and 4.
+	evals := `{"iteration":0,"mean":0.4,"reward":{"buyer":0.3,"seller":0.5},"cells":[]}` + "\n" +
+		`{"iteration":4,"mean":0.5,"reward":{"buyer":0.45,"seller":0.55},"cells":[]}` + "\n"
+	os.WriteFile(filepath.Join(dir, "eval.jsonl"), []byte(evals), 0o644)
+	waitJS(t, ctx, `document.getElementById("chart-eval").dataset.points === "6"`, 20*time.Second)
+	if got := eval[string](t, ctx, `document.querySelector("#chart-eval svg text:nth-of-type(3)").textContent`); got != "it 0" {
+		t.Errorf("the evaluation chart's x axis starts at %q, want it 0", got)
+	}
 }
 
 // TestUIDashboardLive trains the built-in tiny run for two iterations with

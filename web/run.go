@@ -88,11 +88,24 @@ type RunPage struct {
 	Metrics []json.RawMessage `json:"metrics"`
 	// Episodes are the last episode records of episodes.jsonl.
 	Episodes []json.RawMessage `json:"episodes"`
+	// Evals are the run's held-out evaluations (eval.jsonl), all of
+	// them: the metrics lines carry those after an iteration, not the one
+	// before the first, where the held-out line starts.
+	Evals []EvalPoint `json:"evals"`
+}
+
+// EvalPoint is one held-out evaluation of a run: the policy's mean reward
+// over every pairing and per side, at iteration (0: before the first).
+type EvalPoint struct {
+	Iteration int                `json:"iteration"`
+	Mean      float64            `json:"mean"`
+	Reward    map[string]float64 `json:"reward"`
 }
 
 // The most a dashboard request reads.
 const (
 	maxDashboardEpisodes = 10
+	maxDashboardEvals    = 10000
 	maxEpisodesTail      = 16 << 20
 )
 
@@ -100,7 +113,7 @@ const (
 // and the last episodes records.
 func (f *RunFeed) Page(after, episodes int) (RunPage, error) {
 	f.mu.Lock()
-	p := RunPage{Dir: f.dir, Status: f.status, Metrics: []json.RawMessage{}, Episodes: []json.RawMessage{}}
+	p := RunPage{Dir: f.dir, Status: f.status, Metrics: []json.RawMessage{}, Episodes: []json.RawMessage{}, Evals: []EvalPoint{}}
 	f.mu.Unlock()
 	b, err := os.ReadFile(filepath.Join(f.dir, loop.MetricsFile))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -129,6 +142,9 @@ func (f *RunFeed) Page(after, episodes int) (RunPage, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
+		return p, err
+	}
+	if p.Evals, err = readEvals(filepath.Join(f.dir, loop.EvalFile)); err != nil {
 		return p, err
 	}
 	lines, err := tailLines(filepath.Join(f.dir, loop.EpisodesFile), min(max(episodes, 0), maxDashboardEpisodes), maxEpisodesTail)
@@ -197,3 +213,21 @@ func (d *Dashboard) Close() error {
 }
 
 var _ io.Closer = (*Dashboard)(nil)
+
+// readEvals reads eval.jsonl's evaluations (none when it is missing), at
+// most maxDashboardEvals of them from its last maxEpisodesTail bytes; a
+// line being written is left out.
+func readEvals(path string) ([]EvalPoint, error) {
+	out := []EvalPoint{}
+	lines, err := tailLines(path, maxDashboardEvals, maxEpisodesTail)
+	if err != nil {
+		return out, err
+	}
+	for _, l := range lines {
+		var e EvalPoint
+		if json.Unmarshal(l, &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}

@@ -300,6 +300,8 @@ func TestRunFeed(t *testing.T) {
 		eps.Write(append(b, '\n'))
 	}
 	os.WriteFile(filepath.Join(dir, loop.EpisodesFile), eps.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, loop.EvalFile), []byte(`{"iteration":0,"mean":0.4,"reward":{"buyer":0.4},"cells":[{"env":"x"}]}`+"\n"+
+		`{"iteration":2,"mean":0.6,"reward":{"buyer":0.6}}`+"\n"+`{"iteration":4,"me`), 0o644)
 	f := NewRunFeed(dir)
 	for _, tt := range []struct{ after, episodes, wantMetrics, wantEpisodes int }{
 		{-1, 3, 3, 3}, {1, 1, 2, 1}, {3, 0, 0, 0}, {0, 99, 3, 4},
@@ -310,6 +312,9 @@ func TestRunFeed(t *testing.T) {
 		}
 		if len(p.Metrics) != tt.wantMetrics || len(p.Episodes) != tt.wantEpisodes {
 			t.Errorf("after %d, %d episodes: got %d metrics, %d episodes; want %d, %d", tt.after, tt.episodes, len(p.Metrics), len(p.Episodes), tt.wantMetrics, tt.wantEpisodes)
+		}
+		if want := []EvalPoint{{0, 0.4, map[string]float64{"buyer": 0.4}}, {2, 0.6, map[string]float64{"buyer": 0.6}}}; !reflect.DeepEqual(p.Evals, want) {
+			t.Errorf("evaluations %+v, want %+v (the one being written left out)", p.Evals, want)
 		}
 		if tt.wantMetrics > 0 && !strings.Contains(string(p.Metrics[0]), "heldout_reward") {
 			t.Errorf("metrics line %s lost its held-out field", p.Metrics[0])

@@ -6,12 +6,18 @@
   omar.nav("dashboard");
   const $ = (x) => document.getElementById(x);
   const metrics = [];
+  // The run's held-out evaluations (eval.jsonl), from the one before the
+  // first iteration on; replaced at every refresh.
+  let evals = [];
   const colors = ["#2f5fd0", "#d0682f", "#2c7a3f", "#9b2fd0", "#b0452a", "#2a9bb0", "#777", "#c9a100"];
 
   // Each chart takes its series from one metrics line: name → value.
   const charts = [
     { id: "reward", title: "Reward per role", series: (m) => ({ ...(m.reward || {}), mean: m.reward_mean }) },
-    { id: "eval", title: "Held-out evaluation", series: evalSeries, empty: "No held-out evaluation in this run's metrics." },
+    // From eval.jsonl when the run has one (it has the evaluation before
+    // the first iteration, where the line starts), else from the metrics.
+    { id: "eval", title: "Held-out evaluation", rows: () => (evals.length ? evals : metrics),
+      series: (m) => (evals.length ? { mean: m.mean, ...(m.reward || {}) } : evalSeries(m)), empty: "No held-out evaluation in this run." },
     { id: "kl", title: "KL", series: (m) => ({ kl: m.kl, kl_ref: m.kl_ref }) },
     { id: "entropy", title: "Entropy", series: (m) => ({ entropy: m.entropy }) },
     { id: "tps", title: "Tokens/s per phase", series: (m) => ({ ...(m.tokens_per_s || {}) }) },
@@ -44,7 +50,8 @@
     }
     const names = [];
     const pts = {};
-    for (const m of metrics) {
+    const rows = c.rows ? c.rows() : metrics;
+    for (const m of rows) {
       for (const [k, v] of Object.entries(c.series(m))) {
         if (typeof v !== "number" || !isFinite(v)) continue;
         if (!pts[k]) { pts[k] = []; names.push(k); }
@@ -96,6 +103,7 @@
       const { data } = await api("/v1/run?after=" + after + "&episodes=3");
       $("error").textContent = "";
       metrics.push(...data.metrics);
+      evals = data.evals || [];
       $("dir").textContent = data.dir;
       const st = data.status;
       let line = (st.live ? "live · " : "from the run directory · ") + "iteration " + st.iteration + (st.iterations ? " of " + st.iterations : "");
