@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/omar-selfplay/omar/inference"
@@ -157,5 +158,48 @@ func TestContextsSwapAdapters(t *testing.T) {
 	}
 	if v := b.PolicyVersion(); v != 40 {
 		t.Errorf("policy version %d after 40 swaps", v)
+	}
+}
+
+// BenchmarkContexts decodes 8 sessions of 3 turns × 32 tokens each on
+// the tiny model over one and over two contexts (one thread each): on a
+// model this small a second thread does not help a context, a second
+// context uses a second core.
+func BenchmarkContexts(b *testing.B) {
+	for _, n := range []int{1, 2} {
+		b.Run(fmt.Sprintf("contexts=%d", n), func(b *testing.B) {
+			o := testOptions(b)
+			o.Parallel, o.Contexts, o.Context = 8, n, 512
+			be := newBackend(b, o)
+			p := prompt(b, be, "the bidding opens at")
+			tokens := 0
+			b.ResetTimer()
+			for i := range b.N {
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				for k := range 8 {
+					s := be.Session(k)
+					wg.Go(func() {
+						defer s.Close()
+						toks := slices.Clone(p)
+						for turn := range 3 {
+							req := inference.Request{Key: fmt.Sprintf("b%d/%d", i, k), Prompt: slices.Clone(toks), MaxTokens: 32,
+								Sampling: inference.Sampling{Temperature: 1, Seed: uint64(100*k + turn)}}
+							rs, errs := s.GenerateEach([]context.Context{context.Background()}, []inference.Request{req})
+							if errs[0] != nil {
+								b.Error(errs[0])
+								return
+							}
+							toks = append(toks, rs[0].Tokens...)
+							mu.Lock()
+							tokens += len(rs[0].Tokens)
+							mu.Unlock()
+						}
+					})
+				}
+				wg.Wait()
+			}
+			b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+		})
 	}
 }
