@@ -441,6 +441,12 @@ func TestDecodeYAML(t *testing.T) {
 	}{
 		{"unknown key", "rollout:\n  envv: x\n", `line 2: unknown key "envv"`},
 		{"wrong type", "iterations: many\n", `"many" is not an integer`},
+		{"fraction", "iterations: 3.5\n", `line 1: iterations: "3.5" is not an integer`},
+		{"nested fraction", "rollout:\n  episodes: 4\n  threads: 1.5\n", `line 3: rollout.threads: "1.5" is not an integer`},
+		{"fraction in a flow map", "train: {lora_rank: 8, epochs: 2.25}\n", `train.epochs: "2.25" is not an integer`},
+		{"fraction merged in", "rollout:\n  <<: [{threads: 1}, {episodes: 2.5}]\n", `rollout.episodes: "2.5" is not an integer`},
+		{"whole number as a float", "iterations: 3.0\nrollout: {episodes: 1e1}\n", ""},
+		{"float where a float goes", "train: {lr: 1.5e-3}\nrollout: {params: {price: 2.5}}\n", ""},
 		{"two documents", "iterations: 2\n---\niterations: 3\n", "second YAML document"},
 		{"empty", "", ""},
 		{"ok", "iterations: 3\nrollout: {episodes: 4}\n", ""},
@@ -466,6 +472,9 @@ func FuzzDecodeOptions(f *testing.F) {
 	f.Add("train: {lr: .nan}\n")
 	f.Add("rollout:\n  context: 2000000000\n")
 	f.Add("early_stop: {max_kl_ref: -1}\n---\n")
+	f.Add("rollout: &r {threads: 1.5}\neval: {opponents: [*r]}\n")
+	f.Add("a: &x [*x]\n")
+	f.Add("rollout:\n  <<: {episodes: 2.5}\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		o := Options{}.Defaults()
 		if err := DecodeYAML(strings.NewReader(in), &o); err != nil {

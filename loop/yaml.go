@@ -1,22 +1,33 @@
 package loop
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"os"
+	"reflect"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 )
 
 // DecodeYAML decodes one YAML document from r into v strictly: an unknown
-// key is an error naming its line, and a stream with a second document is
-// refused (its keys would be silently ignored). Errors name keys, never Go
-// types.
+// key is an error naming its line, a fraction where v wants an integer is
+// one too (yaml.v3 would truncate `threads: 1.5` to 1 without a word), and
+// a stream with a second document is refused (its keys would be silently
+// ignored). Errors name keys, never Go types.
 func DecodeYAML(r io.Reader, v any) error {
-	dec := yaml.NewDecoder(r)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -27,12 +38,136 @@ func DecodeYAML(r io.Reader, v any) error {
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case errors.Is(err, io.EOF):
-		return nil
 	case err != nil:
 		return yamlError(err)
 	default:
 		return fmt.Errorf("line %d: a second YAML document (---): a config is one document", extra.Line)
 	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return yamlError(err)
+	}
+	return wholeNumbers(&doc, reflect.TypeOf(v), "")
+}
+
+var yamlUnmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
+
+// wholeNumbers walks the YAML node n along the Go type t it decodes into
+// and reports the first fraction given to an integer field, by line and
+// key. A whole number written as a float (1e3) is one yaml.v3 decodes
+// exactly, and is let through.
+func wholeNumbers(n *yaml.Node, t reflect.Type, key string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n == nil || t == nil || t.Implements(yamlUnmarshaler) || reflect.PointerTo(t).Implements(yamlUnmarshaler) {
+		return nil
+	}
+	if n.Kind == yaml.AliasNode {
+		return wholeNumbers(n.Alias, t, key)
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if err := wholeNumbers(c, t, key); err != nil {
+				return err
+			}
+		}
+	case yaml.ScalarNode:
+		switch t.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			if n.ShortTag() != "!!float" {
+				return nil
+			}
+			if f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); err != nil || f != math.Trunc(f) {
+				return fmt.Errorf("line %d: %s: %q is not an integer", n.Line, key, n.Value)
+			}
+		}
+	case yaml.MappingNode:
+		var fields map[string]reflect.Type
+		if t.Kind() == reflect.Struct {
+			fields = yamlFields(t)
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			if n.Content[i].ShortTag() == "!!merge" {
+				// <<: a mapping (or a list of them) merged into this one.
+				v := n.Content[i+1]
+				if v.Kind == yaml.AliasNode {
+					v = v.Alias
+				}
+				ms := []*yaml.Node{v}
+				if v.Kind == yaml.SequenceNode {
+					ms = v.Content
+				}
+				for _, m := range ms {
+					if err := wholeNumbers(m, t, key); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			var ft reflect.Type
+			switch t.Kind() {
+			case reflect.Struct:
+				ft = fields[k]
+			case reflect.Map:
+				ft = t.Elem()
+			}
+			if err := wholeNumbers(n.Content[i+1], ft, joinKey(key, k)); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i, c := range n.Content {
+				if err := wholeNumbers(c, t.Elem(), fmt.Sprintf("%s[%d]", key, i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// yamlFields maps a struct's YAML keys to their fields' types as yaml.v3
+// names them: the tag's name, else the lower-cased field name; inline
+// structs' keys are the struct's own.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if slices.Contains(strings.Split(opts, ","), "inline") {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				maps.Copy(out, yamlFields(ft))
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func joinKey(parent, k string) string {
+	if parent == "" {
+		return k
+	}
+	return parent + "." + k
 }
 
 // DecodeYAMLFile decodes the file at path with DecodeYAML; errors start
