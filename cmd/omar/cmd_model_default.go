@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/omar-selfplay/omar/llamacpp/cpuvariant"
@@ -56,6 +57,23 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		fmt.Fprintf(env.stdout, "wrote the built-in model (%s, sha256 %s) to %s\n", builtin.Name, builtin.SHA256, *out)
 		return nil
+	}
+	// A count given as 0 or less would read as "the recipe's": say so.
+	var bad []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "steps", "episodes", "dagger-steps", "dagger-episodes", "seed":
+			if n, err := strconv.ParseInt(f.Value.String(), 10, 64); err == nil && n <= 0 {
+				bad = append(bad, fmt.Sprintf("--%s %d: want 1 or more (leave it out for the recipe's)", f.Name, n))
+			}
+		case "corpus-scale":
+			if !(*scale > 0 && *scale <= 1000) {
+				bad = append(bad, fmt.Sprintf("--corpus-scale %v: want a factor in (0, 1000]", *scale))
+			}
+		}
+	})
+	if len(bad) > 0 {
+		return usagef("%s", strings.Join(bad, "; "))
 	}
 	o := loop.DefaultBuiltin()
 	if *steps > 0 {
