@@ -1,7 +1,8 @@
 // Package llama is the embedded llama.cpp inference backend: one model, one
-// llama context, many sequences decoded together.
+// llama context (or several, Options.Contexts), many sequences decoded
+// together.
 //
-// One goroutine owns the context. Generate callers' requests join a shared
+// One goroutine owns each context. Generate callers' requests join a shared
 // decode loop between steps (continuous batching): every step is one
 // llama_decode over all active sequences, each with its own sampler chain.
 // A sequence slot keeps the tokens whose KV entries it holds, so a request
