@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -64,31 +66,43 @@ func TestDefaultOpponentsFollowTheEnv(t *testing.T) {
 	}
 }
 
-// TestDefaultContexts: contexts 0 becomes 2 for a model the run generates
-// on the CPU (the built-in model uses a second core only through a second
-// context) and 1 otherwise; a number given is kept.
-func TestDefaultContexts(t *testing.T) {
+// TestAutoContexts: a run's contexts 0 becomes 2 for a small model file
+// decoded on the CPU with one thread and several episodes in flight, 1
+// otherwise; a resumed config without the key stays on one.
+func TestAutoContexts(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name string, size int64) string {
+		p := filepath.Join(dir, name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		return p
+	}
+	small, large := file("small.gguf", 4<<20), file("large.gguf", SmallModelBytes+1)
 	tests := []struct {
-		name     string
-		model    string
-		gpu      int
-		parallel int
-		contexts int
-		want     int
+		name             string
+		model            string
+		gpu, threads, in int
+		want             int
 	}{
-		{name: "generated on the CPU", parallel: 8, want: 2},
-		{name: "one episode in flight", parallel: 1, want: 1},
-		{name: "a model file", model: "m.gguf", parallel: 8, want: 1},
-		{name: "on a GPU", gpu: -1, parallel: 8, want: 1},
-		{name: "given", model: "m.gguf", parallel: 8, contexts: 4, want: 4},
+		{"small on the CPU", small, 0, 1, 8, 2},
+		{"large", large, 0, 1, 8, 1},
+		{"missing file", filepath.Join(dir, "none.gguf"), 0, 1, 8, 1},
+		{"on a GPU", small, -1, 1, 8, 1},
+		{"two threads", small, 0, 2, 8, 1},
+		{"one episode in flight", small, 0, 1, 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := Options{}.Defaults()
-			o.Rollout.Model, o.Rollout.GPULayers, o.Rollout.Parallel, o.Rollout.Contexts = tt.model, tt.gpu, tt.parallel, tt.contexts
-			o.applyEnvDefaults()
-			if o.Rollout.Contexts != tt.want {
-				t.Errorf("contexts %d, want %d", o.Rollout.Contexts, tt.want)
+			r := RolloutOptions{}.Defaults()
+			r.Model, r.GPULayers, r.Threads, r.Parallel = tt.model, tt.gpu, tt.threads, tt.in
+			if got := AutoContexts(r); got != tt.want {
+				t.Errorf("AutoContexts = %d, want %d", got, tt.want)
 			}
 		})
 	}

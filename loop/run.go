@@ -226,6 +226,14 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 		}
 		o.Rollout.Model = path
 	}
+	if o.Rollout.Contexts == 0 {
+		// A resumed config without the key was written before it
+		// existed, and ran on one context.
+		o.Rollout.Contexts = 1
+		if mode != Resume {
+			o.Rollout.Contexts = AutoContexts(o.Rollout)
+		}
+	}
 	if mode != Resume {
 		// config.yaml is what a resume reads, possibly from another
 		// working directory: record every file path absolute.

@@ -51,8 +51,9 @@ func tinyOptions(t *testing.T, dir string, iterations int) Options {
 // TestResume runs 2 iterations straight, and again interrupted (a
 // cancelled context, as on SIGINT) in the rollout of iteration 2 and
 // resumed in a new Run: metrics (timings aside) and adapter bytes must be
-// identical. The rollout decodes on two llama contexts (the built-in run's
-// default), so the episodes' routing to them is part of what must repeat.
+// identical. The rollout decodes on two llama contexts (AutoContexts' choice
+// for the tiny model, recorded in config.yaml), so the episodes' routing to
+// them is part of what must repeat.
 func TestResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the tiny model for 4 iterations")
@@ -60,10 +61,12 @@ func TestResume(t *testing.T) {
 	dir := t.TempDir()
 	straight := filepath.Join(dir, "straight")
 	opts := tinyOptions(t, dir, 2)
-	opts.Rollout.Contexts = 2
 	r, err := Open(straight, opts, Fresh, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o, err := ReadConfig(straight); err != nil || o.Rollout.Contexts != 2 {
+		t.Fatalf("config.yaml: contexts %d (%v), want 2", o.Rollout.Contexts, err)
 	}
 	err = r.Train(context.Background())
 	r.Close()

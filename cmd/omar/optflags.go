@@ -129,5 +129,5 @@ func bindRollout[T any](f *optionFlags[T], ro func(*T) *loop.RolloutOptions) {
 	f.Uint64("seed", "run seed", func(o *T) *uint64 { return &ro(o).Seed })
 	f.Float32("temperature", "sampling temperature", func(o *T) *float32 { return &ro(o).Temperature })
 	f.Int("threads", "CPU threads of the llama backend", func(o *T) *int { return &ro(o).Threads })
-	f.Int("contexts", "llama contexts over the model, each on --threads threads (0: 2 for a generated model on the CPU, else 1)", func(o *T) *int { return &ro(o).Contexts })
+	f.Int("contexts", "llama contexts over the model, each on --threads threads (0: 2 for a model file of at most 32 MiB on the CPU with one thread, else 1)", func(o *T) *int { return &ro(o).Contexts })
 }
