@@ -823,14 +823,20 @@ func TestSessions(t *testing.T) {
 // turns each: session k has 1+k%3/2 seats (several seats submit
 // together), decodes under the named adapter "other" when k%3 == 2, and
 // with dawdle, session k%3 == 1 sleeps before each turn. It returns each
-// session's responses by order, in turn order.
+// session's responses by order, in turn order. Every session is open
+// before any plays, as the self-play lanes do: a session opened later
+// would join the schedule at whatever step its opening met.
 func playSessions(t *testing.T, b *Backend, orders []int, dawdle bool) map[int][]inference.Response {
 	ctx := context.Background()
 	out := make(map[int][]inference.Response)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, k := range orders {
-		s := b.Session(k)
+	sessions := make([]inference.Session, len(orders))
+	for i, k := range orders {
+		sessions[i] = b.Session(k)
+	}
+	for i, k := range orders {
+		s := sessions[i]
 		wg.Go(func() {
 			defer s.Close()
 			seats := 1 + k%3/2
