@@ -19,7 +19,7 @@ func runWorker(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&o.Name, "name", "omar", "the run's cluster.name")
 	fs.StringVar(&o.Model, "model", "", "this machine's copy of the run's model, checked by SHA-256 (default: downloaded once into --cache)")
 	fs.StringVar(&o.Cache, "cache", "", "directory for downloaded models and adapters (default: the user cache directory's omar/cluster)")
-	fs.IntVar(&o.Threads, "threads", 0, "llama.cpp threads (default: the run's rollout.threads)")
+	fs.IntVar(&o.Threads, "threads", 0, "llama.cpp threads of each of the run's rollout.contexts (default: the run's rollout.threads)")
 	fs.StringVar(&o.ID, "id", "", "the worker's name in logs (default: host-pid)")
 	fs.Func("gpu-layers", "layers offloaded to this machine's GPU, -1 all (default: the run's rollout.gpu_layers)", func(v string) error {
 		n, err := strconv.Atoi(v)
