@@ -37,19 +37,6 @@ func TestConformance(t *testing.T) {
 	enginetest.Conformance(t, New())
 }
 
-func play(t *testing.T, g engine.Game, seed uint64, p engine.Params, agents ...string) *engine.Record {
-	t.Helper()
-	cast, err := engine.ScriptedCast(g, agents, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := engine.Play(context.Background(), g, seed, p, cast, engine.DefaultOptions(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rec
-}
-
 func terms(t *testing.T, rec *engine.Record) Terms {
 	t.Helper()
 	tm, ok := rec.Outcome.Terms.(Terms)

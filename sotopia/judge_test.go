@@ -250,7 +250,7 @@ func TestJudgeScoresEpisode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := play(t, New().WithJudge(j), 9, nil, "scripted")
+			rec := enginetest.PlayScripted(t, New().WithJudge(j), 9, nil, "scripted")
 			out := rec.Outcome
 			if out.Result != tt.wantResult || len(fc.got) != tt.wantCalls {
 				t.Fatalf("got result %q after %d completions, want %q after %d", out.Result, len(fc.got), tt.wantResult, tt.wantCalls)
@@ -294,8 +294,8 @@ func TestJudgeDeterministicSeeds(t *testing.T) {
 	a, b := &fakeCompleter{replies: []string{"x"}}, &fakeCompleter{replies: []string{"x"}}
 	ja, _ := NewJudge(a, judgeOpts())
 	jb, _ := NewJudge(b, judgeOpts())
-	play(t, New().WithJudge(ja), 3, nil)
-	play(t, New().WithJudge(jb), 3, nil)
+	enginetest.PlayScripted(t, New().WithJudge(ja), 3, nil)
+	enginetest.PlayScripted(t, New().WithJudge(jb), 3, nil)
 	for i := range a.got {
 		if a.got[i].Seed != b.got[i].Seed || a.got[i].Prompt != b.got[i].Prompt {
 			t.Fatalf("completion %d differs between two runs", i)
@@ -321,7 +321,7 @@ func TestExtraAndProcess(t *testing.T) {
 	o := judgeOpts()
 	o.Extra, o.Process = true, true
 	j, _ := NewJudge(c, o)
-	rec := play(t, New().WithJudge(j), 2, engine.Params{"max_turns": 5})
+	rec := enginetest.PlayScripted(t, New().WithJudge(j), 2, engine.Params{"max_turns": 5})
 	tm := terms(t, rec)
 	if tm.Extra == nil || rec.Outcome.Metrics["agent_2/empathy"] != 5 || rec.Outcome.Metrics["agent_1/mutual_benefit"] != 4 {
 		t.Fatalf("extra metrics missing: %v", rec.Outcome.Metrics)
@@ -347,7 +347,7 @@ func TestExtraAndProcess(t *testing.T) {
 
 func TestJudgePromptsGolden(t *testing.T) {
 	j, _ := NewJudge(&fakeCompleter{replies: []string{"x"}}, judgeOpts())
-	rec := play(t, New(), 4, engine.Params{"scenario": "conf-borrowed-money", "pair": 1, "max_turns": 6})
+	rec := enginetest.PlayScripted(t, New(), 4, engine.Params{"scenario": "conf-borrowed-money", "pair": 1, "max_turns": 6})
 	var setup Setup
 	b, _ := json.Marshal(rec.Scenario)
 	json.Unmarshal(b, &setup)
@@ -363,7 +363,7 @@ func TestJudgePromptsGolden(t *testing.T) {
 }
 
 func TestRejudgeRecord(t *testing.T) {
-	rec := play(t, New(), 6, nil)
+	rec := enginetest.PlayScripted(t, New(), 6, nil)
 	b, _ := json.Marshal(rec)
 	var back engine.Record
 	if err := json.Unmarshal(b, &back); err != nil {

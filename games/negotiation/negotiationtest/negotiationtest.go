@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/engine/enginetest"
 	"github.com/omar-selfplay/omar/games/negotiation"
 )
 
@@ -283,7 +284,7 @@ func CheckRescore[S, T any](t *testing.T, g engine.Game, p engine.Params, seeds 
 	t.Helper()
 	for _, agents := range [][]string{{"strategic", "naive"}, {"naive", "strategic"}, {"random", "random"}, {"strategic", "strategic"}} {
 		for seed := uint64(1); seed <= uint64(seeds); seed++ {
-			rec := playScripted(t, g, agents, seed, p)
+			rec := enginetest.PlayScripted(t, g, seed, p, agents...)
 			b, err := json.Marshal(rec)
 			if err != nil {
 				t.Fatal(err)

@@ -155,24 +155,9 @@ func CheckScriptedGrammar(t *testing.T, g engine.Game, seeds int) {
 	t.Helper()
 	for _, agents := range [][]string{{"strategic", "naive"}, {"random", "random"}, {"naive", "strategic"}} {
 		for seed := range uint64(seeds) {
-			CheckRepliesMatchGrammar(t, playScripted(t, g, agents, seed, nil))
+			CheckRepliesMatchGrammar(t, enginetest.PlayScripted(t, g, seed, nil, agents...))
 		}
 	}
-}
-
-// playScripted plays seed of g under params p with the scripted policies
-// agents.
-func playScripted(t *testing.T, g engine.Game, agents []string, seed uint64, p engine.Params) *engine.Record {
-	t.Helper()
-	cast, err := engine.ScriptedCast(g, agents, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := engine.Play(context.Background(), g, seed, p, cast, engine.DefaultOptions(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rec
 }
 
 // CheckStrategicAboveFloor plays the strategic policy against each
@@ -183,7 +168,7 @@ func CheckStrategicAboveFloor(t *testing.T, g engine.Game, seeds int) {
 	t.Helper()
 	for _, agents := range [][]string{{"strategic", "strategic"}, {"strategic", "naive"}, {"random", "strategic"}, {"random", "random"}} {
 		for seed := range uint64(seeds) {
-			rec := playScripted(t, g, agents, seed, nil)
+			rec := enginetest.PlayScripted(t, g, seed, nil, agents...)
 			for i, seat := range rec.Seats {
 				n, ok := rec.Outcome.Metrics["below_floor_"+seat.Role]
 				switch {
