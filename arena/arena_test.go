@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/engine/enginetest"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -58,14 +59,7 @@ func playMeans(t *testing.T, g engine.Game, agents []string, n int) []float64 {
 	sum := make([]float64, len(agents))
 	for k := range n {
 		seed := seeds.Derive(1, uint64(k))
-		cast, err := engine.ScriptedCast(g, agents, seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec, err := engine.Play(context.Background(), g, seed, nil, cast, engine.DefaultOptions(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rec := enginetest.PlayScripted(t, g, seed, nil, agents...)
 		for i, r := range rec.Outcome.Rewards {
 			sum[i] += r
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/engine/enginetest"
 	"github.com/omar-selfplay/omar/games/casino"
 	"github.com/omar-selfplay/omar/games/craigslist"
 	"github.com/omar-selfplay/omar/games/sealedbid"
@@ -103,14 +104,7 @@ func TestCloneScriptedRecords(t *testing.T) {
 			opts := Options{}.Defaults()
 			opts.MaxTokens, opts.Context = 256, 16384
 			for seed := uint64(1); seed <= 3; seed++ {
-				cast, err := engine.ScriptedCast(g, nil, seed)
-				if err != nil {
-					t.Fatal(err)
-				}
-				rec, err := engine.Play(context.Background(), g, seed, nil, cast, engine.DefaultOptions(), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				rec := enginetest.PlayScripted(t, g, seed, nil)
 				trajs, err := Clone(context.Background(), g, rec, int(seed), p, opts, nil)
 				if err != nil {
 					t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/engine/enginetest"
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
@@ -40,14 +41,7 @@ func writeRecords(t *testing.T, env string, params engine.Params, n int) (string
 	var recs []*engine.Record
 	for k := range n {
 		seed := seeds.Derive(11, uint64(k))
-		cast, err := engine.ScriptedCast(g, nil, seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec, err := engine.Play(context.Background(), g, seed, params, cast, engine.DefaultOptions(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rec := enginetest.PlayScripted(t, g, seed, params)
 		if err := w.Write(rec); err != nil {
 			t.Fatal(err)
 		}
