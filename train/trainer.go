@@ -179,6 +179,11 @@ func (t *Trainer) init() error {
 	}
 	t.w = w
 	t.declareTransposes()
+	if t.opts.Device != "cuda" {
+		if err := checkMemory(t.memoryNeed(fills), t.opts.Full, availableMemory); err != nil {
+			return err
+		}
+	}
 	t.base = fills
 	for _, fl := range fills {
 		t.baseNames = append(t.baseNames, fl.info.Name)

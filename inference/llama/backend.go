@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/internal/sysmem"
 	"github.com/omar-selfplay/omar/llamacpp"
 )
 
@@ -91,7 +92,7 @@ func New(o Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llama: %w", err)
 	}
-	if err := checkShape(o, shape, availableMemory); err != nil {
+	if err := checkShape(o, shape, sysmem.Available); err != nil {
 		return nil, err
 	}
 	if err := llamacpp.Load(o.LibDir); err != nil {

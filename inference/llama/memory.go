@@ -1,14 +1,10 @@
 package llama
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/omar-selfplay/omar/gguf"
+	"github.com/omar-selfplay/omar/internal/sysmem"
 	"github.com/omar-selfplay/omar/llamacpp"
 )
 
@@ -147,80 +143,7 @@ func checkShape(o Options, s modelShape, available func() (int64, string, error)
 	}
 	if est.total() > limit {
 		return fmt.Errorf("llama: %d sequences × %d tokens need about %s of KV cache and %s of compute buffers, more than the %s available (%s): lower the parallel sequences or the context",
-			o.Parallel, o.Context, byteSize(est.kv), byteSize(est.compute), byteSize(limit), source)
+			o.Parallel, o.Context, sysmem.ByteSize(est.kv), sysmem.ByteSize(est.compute), sysmem.ByteSize(limit), source)
 	}
 	return nil
-}
-
-// availableMemory is MemAvailable from /proc/meminfo, or what the
-// process's cgroup still allows when that is less.
-func availableMemory() (int64, string, error) {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0, "", err
-	}
-	avail, err := memAvailable(b)
-	if err != nil {
-		return 0, "", err
-	}
-	source := "MemAvailable in /proc/meminfo"
-	if room, ok := cgroupRoom(); ok && room < avail {
-		avail, source = room, "the cgroup's memory.max less memory.current"
-	}
-	return avail, source, nil
-}
-
-// memAvailable parses the MemAvailable line of /proc/meminfo (kB).
-func memAvailable(meminfo []byte) (int64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(meminfo))
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			break
-		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil || kb < 0 || kb > 1<<50 {
-			return 0, fmt.Errorf("llama: /proc/meminfo: bad MemAvailable %q", rest)
-		}
-		return kb << 10, nil
-	}
-	return 0, fmt.Errorf("llama: /proc/meminfo has no MemAvailable line")
-}
-
-// cgroupRoom is memory.max − memory.current of a cgroup v2 with a limit.
-func cgroupRoom() (int64, bool) {
-	read := func(name string) (int64, bool) {
-		b, err := os.ReadFile("/sys/fs/cgroup/" + name)
-		if err != nil {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		return n, err == nil
-	}
-	lim, ok := read("memory.max") // "max" when unlimited: not a number
-	if !ok {
-		return 0, false
-	}
-	cur, ok := read("memory.current")
-	if !ok {
-		return 0, false
-	}
-	return max(lim-cur, 0), true
-}
-
-// byteSize writes n in binary units.
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

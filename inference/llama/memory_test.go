@@ -68,39 +68,6 @@ func TestCheckShape(t *testing.T) {
 	}
 }
 
-func TestMemAvailable(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"MemTotal:       16384 kB\nMemFree:         1000 kB\nMemAvailable:    8192 kB\n", 8192 << 10, true},
-		{"MemTotal: 1 kB\n", 0, false},
-		{"MemAvailable: lots kB\n", 0, false},
-		{"MemAvailable: -5 kB\n", 0, false},
-		{"MemAvailable:\n", 0, false},
-	} {
-		got, err := memAvailable([]byte(tc.in))
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("memAvailable(%q) = %d, %v; want %d, ok %v", tc.in, got, err, tc.want, tc.ok)
-		}
-	}
-	if n, source, err := availableMemory(); err != nil || n <= 0 || source == "" {
-		t.Errorf("availableMemory on this machine: %d, %q, %v", n, source, err)
-	}
-}
-
-func FuzzMemAvailable(f *testing.F) {
-	f.Add([]byte("MemAvailable:    8192 kB\n"))
-	f.Add([]byte("MemAvailable: 99999999999999999999 kB"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		n, err := memAvailable(b)
-		if err == nil && (n < 0 || n > 1<<60) {
-			t.Errorf("memAvailable = %d without error", n)
-		}
-	})
-}
-
 // FuzzCheckShape: no combination of options and model shape panics, and
 // an accepted context never exceeds the training context unless allowed.
 func FuzzCheckShape(f *testing.F) {

@@ -1,0 +1,82 @@
+package train
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestCheckMemory(t *testing.T) {
+	const gib = 1 << 30
+	avail := func(n int64) func() (int64, string, error) {
+		return func() (int64, string, error) { return n, "MemAvailable in /proc/meminfo", nil }
+	}
+	lora := memoryNeed{weights: 8 * gib, transposes: 7 * gib, logits: gib / 2}
+	full := memoryNeed{weights: 8 * gib, optimizer: 24 * gib, logits: gib / 2}
+	for _, tc := range []struct {
+		name  string
+		need  memoryNeed
+		full  bool
+		avail func() (int64, string, error)
+		want  []string // substrings of the error; nil: no error
+	}{
+		{"fits", lora, false, avail(16 * gib), nil},
+		{"unknown memory", lora, false, func() (int64, string, error) { return 0, "", errors.New("no /proc") }, nil},
+		{"zero reported", lora, false, avail(0), nil},
+		{"without the copies it fits", lora, false, avail(10 * gib),
+			[]string{"weights held in F32 (8.0 GiB)", "transposed copies for the backward pass (7.0 GiB)", "about 15.5 GiB", "10.0 GiB available (MemAvailable in /proc/meminfo)", "out_prod_backward: true"}},
+		{"smaller passes fit", memoryNeed{weights: 8 * gib, logits: 4 * gib}, false, avail(9 * gib),
+			[]string{"logits and their gradient (4.0 GiB)", "lower batch_tokens"}},
+		{"full training", full, true, avail(20 * gib),
+			[]string{"AdamW's moments and the gradients of full training (24.0 GiB)", "full: false"}},
+		{"too big in any case", lora, false, avail(4 * gib), []string{"use a smaller model"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkMemory(tc.need, tc.full, tc.avail)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("got %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("got nil, want an error containing %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestNewRefusesWhatDoesNotFit loads the tiny model with the memory
+// reported just short of what the trainer needs: New refuses before
+// allocating, naming the option that makes it fit, and with that option
+// the same memory is enough.
+func TestNewRefusesWhatDoesNotFit(t *testing.T) {
+	path := tinyModel(t, "llama")
+	probe := newTrainer(t, "llama", testOptions())
+	need := probe.memoryNeed(probe.base)
+	if need.transposes == 0 || need.weights == 0 || need.logits == 0 {
+		t.Fatalf("memory need %+v: want weights, transposes and logits", need)
+	}
+	saved := availableMemory
+	t.Cleanup(func() { availableMemory = saved })
+	availableMemory = func() (int64, string, error) { return need.total() - 1, "test", nil }
+
+	if tr, err := New(path, testOptions()); err == nil {
+		tr.Close()
+		t.Fatal("New succeeded with less memory than it needs")
+	} else if !strings.Contains(err.Error(), "out_prod_backward: true") {
+		t.Fatalf("error %q does not name out_prod_backward", err)
+	}
+	o := testOptions()
+	o.OutProdBackward = true
+	tr, err := New(path, o)
+	if err != nil {
+		t.Fatalf("without the transposed copies: %v", err)
+	}
+	tr.Close()
+}
