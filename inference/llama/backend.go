@@ -109,7 +109,7 @@ func New(o Options) (*Backend, error) {
 		return nil, fmt.Errorf("llama: %s is an encoder-decoder model; only decoder-only models are supported", o.Model)
 	}
 	if o.contexts() == 1 {
-		b, err := newContext(o, m, true)
+		b, err := newContext(o, m, true, nil)
 		if err != nil {
 			m.Close()
 		}
@@ -119,8 +119,10 @@ func New(o Options) (*Backend, error) {
 }
 
 // newContext makes a llama context for o on the loaded model m and starts
-// its decode loop; owner says whether closing the Backend frees m.
-func newContext(o Options, m *llamacpp.Model, owner bool) (*Backend, error) {
+// its decode loop; owner says whether closing the Backend frees m. The
+// token tables are tablesOf's when given (another context on m), else
+// looked up.
+func newContext(o Options, m *llamacpp.Model, owner bool, tablesOf *Backend) (*Backend, error) {
 	co := llamacpp.ContextOptions{}.Defaults()
 	co.NCtx = o.Context * o.Parallel
 	co.NSeqMax = o.Parallel
@@ -143,7 +145,12 @@ func newContext(o Options, m *llamacpp.Model, owner bool) (*Backend, error) {
 		submit: make(chan []*job), sessionCh: make(chan sessionMsg), swaps: make(chan *swap), quit: make(chan struct{}), done: make(chan struct{}),
 		batch: batch,
 	}
-	b.tables()
+	if tablesOf != nil {
+		// The same model: its tables are read-only and shared.
+		b.tmpl, b.pieces, b.eog, b.specials = tablesOf.tmpl, tablesOf.pieces, tablesOf.eog, tablesOf.specials
+	} else {
+		b.tables()
+	}
 	for range min(runtime.GOMAXPROCS(0), o.Parallel) {
 		nv := m.Vocab().NTokens()
 		b.scratch = append(b.scratch, &scratch{cand: llamacpp.NewCandidates(nv), exps: make([]float64, nv)})

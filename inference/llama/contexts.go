@@ -25,8 +25,9 @@ func newContexts(o Options, m *llamacpp.Model) (*Backend, error) {
 	each := o.perContext()
 	b := &Backend{opts: o, model: m, ownsModel: true, vocab: m.Vocab(), quit: make(chan struct{}), done: make(chan struct{})}
 	close(b.done) // no loop of its own
+	var first *Backend
 	for range o.contexts() {
-		c, err := newContext(each, m, false)
+		c, err := newContext(each, m, false, first)
 		if err != nil {
 			for _, c := range b.contexts {
 				c.Close()
@@ -35,8 +36,8 @@ func newContexts(o Options, m *llamacpp.Model) (*Backend, error) {
 			return nil, err
 		}
 		b.contexts = append(b.contexts, c)
+		first = b.contexts[0]
 	}
-	first := b.contexts[0]
 	b.nCtx, b.tmpl, b.pieces, b.eog, b.specials = first.nCtx, first.tmpl, first.pieces, first.eog, first.specials
 	return b, nil
 }
