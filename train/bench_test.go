@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/model"
 )
@@ -351,5 +352,54 @@ func BenchmarkSelfplayUpdate(b *testing.B) {
 			b.ReportMetric(score.Seconds()/float64(b.N), "score-s/op")
 			b.ReportMetric(update.Seconds()/float64(b.N), "update-s/op")
 		})
+	}
+}
+
+// BenchmarkQuantizedBase measures scoring and a PPO step (as
+// BenchmarkPPOStep's small case, one thread) on the small preset stored in
+// F32 and quantized, with the frozen matrices held in the file's type
+// (the default) and dequantized to F32 (Options.DequantizeBase).
+func BenchmarkQuantizedBase(b *testing.B) {
+	for _, typ := range []gguf.TensorType{gguf.F32, gguf.Q8_0, gguf.Q4_0} {
+		for _, held := range []string{"file", "f32", "file/outprod"} {
+			if typ == gguf.F32 && held != "file" {
+				continue
+			}
+			b.Run(fmt.Sprintf("%v/held=%s", typ, held), func(b *testing.B) {
+				path := smallModel(b)
+				if typ != gguf.F32 {
+					path = filepath.Join(b.TempDir(), "q.gguf")
+					quantizeModel(b, smallModel(b), path, typ)
+				}
+				o := testOptions()
+				o.LoRARank, o.Epochs, o.MiniBatch, o.BatchTokens = 8, 1, 8, 1024
+				o.DequantizeBase = held == "f32"
+				o.OutProdBackward = held == "file/outprod"
+				tr, err := New(path, o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tr.Close()
+				seqs := randomSeqs(5, 2, 64, 128, tr.Vocab())
+				ctx := context.Background()
+				tokens := 0
+				for b.Loop() {
+					scores, err := tr.Evaluate(ctx, seqs)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for i := range seqs {
+						seqs[i].RefLogprobs = scores[i].RefLogprobs
+					}
+					st, err := tr.Step(ctx, seqs)
+					if err != nil {
+						b.Fatal(err)
+					}
+					tokens += st.Tokens
+				}
+				b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+				b.ReportMetric(float64(tr.memoryNeed(tr.base).weights)/(1<<20), "MiB-weights")
+			})
+		}
 	}
 }

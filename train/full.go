@@ -78,8 +78,13 @@ func (t *Trainer) SaveModel(path string, typ gguf.TensorType) error {
 			}
 			continue
 		}
-		data := make([]float32, llamacpp.Nelements(x))
-		llamacpp.GetF32(x, data)
+		var data []float32
+		if x.Type == llamacpp.TypeF32 {
+			data = make([]float32, llamacpp.Nelements(x))
+			llamacpp.GetF32(x, data)
+		} else if data, err = readF32(src, in, t.backends[len(t.backends)-1]); err != nil {
+			return err
+		}
 		if add := merged[in.Name]; add != nil {
 			add(data)
 		}

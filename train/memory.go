@@ -13,7 +13,7 @@ import (
 var availableMemory = sysmem.Available
 
 // memoryNeed is what a trainer allocates on the CPU that grows with the
-// model: the base weights held in F32 whatever the file's type, the
+// model: the base weights as it holds them (F32 or the file's type), the
 // transposed copies of the frozen matrices (see declareTransposes), in
 // full mode AdamW's two moments and the gradient of every weight, and
 // the logits of one pass with their gradient (BatchTokens × vocabulary).
@@ -30,25 +30,16 @@ func (m memoryNeed) total() int64 { return m.weights + m.transposes + m.optimize
 func (t *Trainer) memoryNeed(fills []fill) memoryNeed {
 	var m memoryNeed
 	for _, fl := range fills {
-		m.weights += tensorBytes(fl.t)
+		m.weights += int64(llamacpp.Nbytes(fl.t))
 	}
 	for _, wT := range t.wT {
-		m.transposes += tensorBytes(wT)
+		m.transposes += int64(llamacpp.Nbytes(wT))
 	}
 	if t.opts.Full {
-		m.optimizer = 3 * m.weights
+		m.optimizer = 3 * m.weights // F32 in full mode
 	}
 	m.logits = 2 * 4 * int64(t.opts.BatchTokens) * int64(t.hp.nVocab)
 	return m
-}
-
-// tensorBytes is the size of an F32 tensor.
-func tensorBytes(x llamacpp.Tensor) int64 {
-	n := int64(4)
-	for _, d := range x.Ne {
-		n *= max(d, 1)
-	}
-	return n
 }
 
 // checkMemory refuses a trainer whose weights would not fit the memory
@@ -64,7 +55,7 @@ func checkMemory(need memoryNeed, full bool, available func() (int64, string, er
 	if need.total() <= avail {
 		return nil
 	}
-	parts := []string{fmt.Sprintf("the model's weights held in F32 (%s)", sysmem.ByteSize(need.weights))}
+	parts := []string{fmt.Sprintf("the model's weights (%s)", sysmem.ByteSize(need.weights))}
 	if need.transposes > 0 {
 		parts = append(parts, fmt.Sprintf("their transposed copies for the backward pass (%s)", sysmem.ByteSize(need.transposes)))
 	}

@@ -24,7 +24,7 @@ func TestCheckMemory(t *testing.T) {
 		{"unknown memory", lora, false, func() (int64, string, error) { return 0, "", errors.New("no /proc") }, nil},
 		{"zero reported", lora, false, avail(0), nil},
 		{"without the copies it fits", lora, false, avail(10 * gib),
-			[]string{"weights held in F32 (8.0 GiB)", "transposed copies for the backward pass (7.0 GiB)", "about 15.5 GiB", "10.0 GiB available (MemAvailable in /proc/meminfo)", "out_prod_backward: true"}},
+			[]string{"the model's weights (8.0 GiB)", "transposed copies for the backward pass (7.0 GiB)", "about 15.5 GiB", "10.0 GiB available (MemAvailable in /proc/meminfo)", "out_prod_backward: true"}},
 		{"smaller passes fit", memoryNeed{weights: 8 * gib, logits: 4 * gib}, false, avail(9 * gib),
 			[]string{"logits and their gradient (4.0 GiB)", "lower batch_tokens"}},
 		{"full training", full, true, avail(20 * gib),

@@ -132,7 +132,8 @@ func readHparams(f *gguf.File) (hparams, error) {
 	return h, nil
 }
 
-// weights are the frozen base tensors (F32, in the backend's memory).
+// weights are the frozen base tensors, in the backend's memory: F32, or
+// the file's type for matrices and embeddings (see keepsType).
 type weights struct {
 	tokEmbd, outNorm, output llamacpp.Tensor
 	ropeFreqs                llamacpp.Tensor // llama 3's frequency factors, or nil
@@ -148,8 +149,9 @@ type layerWeights struct {
 
 // declareWeights creates the base tensors in ctx (no data yet) and returns
 // them with the list of (tensor, directory entry) pairs to fill after
-// allocation.
-func declareWeights(ctx llamacpp.Context, h *hparams, dir map[string]gguf.TensorInfo) (weights, []fill, error) {
+// allocation. Matrices and embeddings whose file type keep accepts keep
+// it; every other tensor is F32.
+func declareWeights(ctx llamacpp.Context, h *hparams, dir map[string]gguf.TensorInfo, keep func(gguf.TensorType) bool) (weights, []fill, error) {
 	var w weights
 	var fills []fill
 	get := func(name string, ne ...int64) (llamacpp.Tensor, error) {
@@ -160,7 +162,11 @@ func declareWeights(ctx llamacpp.Context, h *hparams, dir map[string]gguf.Tensor
 		if !shapeIs(info.Shape, ne) {
 			return nil, fmt.Errorf("train: tensor %s has shape %v, want %v", name, info.Shape, ne)
 		}
-		t := llamacpp.SetName(ctx.NewTensor(llamacpp.TypeF32, ne...), name)
+		typ := llamacpp.TypeF32
+		if len(ne) == 2 && keep != nil && keep(info.Type) {
+			typ = llamacpp.Type(info.Type) // gguf and ggml share enum ggml_type
+		}
+		t := llamacpp.SetName(ctx.NewTensor(typ, ne...), name)
 		fills = append(fills, fill{t, info})
 		return t, nil
 	}
@@ -261,14 +267,32 @@ type fill struct {
 	info gguf.TensorInfo
 }
 
+// keepsType reports whether the trainer can hold a frozen matrix of type
+// typ as it is, rather than in F32: ggml's CPU kernels multiply by it
+// (mul_mat), look rows up in it (get_rows) and, for the input gradient
+// without transposed copies (outProd), run out_prod on it, which has
+// kernels for the block formats and F32 only.
+func keepsType(typ gguf.TensorType, outProd bool) bool {
+	switch typ {
+	case gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0,
+		gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K,
+		gguf.IQ2_XXS, gguf.IQ2_XS, gguf.IQ3_XXS, gguf.IQ1_S, gguf.IQ1_M,
+		gguf.IQ4_NL, gguf.IQ4_XS, gguf.IQ3_S, gguf.IQ2_S,
+		gguf.TQ1_0, gguf.TQ2_0, gguf.MXFP4:
+		return true
+	case gguf.F16, gguf.BF16:
+		return !outProd
+	}
+	return false
+}
+
 // readF32 reads a tensor's data from the model file as F32. F32, F16 and
 // BF16 are read and converted by package gguf (the project's one GGUF
 // reader and one half-precision conversion); quantized types are
 // dequantized by ggml on the CPU (get_rows over every row), because only
-// ggml has the kernels for its dozens of block formats. The trainer keeps
-// frozen weights in F32: the backward pass multiplies by them (OUT_PROD),
-// which CUDA only runs in F32, and dequantizing once is cheaper than on
-// every pass.
+// ggml has the kernels for its dozens of block formats. F32 is what full
+// training updates, what CUDA's out_prod multiplies by, and what the
+// transposed copies and SaveModel's merge are made from.
 func readF32(f *gguf.File, info gguf.TensorInfo, cpu llamacpp.Backend) ([]float32, error) {
 	switch info.Type {
 	case gguf.F32, gguf.F16, gguf.BF16:

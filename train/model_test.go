@@ -134,9 +134,8 @@ func TestTypeTablesAgree(t *testing.T) {
 	}
 }
 
-// TestF16Model loads the same generated model stored with F16 matrices: the
-// trainer converts them to F32, so its logprobs stay within F16 rounding of
-// the F32 model's.
+// TestF16Model loads the same generated model stored with F16 matrices:
+// the trainer's logprobs stay within F16 rounding of the F32 model's.
 func TestF16Model(t *testing.T) {
 	p32 := tinyModel(t, "qwen2")
 	p16 := filepath.Join(t.TempDir(), "qwen2-f16.gguf")

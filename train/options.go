@@ -83,6 +83,16 @@ type Options struct {
 	// weights' memory; the forward kernels run the product several times
 	// faster on the CPU.
 	OutProdBackward bool `yaml:"out_prod_backward"`
+	// DequantizeBase holds the frozen matrices and embeddings in F32 even
+	// where the model file stores them quantized or in half precision
+	// (LoRA mode on the CPU; full mode and CUDA always hold F32). By
+	// default they keep the file's type: the forward pass then runs the
+	// kernels llama.cpp samples with, so the trainer's logprobs are the
+	// sampler's to rounding, in a fraction of the memory (a quarter or
+	// less for 8-bit and smaller types). F16 and BF16 keep their type only
+	// with the transposed copies (OutProdBackward off): ggml's CPU
+	// out_prod has no kernel for them.
+	DequantizeBase bool `yaml:"dequantize_base"`
 	// Epochs over the data of one Step call; MiniBatch sequences per
 	// optimizer step.
 	Epochs    int `yaml:"epochs"`

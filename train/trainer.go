@@ -173,7 +173,11 @@ func (t *Trainer) init() error {
 	if t.wctx, err = llamacpp.NewContext(2*len(f.Tensors)+8, 0, 0, false); err != nil {
 		return err
 	}
-	w, fills, err := declareWeights(t.wctx, &t.hp, dir)
+	var keep func(gguf.TensorType) bool
+	if !t.opts.Full && t.opts.Device != "cuda" && !t.opts.DequantizeBase {
+		keep = func(typ gguf.TensorType) bool { return keepsType(typ, t.opts.OutProdBackward) }
+	}
+	w, fills, err := declareWeights(t.wctx, &t.hp, dir, keep)
 	if err != nil {
 		return err
 	}
@@ -192,12 +196,29 @@ func (t *Trainer) init() error {
 		return fmt.Errorf("train: base weights: %w", err)
 	}
 	for _, fl := range fills {
+		wT := t.wT[fl.t]
+		if fl.t.Type != llamacpp.TypeF32 {
+			// Held in the file's type: its bytes as they are.
+			raw, err := f.TensorBytes(fl.info.Name)
+			if err != nil {
+				return fmt.Errorf("train: %w", err)
+			}
+			if len(raw) != llamacpp.Nbytes(fl.t) {
+				return fmt.Errorf("train: tensor %s: %d bytes, want %d for %v %v", fl.info.Name, len(raw), llamacpp.Nbytes(fl.t), fl.info.Type, fl.info.Shape)
+			}
+			llamacpp.SetBytes(fl.t, raw)
+			if wT == nil {
+				continue
+			}
+		}
 		data, err := readF32(f, fl.info, t.backends[len(t.backends)-1])
 		if err != nil {
 			return err
 		}
-		llamacpp.SetF32(fl.t, data)
-		if wT := t.wT[fl.t]; wT != nil {
+		if fl.t.Type == llamacpp.TypeF32 {
+			llamacpp.SetF32(fl.t, data)
+		}
+		if wT != nil {
 			llamacpp.SetF32(wT, transpose(data, int(fl.t.Ne[0]), int(fl.t.Ne[1])))
 		}
 	}

@@ -1,0 +1,199 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/omar-selfplay/omar/gguf"
+	"github.com/omar-selfplay/omar/llamacpp"
+)
+
+// quantizeModel rewrites the model at src with every matrix (2-D tensor)
+// in typ, through ggml's own quantization, as llama-quantize would.
+func quantizeModel(t testing.TB, src, dst string, typ gguf.TensorType) {
+	t.Helper()
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, kv := range f.Metadata {
+		if err := w.Set(kv.Key, kv.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ti := range f.Tensors {
+		d, err := f.TensorFloat32(ti.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ti.Shape) < 2 || ti.Shape[1] < 2 {
+			if err := w.AddTensor(ti.Name, ti.Shape, gguf.F32, d); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		var raw []byte
+		if typ == gguf.F16 {
+			if err := w.AddTensor(ti.Name, ti.Shape, typ, d); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if raw, err = llamacpp.Quantize(llamacpp.Type(typ), d, int(ti.Shape[0])); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.AddTensorBytes(ti.Name, ti.Shape, typ, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteFile(dst); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQuantizedParity: on a model stored quantized or in half precision
+// the trainer holds the matrices in the file's type, so its logprobs are
+// llama_decode's on the same file to float rounding for the block formats
+// (dequantized to F32 they were up to 0.1 apart: llama.cpp multiplies by
+// quantized weights and activations), and closer than dequantized for
+// F16 and BF16; the weights take the file's bytes, not four per value.
+func TestQuantizedParity(t *testing.T) {
+	src := tinyModel(t, "llama")
+	for _, tc := range []struct {
+		typ  gguf.TensorType
+		want float64 // the largest |Δ logprob| allowed when kept
+	}{
+		{gguf.Q8_0, 1e-5},
+		{gguf.Q4_0, 1e-5},
+		{gguf.F16, 3e-3},
+		{gguf.BF16, 3e-3},
+	} {
+		t.Run(tc.typ.String(), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			quantizeModel(t, src, path, tc.typ)
+			m, err := llamacpp.LoadModel(path, llamacpp.ModelOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			seqs := randomSeqs(51, 3, 30, 60, 512)
+			var gap [2]float64
+			var weights [2]int64
+			for i, dequantize := range []bool{false, true} {
+				o := testOptions()
+				o.DequantizeBase = dequantize
+				tr, err := New(path, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				weights[i] = tr.memoryNeed(tr.base).weights
+				_, lps, _, err := columns(tr.Evaluate(context.Background(), seqs))
+				tr.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j, s := range seqs {
+					gap[i] = math.Max(gap[i], maskedDiff(t, lps[j], decodeAll(t, m, s.Tokens, nil), s.Mask))
+				}
+			}
+			t.Logf("max |Δ logprob| to llama_decode: %.3g in %v (%d bytes of weights), %.3g dequantized (%d bytes)", gap[0], tc.typ, weights[0], gap[1], weights[1])
+			if gap[0] > tc.want {
+				t.Errorf("kept in %v the logprobs differ from llama_decode by %g, want ≤ %g", tc.typ, gap[0], tc.want)
+			}
+			if gap[0] >= gap[1] {
+				t.Errorf("kept in %v the logprobs are no closer to llama_decode (%g) than dequantized (%g)", tc.typ, gap[0], gap[1])
+			}
+			if weights[0] >= weights[1]*3/4 {
+				t.Errorf("kept in %v the weights take %d bytes, dequantized %d", tc.typ, weights[0], weights[1])
+			}
+		})
+	}
+}
+
+// TestQuantizedTraining trains an adapter on a Q8_0 model: the input
+// gradients through the quantized matrices agree between the transposed
+// copies (mul_mat) and ggml's out_prod, a few steps lower the loss, and
+// the merged model SaveModel writes is the one written from the
+// dequantized weights, to the byte.
+func TestQuantizedTraining(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q8.gguf")
+	quantizeModel(t, tinyModel(t, "qwen3"), path, gguf.Q8_0)
+	ctx := context.Background()
+	var grads [2][][]float32
+	for i, outProd := range []bool{false, true} {
+		o := testOptions()
+		o.OutProdBackward = outProd
+		o.KLCoef = 0.1
+		tr, err := New(path, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.w.layers[0].mat["ffn_up"].Type != llamacpp.Type(gguf.Q8_0) {
+			t.Fatalf("ffn_up held as type %d, want Q8_0", tr.w.layers[0].mat["ffn_up"].Type)
+		}
+		randomize(tr, 5, 0.05)
+		seqs := randomSeqs(17, 3, 20, 50, tr.Vocab())
+		setRefLogprobs(t, tr, seqs)
+		idx := []int{0, 1, 2}
+		tr.gbuf.Clear(0)
+		if _, err := tr.accumulate(ctx, tr.ppo, seqs, idx, tr.tokenWeights(seqs, idx)); err != nil {
+			t.Fatal(err)
+		}
+		grads[i] = readParams(tr, true)
+		tr.Close()
+	}
+	maxDiff, maxAbs := nestedDiff(grads[0], grads[1])
+	if maxAbs == 0 || maxDiff > 1e-4*maxAbs {
+		t.Fatalf("gradients through Q8_0 weights differ by %g between mul_mat and out_prod (largest %g)", maxDiff, maxAbs)
+	}
+
+	var saved [2][]byte
+	for i, dequantize := range []bool{false, true} {
+		o := testOptions()
+		o.LR = 1e-2
+		o.DequantizeBase = dequantize
+		tr, err := New(path, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs := randomSeqs(23, 4, 20, 40, tr.Vocab())
+		first, err := tr.SFTStep(ctx, seqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := first
+		for range 5 {
+			if last, err = tr.SFTStep(ctx, seqs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !(last < first) {
+			t.Errorf("dequantize %v: SFT loss %g → %g, want lower", dequantize, first, last)
+		}
+		// The same adapter on both (A from the seed, B random): the
+		// merge adds it to the dequantized base either way.
+		fresh, err := New(path, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		randomize(fresh, 9, 0.05)
+		out := filepath.Join(t.TempDir(), "merged.gguf")
+		if err := fresh.SaveModel(out, gguf.F32); err != nil {
+			t.Fatal(err)
+		}
+		fresh.Close()
+		tr.Close()
+		if saved[i], err = os.ReadFile(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(saved[0], saved[1]) {
+		t.Error("SaveModel from the Q8_0 weights differs from SaveModel from their F32 dequantization")
+	}
+}
