@@ -164,6 +164,8 @@ func declareWeights(ctx llamacpp.Context, h *hparams, dir map[string]gguf.Tensor
 		}
 		typ := llamacpp.TypeF32
 		if len(ne) == 2 && keep != nil && keep(info.Type) {
+			// Whole blocks per row, as ggml requires: gguf.Open
+			// refuses a file whose rows are not.
 			typ = llamacpp.Type(info.Type) // gguf and ggml share enum ggml_type
 		}
 		t := llamacpp.SetName(ctx.NewTensor(typ, ne...), name)
