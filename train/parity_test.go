@@ -117,9 +117,10 @@ func TestParityWithLlamaDecode(t *testing.T) {
 	}
 }
 
-// withRopeFreqs rewrites the model at src with a llama-3-style
-// rope_freqs.weight (per-dimension divisors of the rotation frequencies).
-func withRopeFreqs(t *testing.T, src, dst string, nRot int) {
+// rewriteModel copies the model at src to dst with its metadata, passing
+// each tensor (as F32 values) to add, which writes it, then lets finish
+// add more.
+func rewriteModel(t testing.TB, src, dst string, add func(w *gguf.Writer, ti gguf.TensorInfo, d []float32) error, finish func(w *gguf.Writer) error) {
 	t.Helper()
 	f, err := gguf.Open(src)
 	if err != nil {
@@ -137,20 +138,33 @@ func withRopeFreqs(t *testing.T, src, dst string, nRot int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.AddTensor(ti.Name, ti.Shape, gguf.F32, d); err != nil {
+		if err := add(w, ti, d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	freqs := make([]float32, nRot/2)
-	for i := range freqs {
-		freqs[i] = 1 + float32(i)*0.5 // low frequencies slowed down, as llama 3 does
-	}
-	if err := w.AddTensor("rope_freqs.weight", []uint64{uint64(nRot / 2)}, gguf.F32, freqs); err != nil {
-		t.Fatal(err)
+	if finish != nil {
+		if err := finish(w); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w.WriteFile(dst); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// withRopeFreqs rewrites the model at src with a llama-3-style
+// rope_freqs.weight (per-dimension divisors of the rotation frequencies).
+func withRopeFreqs(t *testing.T, src, dst string, nRot int) {
+	t.Helper()
+	rewriteModel(t, src, dst, func(w *gguf.Writer, ti gguf.TensorInfo, d []float32) error {
+		return w.AddTensor(ti.Name, ti.Shape, gguf.F32, d)
+	}, func(w *gguf.Writer) error {
+		freqs := make([]float32, nRot/2)
+		for i := range freqs {
+			freqs[i] = 1 + float32(i)*0.5 // low frequencies slowed down, as llama 3 does
+		}
+		return w.AddTensor("rope_freqs.weight", []uint64{uint64(nRot / 2)}, gguf.F32, freqs)
+	})
 }
 
 // TestRopeFreqs: a llama model with rope frequency factors (llama 3.x)

@@ -16,45 +16,19 @@ import (
 // in typ, through ggml's own quantization, as llama-quantize would.
 func quantizeModel(t testing.TB, src, dst string, typ gguf.TensorType) {
 	t.Helper()
-	f, err := gguf.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := gguf.NewWriter()
-	for _, kv := range f.Metadata {
-		if err := w.Set(kv.Key, kv.Value); err != nil {
-			t.Fatal(err)
+	rewriteModel(t, src, dst, func(w *gguf.Writer, ti gguf.TensorInfo, d []float32) error {
+		switch {
+		case len(ti.Shape) < 2 || ti.Shape[1] < 2:
+			return w.AddTensor(ti.Name, ti.Shape, gguf.F32, d)
+		case typ == gguf.F16:
+			return w.AddTensor(ti.Name, ti.Shape, typ, d)
 		}
-	}
-	for _, ti := range f.Tensors {
-		d, err := f.TensorFloat32(ti.Name)
+		raw, err := llamacpp.Quantize(llamacpp.Type(typ), d, int(ti.Shape[0]))
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if len(ti.Shape) < 2 || ti.Shape[1] < 2 {
-			if err := w.AddTensor(ti.Name, ti.Shape, gguf.F32, d); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		var raw []byte
-		if typ == gguf.F16 {
-			if err := w.AddTensor(ti.Name, ti.Shape, typ, d); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if raw, err = llamacpp.Quantize(llamacpp.Type(typ), d, int(ti.Shape[0])); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.AddTensorBytes(ti.Name, ti.Shape, typ, raw); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.WriteFile(dst); err != nil {
-		t.Fatal(err)
-	}
+		return w.AddTensorBytes(ti.Name, ti.Shape, typ, raw)
+	}, nil)
 }
 
 // TestQuantizedParity: on a model stored quantized or in half precision
@@ -137,15 +111,7 @@ func TestQuantizedTraining(t *testing.T) {
 		if tr.w.layers[0].mat["ffn_up"].Type != llamacpp.Type(gguf.Q8_0) {
 			t.Fatalf("ffn_up held as type %d, want Q8_0", tr.w.layers[0].mat["ffn_up"].Type)
 		}
-		randomize(tr, 5, 0.05)
-		seqs := randomSeqs(17, 3, 20, 50, tr.Vocab())
-		setRefLogprobs(t, tr, seqs)
-		idx := []int{0, 1, 2}
-		tr.gbuf.Clear(0)
-		if _, err := tr.accumulate(ctx, tr.ppo, seqs, idx, tr.tokenWeights(seqs, idx)); err != nil {
-			t.Fatal(err)
-		}
-		grads[i] = readParams(tr, true)
+		grads[i] = ppoGradients(t, tr)
 		tr.Close()
 	}
 	maxDiff, maxAbs := nestedDiff(grads[0], grads[1])

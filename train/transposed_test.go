@@ -35,22 +35,13 @@ func TestTranspose(t *testing.T) {
 func TestTransposedBackwardMatchesOutProd(t *testing.T) {
 	for _, arch := range []string{"llama", "qwen3"} {
 		t.Run(arch, func(t *testing.T) {
-			ctx := context.Background()
 			var grads [2][][]float32
 			for i, outProd := range []bool{false, true} {
 				o := testOptions()
 				o.OutProdBackward = outProd
 				o.KLCoef, o.EntropyCoef = 0.1, 0.01
 				tr := newTrainer(t, arch, o)
-				randomize(tr, 5, 0.05)
-				seqs := randomSeqs(17, 3, 20, 50, tr.Vocab())
-				setRefLogprobs(t, tr, seqs)
-				idx := []int{0, 1, 2}
-				tr.gbuf.Clear(0)
-				if _, err := tr.accumulate(ctx, tr.ppo, seqs, idx, tr.tokenWeights(seqs, idx)); err != nil {
-					t.Fatal(err)
-				}
-				grads[i] = readParams(tr, true)
+				grads[i] = ppoGradients(t, tr)
 				rewritten, widened, directed := 0, 0, 0
 				for k, b := range tr.cache {
 					if k.kind == kindTrain {
@@ -90,6 +81,22 @@ func TestTransposedBackwardMatchesOutProd(t *testing.T) {
 			t.Logf("largest gradient %g, largest difference %g", maxAbs, maxDiff)
 		})
 	}
+}
+
+// ppoGradients randomizes tr's adapter and value head and returns the
+// gradients of the PPO loss (with tr's options) over one minibatch of 3
+// random sequences, their reference logprobs set.
+func ppoGradients(t *testing.T, tr *Trainer) [][]float32 {
+	t.Helper()
+	randomize(tr, 5, 0.05)
+	seqs := randomSeqs(17, 3, 20, 50, tr.Vocab())
+	setRefLogprobs(t, tr, seqs)
+	idx := []int{0, 1, 2}
+	tr.gbuf.Clear(0)
+	if _, err := tr.accumulate(context.Background(), tr.ppo, seqs, idx, tr.tokenWeights(seqs, idx)); err != nil {
+		t.Fatal(err)
+	}
+	return readParams(tr, true)
 }
 
 // compareForms scores the policy and the reference and computes the PPO
