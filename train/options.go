@@ -88,8 +88,9 @@ type Options struct {
 	// (LoRA mode on the CPU; full mode and CUDA always hold F32). By
 	// default they keep the file's type: the forward pass then runs the
 	// kernels llama.cpp samples with, so the trainer's logprobs are the
-	// sampler's to rounding, in a fraction of the memory (a quarter or
-	// less for 8-bit and smaller types). F16 and BF16 keep their type only
+	// sampler's to rounding on short sequences and ten or more times
+	// closer to them than dequantized on long ones, in a fraction of the
+	// memory (a quarter or less for 8-bit and smaller types). F16 and BF16 keep their type only
 	// with the transposed copies (OutProdBackward off): ggml's CPU
 	// out_prod has no kernel for them.
 	DequantizeBase bool `yaml:"dequantize_base"`

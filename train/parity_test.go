@@ -17,7 +17,8 @@ import (
 func decodeAll(t *testing.T, m *llamacpp.Model, tokens []int32, adapter *llamacpp.Adapter) []float32 {
 	t.Helper()
 	o := llamacpp.ContextOptions{}.Defaults()
-	o.NCtx, o.NBatch = 256, 256
+	o.NCtx = max(256, (len(tokens)+255)/256*256)
+	o.NBatch = o.NCtx
 	o.Threads, o.ThreadsBatch = 1, 1
 	o.FlashAttention = llamacpp.FlashAttentionDisabled
 	o.TypeK, o.TypeV = llamacpp.KVTypeF32, llamacpp.KVTypeF32

@@ -32,21 +32,27 @@ func quantizeModel(t testing.TB, src, dst string, typ gguf.TensorType) {
 }
 
 // TestQuantizedParity: on a model stored quantized or in half precision
-// the trainer holds the matrices in the file's type, so its logprobs are
-// llama_decode's on the same file to float rounding for the block formats
-// (dequantized to F32 they were up to 0.1 apart: llama.cpp multiplies by
-// quantized weights and activations), and closer than dequantized for
-// F16 and BF16; the weights take the file's bytes, not four per value.
+// the trainer holds the matrices in the file's type and multiplies by them
+// as llama.cpp does (weights and activations quantized), so its logprobs
+// are llama_decode's on the same file to float rounding on short
+// sequences. On long ones an upstream rounding difference now and then
+// tips an activation across a quantization boundary, and that position
+// and the ones attending to it differ by up to a few hundredths: the test
+// bounds the mean there, against dequantized weights, which differ
+// everywhere. The weights take the file's bytes, not four per value.
 func TestQuantizedParity(t *testing.T) {
 	src := tinyModel(t, "llama")
+	short := randomSeqs(51, 3, 30, 60, 512)
+	long := randomSeqs(51, 3, 500, 700, 512)
 	for _, tc := range []struct {
-		typ  gguf.TensorType
-		want float64 // the largest |Δ logprob| allowed when kept
+		typ   gguf.TensorType
+		want  float64 // the largest |Δ logprob| allowed when kept, short sequences
+		ratio float64 // kept ÷ dequantized mean |Δ| allowed, long sequences
 	}{
-		{gguf.Q8_0, 1e-5},
-		{gguf.Q4_0, 1e-5},
-		{gguf.F16, 3e-3},
-		{gguf.BF16, 3e-3},
+		{gguf.Q8_0, 1e-5, 0.2},
+		{gguf.Q4_0, 1e-5, 0.2},
+		{gguf.F16, 3e-3, 1},
+		{gguf.BF16, 3e-3, 1},
 	} {
 		t.Run(tc.typ.String(), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "m.gguf")
@@ -56,8 +62,7 @@ func TestQuantizedParity(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			seqs := randomSeqs(51, 3, 30, 60, 512)
-			var gap [2]float64
+			var worst, mean [2]float64
 			var weights [2]int64
 			for i, dequantize := range []bool{false, true} {
 				o := testOptions()
@@ -67,21 +72,33 @@ func TestQuantizedParity(t *testing.T) {
 					t.Fatal(err)
 				}
 				weights[i] = tr.memoryNeed(tr.base).weights
-				_, lps, _, err := columns(tr.Evaluate(context.Background(), seqs))
+				_, lps, _, err := columns(tr.Evaluate(context.Background(), append(short, long...)))
 				tr.Close()
 				if err != nil {
 					t.Fatal(err)
 				}
-				for j, s := range seqs {
-					gap[i] = math.Max(gap[i], maskedDiff(t, lps[j], decodeAll(t, m, s.Tokens, nil), s.Mask))
+				for j, s := range short {
+					worst[i] = math.Max(worst[i], maskedDiff(t, lps[j], decodeAll(t, m, s.Tokens, nil), s.Mask))
 				}
+				n := 0
+				for j, s := range long {
+					want := decodeAll(t, m, s.Tokens, nil)
+					for k, on := range s.Mask {
+						if on {
+							mean[i] += math.Abs(float64(lps[len(short)+j][k] - want[k]))
+							n++
+						}
+					}
+				}
+				mean[i] /= float64(n)
 			}
-			t.Logf("max |Δ logprob| to llama_decode: %.3g in %v (%d bytes of weights), %.3g dequantized (%d bytes)", gap[0], tc.typ, weights[0], gap[1], weights[1])
-			if gap[0] > tc.want {
-				t.Errorf("kept in %v the logprobs differ from llama_decode by %g, want ≤ %g", tc.typ, gap[0], tc.want)
+			t.Logf("%v: |Δ logprob| to llama_decode, short sequences max %.3g (dequantized %.3g), long ones mean %.3g (%.3g); weights %d bytes (%d)",
+				tc.typ, worst[0], worst[1], mean[0], mean[1], weights[0], weights[1])
+			if worst[0] > tc.want || worst[0] >= worst[1] {
+				t.Errorf("kept in %v the logprobs of short sequences differ from llama_decode by %g (dequantized %g), want ≤ %g", tc.typ, worst[0], worst[1], tc.want)
 			}
-			if gap[0] >= gap[1] {
-				t.Errorf("kept in %v the logprobs are no closer to llama_decode (%g) than dequantized (%g)", tc.typ, gap[0], gap[1])
+			if mean[0] > tc.ratio*mean[1] {
+				t.Errorf("kept in %v the logprobs of long sequences differ from llama_decode by %g on average, dequantized %g: want at most %g times that", tc.typ, mean[0], mean[1], tc.ratio)
 			}
 			if weights[0] >= weights[1]*3/4 {
 				t.Errorf("kept in %v the weights take %d bytes, dequantized %d", tc.typ, weights[0], weights[1])
