@@ -82,7 +82,7 @@ func (t *Trainer) SaveModel(path string, typ gguf.TensorType) error {
 		if x.Type == llamacpp.TypeF32 {
 			data = make([]float32, llamacpp.Nelements(x))
 			llamacpp.GetF32(x, data)
-		} else if data, err = readF32(src, in, t.backends[len(t.backends)-1]); err != nil {
+		} else if data, err = readF32(src, in, nil, t.backends[len(t.backends)-1]); err != nil {
 			return err
 		}
 		if add := merged[in.Name]; add != nil {

@@ -295,7 +295,8 @@ func keepsType(typ gguf.TensorType, outProd bool) bool {
 // ggml has the kernels for its dozens of block formats. F32 is what full
 // training updates, what CUDA's out_prod multiplies by, and what the
 // transposed copies and SaveModel's merge are made from.
-func readF32(f *gguf.File, info gguf.TensorInfo, cpu llamacpp.Backend) ([]float32, error) {
+// raw, when not nil, is the tensor's bytes already read from f.
+func readF32(f *gguf.File, info gguf.TensorInfo, raw []byte, cpu llamacpp.Backend) ([]float32, error) {
 	switch info.Type {
 	case gguf.F32, gguf.F16, gguf.BF16:
 		data, err := f.TensorFloat32(info.Name)
@@ -304,9 +305,11 @@ func readF32(f *gguf.File, info gguf.TensorInfo, cpu llamacpp.Backend) ([]float3
 		}
 		return data, nil
 	}
-	raw, err := f.TensorBytes(info.Name)
-	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+	if raw == nil {
+		var err error
+		if raw, err = f.TensorBytes(info.Name); err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
 	}
 	return dequantize(cpu, info, raw)
 }

@@ -76,7 +76,7 @@ func TestReadQuantizedWeights(t *testing.T) {
 			if !ok {
 				t.Fatal("tensor missing from the file")
 			}
-			got, err := readF32(f, info, cpu)
+			got, err := readF32(f, info, nil, cpu)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -197,9 +197,10 @@ func (t *Trainer) init() error {
 	}
 	for _, fl := range fills {
 		wT := t.wT[fl.t]
+		var raw []byte
 		if fl.t.Type != llamacpp.TypeF32 {
 			// Held in the file's type: its bytes as they are.
-			raw, err := f.TensorBytes(fl.info.Name)
+			raw, err = f.TensorBytes(fl.info.Name)
 			if err != nil {
 				return fmt.Errorf("train: %w", err)
 			}
@@ -211,7 +212,7 @@ func (t *Trainer) init() error {
 				continue
 			}
 		}
-		data, err := readF32(f, fl.info, t.backends[len(t.backends)-1])
+		data, err := readF32(f, fl.info, raw, t.backends[len(t.backends)-1])
 		if err != nil {
 			return err
 		}
