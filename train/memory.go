@@ -47,7 +47,7 @@ func (t *Trainer) memoryNeed(fills []fill) memoryNeed {
 // kill the process partway through loading, or swap it to a crawl. The
 // refusal names what would make it fit. On CUDA the weights live in the
 // device's memory, which is not checked here.
-func checkMemory(need memoryNeed, full bool, available func() (int64, string, error)) error {
+func checkMemory(need memoryNeed, available func() (int64, string, error)) error {
 	avail, source, err := available()
 	if err != nil || avail <= 0 {
 		return nil // unknown: let the allocation try
@@ -69,7 +69,7 @@ func checkMemory(need memoryNeed, full bool, available func() (int64, string, er
 		fix = "set out_prod_backward: true in the train section to train without the copies (a slower backward on the CPU), or free memory"
 	case need.total()-need.logits+need.logits/8 <= avail:
 		fix = "lower batch_tokens in the train section, or free memory"
-	case full:
+	case need.optimizer > 0: // full training
 		fix = "train a LoRA adapter instead of every weight (full: false), use a smaller model, or free memory"
 	default:
 		fix = "use a smaller model or free memory"

@@ -16,23 +16,22 @@ func TestCheckMemory(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		need  memoryNeed
-		full  bool
 		avail func() (int64, string, error)
 		want  []string // substrings of the error; nil: no error
 	}{
-		{"fits", lora, false, avail(16 * gib), nil},
-		{"unknown memory", lora, false, func() (int64, string, error) { return 0, "", errors.New("no /proc") }, nil},
-		{"zero reported", lora, false, avail(0), nil},
-		{"without the copies it fits", lora, false, avail(10 * gib),
+		{"fits", lora, avail(16 * gib), nil},
+		{"unknown memory", lora, func() (int64, string, error) { return 0, "", errors.New("no /proc") }, nil},
+		{"zero reported", lora, avail(0), nil},
+		{"without the copies it fits", lora, avail(10 * gib),
 			[]string{"the model's weights (8.0 GiB)", "transposed copies for the backward pass (7.0 GiB)", "about 15.5 GiB", "10.0 GiB available (MemAvailable in /proc/meminfo)", "out_prod_backward: true"}},
-		{"smaller passes fit", memoryNeed{weights: 8 * gib, logits: 4 * gib}, false, avail(9 * gib),
+		{"smaller passes fit", memoryNeed{weights: 8 * gib, logits: 4 * gib}, avail(9 * gib),
 			[]string{"logits and their gradient (4.0 GiB)", "lower batch_tokens"}},
-		{"full training", full, true, avail(20 * gib),
+		{"full training", full, avail(20 * gib),
 			[]string{"AdamW's moments and the gradients of full training (24.0 GiB)", "full: false"}},
-		{"too big in any case", lora, false, avail(4 * gib), []string{"use a smaller model"}},
+		{"too big in any case", lora, avail(4 * gib), []string{"use a smaller model"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkMemory(tc.need, tc.full, tc.avail)
+			err := checkMemory(tc.need, tc.avail)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("got %v, want nil", err)

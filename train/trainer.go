@@ -184,7 +184,7 @@ func (t *Trainer) init() error {
 	t.w = w
 	t.declareTransposes()
 	if t.opts.Device != "cuda" {
-		if err := checkMemory(t.memoryNeed(fills), t.opts.Full, availableMemory); err != nil {
+		if err := checkMemory(t.memoryNeed(fills), availableMemory); err != nil {
 			return err
 		}
 	}
