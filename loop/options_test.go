@@ -112,3 +112,31 @@ func TestAutoContexts(t *testing.T) {
 		t.Errorf("contexts beyond parallel: %v", err)
 	}
 }
+
+// TestLeagueScriptsExample: the benchmark's league config decodes strictly,
+// validates, and draws the policy against the scripts alone, on either
+// seat — never the base, a snapshot or self-play.
+func TestLeagueScriptsExample(t *testing.T) {
+	o := Options{}.Defaults()
+	if err := DecodeYAMLFile("../examples/league-scripts.yaml", &o); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	lg := &league{o: o.League, seed: 7, seats: 2, lo: 0, hi: 1}
+	lg.prepare(LeagueState{Reward: map[string]float64{"scripted:naive": 0.9, "scripted:strategic": 0.4}})
+	met := map[string]int{}
+	seats := map[int]int{}
+	for i := range 2000 {
+		seat, op := lg.draw(i)
+		if op == nil {
+			t.Fatalf("episode %d: self-play drawn", i)
+		}
+		met[op.name]++
+		seats[seat]++
+	}
+	if len(met) != 2 || met["scripted:strategic"] <= met["scripted:naive"] || seats[0] == 0 || seats[1] == 0 {
+		t.Errorf("draws %v on seats %v: want both scripts, the harder one more often, on both seats", met, seats)
+	}
+}
