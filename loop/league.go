@@ -258,14 +258,20 @@ func (lg *league) draw(i int) (seat int, op *opponent) {
 		return -1, nil
 	}
 	seat = int(u(2) * float64(lg.seats))
-	x, acc := u(3), 0.0
+	x, acc, last := u(3), 0.0, len(lg.pool)-1
 	for k := range lg.pool {
+		if lg.probs[k] > 0 {
+			last = k
+		}
 		acc += lg.probs[k]
-		if x < acc || k == len(lg.pool)-1 {
+		if x < acc && lg.probs[k] > 0 {
 			return seat, &lg.pool[k]
 		}
 	}
-	return seat, &lg.pool[len(lg.pool)-1]
+	// The probabilities' sum can fall short of 1 by rounding; the draw
+	// then goes to the last member that can be drawn at all, never to one
+	// whose weight is 0.
+	return seat, &lg.pool[last]
 }
 
 // leagueDraw is an episode's draw: the policy's seat and its opponent

@@ -140,3 +140,21 @@ func TestLeagueScriptsExample(t *testing.T) {
 		t.Errorf("draws %v on seats %v: want both scripts, the harder one more often, on both seats", met, seats)
 	}
 }
+
+// TestLeagueDrawSkipsZeroWeight: when the draw probabilities sum to less
+// than 1 (rounding), a draw past their sum goes to the last member that
+// can be drawn, never to a zero-weight one after it.
+func TestLeagueDrawSkipsZeroWeight(t *testing.T) {
+	lg := &league{o: LeagueOptions{}, seed: 3, seats: 2, lo: 0, hi: 1}
+	lg.pool = []opponent{{name: "scripted:naive"}, {name: "scripted:strategic"}, {name: "base"}}
+	// A shortfall far larger than rounding's, so that draws land past the sum.
+	lg.probs = []float64{0.5, 0.45, 0}
+	met := map[string]int{}
+	for i := range 4000 {
+		_, op := lg.draw(i)
+		met[op.name]++
+	}
+	if met["base"] != 0 || met["scripted:strategic"] < 1900 {
+		t.Errorf("draws %v: want no zero-weight base and the shortfall on the strategic script", met)
+	}
+}
