@@ -32,8 +32,10 @@ type graphKey struct {
 // are cached per graphKey (kind, batch, length bucket, output-row bucket):
 // building costs a little Go and C time per node, and shapes repeat.
 type built struct {
-	ctx   llamacpp.Context
-	g     llamacpp.Graph
+	ctx llamacpp.Context
+	g   llamacpp.Graph
+	// size is the graph's node capacity (graphSize).
+	size  int
 	b, t  int
 	nRows int // N = b·t
 	nSel  int // K
@@ -88,9 +90,14 @@ type built struct {
 
 func (b *built) free() { b.ctx.Free() }
 
-// graphSize bounds the nodes of one graph: a PPO graph with LoRA on every
-// matrix has about 220 nodes per layer, forward and backward together.
-func (t *Trainer) graphSize() int { return 4096 + 1024*t.hp.nLayer }
+// graphSize bounds the nodes of one graph over sequences padded to T: a PPO
+// graph with LoRA on every matrix has about 220 nodes per layer, forward and
+// backward together, and each causal attention block (attnBlocks) adds about
+// 30 more per layer (measured on the built-in model: 1,342 nodes at 2 blocks,
+// 6,724 at 48). A Werewolf transcript of 3,968 tokens is 62 blocks.
+func (t *Trainer) graphSize(T int) int {
+	return 4096 + t.hp.nLayer*(1024+64*len(t.attnBlocks(T)))
+}
 
 // mm applies a base matrix and, when on, its LoRA adapter:
 // W·x + (alpha/r)·B·(A·x), the same form llama.cpp's build_lora_mm uses.
@@ -386,12 +393,12 @@ func (t *Trainer) selectedCheaper(key graphKey) bool {
 
 // build constructs the graph for key.
 func (t *Trainer) build(key graphKey) (*built, error) {
-	size := t.graphSize()
+	size := t.graphSize(key.t)
 	ctx, err := llamacpp.NewContext(2*size, 1, size, key.kind.grads())
 	if err != nil {
 		return nil, err
 	}
-	b := &built{ctx: ctx, b: key.b, t: key.t, nRows: key.b * key.t, nSel: key.k, grads: key.kind.grads()}
+	b := &built{ctx: ctx, size: size, b: key.b, t: key.t, nRows: key.b * key.t, nSel: key.k, grads: key.kind.grads()}
 	K := b.nSel
 	g := ctx.NewGraph(size, key.kind.grads())
 	b.g = g

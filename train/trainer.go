@@ -57,6 +57,8 @@ type Trainer struct {
 
 	backends []llamacpp.Backend // primary first, CPU last
 	sched    llamacpp.Sched
+	// schedSize is the scheduler's graph capacity.
+	schedSize int
 
 	wctx llamacpp.Context // base weights
 	wbuf llamacpp.Buffer
@@ -304,8 +306,9 @@ func (t *Trainer) init() error {
 	llamacpp.SetF32(t.lossGrad, []float32{1})
 	t.initAdapter()
 
-	// The scheduler's hash set holds the nodes and the leafs of a graph.
-	if t.sched, err = llamacpp.NewSched(t.backends, 2*t.graphSize()); err != nil {
+	// The scheduler's hash set holds the nodes and the leafs of a graph;
+	// run regrows it for a longer sequence's graph.
+	if err := t.newSched(2 * t.graphSize(0)); err != nil {
 		return err
 	}
 	return t.buildOptimizer()
@@ -637,10 +640,29 @@ func (t *Trainer) validate(seqs []Sequence) error {
 	return nil
 }
 
+// newSched creates the scheduler for graphs of up to size nodes and leafs.
+func (t *Trainer) newSched(size int) error {
+	s, err := llamacpp.NewSched(t.backends, size)
+	if err != nil {
+		return err
+	}
+	t.sched, t.schedSize = s, size
+	return nil
+}
+
 // run allocates and computes a graph whose inputs set writes. The graph's
 // compute tensors are reallocated every time: other graphs have used (and
 // possibly regrown) the scheduler's buffers since.
 func (t *Trainer) run(b *built, set func()) error {
+	if need := 2 * b.size; need > t.schedSize {
+		// Every graph is reallocated before it runs, so nothing holds
+		// the old scheduler's buffers.
+		t.sched.Free()
+		t.sched = 0
+		if err := t.newSched(need); err != nil {
+			return err
+		}
+	}
 	b.ctx.ResetAllocation()
 	if err := t.sched.Alloc(b.g); err != nil {
 		return err
