@@ -115,6 +115,11 @@ type league struct {
 	o     LeagueOptions
 	seed  uint64
 	seats int
+	// group is the rollout's group size: the episodes of one GRPO group
+	// share their draw as they share their scenario, so that a group's
+	// baseline compares the policy's samples against one opponent from
+	// one seat, not a mix of the pool.
+	group int
 	lo    float64
 	hi    float64
 	// pool is fixed for an iteration: Cast is a function of the episode
@@ -144,7 +149,7 @@ func (r *Run) newLeague(ctx context.Context) error {
 		return err
 	}
 	lo, hi := r.game.RewardRange()
-	lg := &league{o: o, seed: seeds.Derive(r.opts.Rollout.Seed, 0x6c656167), seats: len(specs), lo: lo, hi: hi}
+	lg := &league{o: o, seed: seeds.Derive(r.opts.Rollout.Seed, 0x6c656167), seats: len(specs), group: max(1, r.opts.Rollout.GroupSize), lo: lo, hi: hi}
 	for _, name := range o.Scripted {
 		if _, err := engine.FindPolicy(r.game, strings.TrimPrefix(name, "scripted:")); err != nil {
 			return fmt.Errorf("league.scripted: %w", err)
@@ -249,10 +254,12 @@ func (lg *league) prepare(st LeagueState) {
 	}
 }
 
-// draw returns episode i's policy seat and opponent (nil: self-play).
+// draw returns episode i's policy seat and opponent (nil: self-play); the
+// episodes of a group draw alike.
 func (lg *league) draw(i int) (seat int, op *opponent) {
+	k := uint64(i / max(1, lg.group))
 	u := func(part uint64) float64 {
-		return float64(seeds.Derive(lg.seed, part, uint64(i))>>11) / (1 << 53)
+		return float64(seeds.Derive(lg.seed, part, k)>>11) / (1 << 53)
 	}
 	if len(lg.pool) == 0 || u(1) < lg.o.SelfPlay {
 		return -1, nil

@@ -158,3 +158,38 @@ func TestLeagueDrawSkipsZeroWeight(t *testing.T) {
 		t.Errorf("draws %v: want no zero-weight base and the shortfall on the strategic script", met)
 	}
 }
+
+// TestLeagueDrawGroups: the episodes of one GRPO group meet the same
+// opponent from the same seat, and the groups still spread over the pool
+// and the seats; a group size of 1 draws each episode on its own.
+func TestLeagueDrawGroups(t *testing.T) {
+	pool := []opponent{{name: "scripted:naive"}, {name: "scripted:strategic"}}
+	single := &league{o: LeagueOptions{}, seed: 3, seats: 2, group: 1, pool: pool, probs: []float64{0.5, 0.5}}
+	grouped := &league{o: LeagueOptions{}, seed: 3, seats: 2, group: 4, pool: pool, probs: []float64{0.5, 0.5}}
+	type key struct {
+		seat int
+		name string
+	}
+	met, changes := map[key]int{}, 0
+	for i := range 400 {
+		seat, op := grouped.draw(i)
+		first, fop := grouped.draw(i - i%4)
+		if seat != first || op.name != fop.name {
+			t.Fatalf("episode %d draws seat %d %s, its group's first seat %d %s", i, seat, op.name, first, fop.name)
+		}
+		met[key{seat, op.name}]++
+		if i > 0 {
+			s0, o0 := single.draw(i - 1)
+			s1, o1 := single.draw(i)
+			if s0 != s1 || o0.name != o1.name {
+				changes++
+			}
+		}
+	}
+	if len(met) != 4 {
+		t.Errorf("groups met %v: want every seat against every script", met)
+	}
+	if changes < 200 {
+		t.Errorf("group size 1: %d of 399 consecutive episodes differ in their draw, want them drawn apart", changes)
+	}
+}
