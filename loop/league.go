@@ -118,7 +118,8 @@ type league struct {
 	// group is the rollout's group size: the episodes of one GRPO group
 	// share their draw as they share their scenario, so that a group's
 	// baseline compares the policy's samples against one opponent from
-	// one seat, not a mix of the pool.
+	// one seat, not a mix of the pool. Zero (a league built by hand) draws
+	// each episode on its own.
 	group int
 	lo    float64
 	hi    float64
@@ -149,7 +150,7 @@ func (r *Run) newLeague(ctx context.Context) error {
 		return err
 	}
 	lo, hi := r.game.RewardRange()
-	lg := &league{o: o, seed: seeds.Derive(r.opts.Rollout.Seed, 0x6c656167), seats: len(specs), group: max(1, r.opts.Rollout.GroupSize), lo: lo, hi: hi}
+	lg := &league{o: o, seed: seeds.Derive(r.opts.Rollout.Seed, 0x6c656167), seats: len(specs), group: r.opts.Rollout.GroupSize, lo: lo, hi: hi}
 	for _, name := range o.Scripted {
 		if _, err := engine.FindPolicy(r.game, strings.TrimPrefix(name, "scripted:")); err != nil {
 			return fmt.Errorf("league.scripted: %w", err)
