@@ -15,13 +15,17 @@ RUN_DIR   ?= runs/default
 PKGS      := ./...
 # The engine and its transport are concurrent code: always under -race.
 RACE_PKGS := ./engine/...
+# Reference tokenizers, chat templates and the Jinja engine (npm), for the
+# real-model tests (git-ignored).
+FIXTURES  := .cache/npm-fixtures
 
 export OMAR_LLAMA_LIB ?= $(CURDIR)/$(LLAMA_DIR)
+export OMAR_NPM_FIXTURES ?= $(CURDIR)/$(FIXTURES)/node_modules
 # Where apt-get runs as root, install-browser.sh installs Chromium, so a
 # browser test that finds none fails instead of skipping.
 REQUIRE_BROWSER := $(shell command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && echo 1)
 
-.PHONY: all run test build deps llama browser check-go check-npm fmt-check vet bench clean
+.PHONY: all run test build deps llama browser fixtures check-go check-npm fmt-check vet bench clean
 
 all: build
 
@@ -46,6 +50,11 @@ $(LLAMA_DIR)/.stamp: scripts/install-llama.sh
 deps: check-go llama
 	$(GO) mod download
 
+# The npm reference implementations the real-model tests compare against.
+fixtures:
+	@$(MAKE) --no-print-directory check-npm
+	@bash scripts/install-npm-fixtures.sh $(FIXTURES)
+
 # Chromium for the web page's browser tests (Debian's package).
 browser:
 	@bash scripts/install-browser.sh
@@ -63,7 +72,7 @@ fmt-check: check-go
 vet: deps
 	$(GO) vet $(PKGS)
 
-test: deps browser fmt-check vet
+test: deps browser fixtures fmt-check vet
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	OMAR_REQUIRE_BROWSER=$(REQUIRE_BROWSER) $(GO) test -count=1 -timeout 20m $(PKGS)
 
