@@ -150,6 +150,10 @@ func syntheticTrajectories(n int) []selfplay.Trajectory {
 		if i%3 == 0 {
 			t.Team = "werewolves"
 		}
+		if i%2 == 0 {
+			acc := rng.Float64()
+			t.InferAccuracy = &acc
+		}
 		turns := 1 + rng.IntN(4)
 		for k := range turns {
 			prompt := 1 + rng.IntN(200*(i%5+1))
@@ -525,4 +529,40 @@ func FuzzExport(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParquetCoversEveryTrajectoryField guards the round trip against a
+// field added to selfplay.Trajectory but not to TrajectoryRow: the
+// synthetic trajectories must set every exported field somewhere (else
+// the round trip could not notice it dropped), and every field set before
+// the Parquet file must be set after it.
+func TestParquetCoversEveryTrajectoryField(t *testing.T) {
+	trajs := syntheticTrajectories(17)
+	file, _ := export(t, jsonl(t, trajs), Options{Format: Parquet})
+	rows, _ := readParquet[TrajectoryRow](t, file)
+	if len(rows) != len(trajs) {
+		t.Fatalf("rows: got %d, want %d", len(rows), len(trajs))
+	}
+	typ := reflect.TypeFor[selfplay.Trajectory]()
+	for f := range typ.NumField() {
+		field := typ.Field(f)
+		if !field.IsExported() {
+			continue
+		}
+		set, kept := false, true
+		for i := range trajs {
+			in := reflect.ValueOf(trajs[i]).Field(f)
+			out := reflect.ValueOf(rows[i].Trajectory()).Field(f)
+			if !in.IsZero() {
+				set = true
+				kept = kept && !out.IsZero()
+			}
+		}
+		switch {
+		case !set:
+			t.Errorf("Trajectory.%s: no synthetic trajectory sets it, so the round trip cannot check it", field.Name)
+		case !kept:
+			t.Errorf("Trajectory.%s: set before the Parquet file, lost after it", field.Name)
+		}
+	}
 }
