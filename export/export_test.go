@@ -410,7 +410,7 @@ func TestChatNoLeak(t *testing.T) {
 	}
 	private, omniscient := 0, 0
 	for i, rec := range play(t, eps) {
-		for _, row := range ChatRows(i, &rec) {
+		for _, row := range ChatRows(i, &rec, 0) {
 			if l := leaks(&rec, row.Seat, row.Messages); len(l) > 0 {
 				t.Errorf("%s seed %d seat %d: its conversation holds hidden text %q", rec.Env, rec.Seed, row.Seat, l[0])
 			}
@@ -419,7 +419,7 @@ func TestChatNoLeak(t *testing.T) {
 			}
 			// The check can fail: the omniscient log leaks to every seat.
 			var all []ChatMessage
-			for _, m := range selfplay.RenderEvents(rec.Events, false, nil) {
+			for _, m := range selfplay.RenderEvents(rec.Events, false, nil, 0) {
 				all = append(all, ChatMessage{Role: m.Role, Content: m.Content})
 			}
 			private++
@@ -564,5 +564,21 @@ func TestParquetCoversEveryTrajectoryField(t *testing.T) {
 		case !kept:
 			t.Errorf("Trajectory.%s: set before the Parquet file, lost after it", field.Name)
 		}
+	}
+}
+
+// TestChatMaxLegal: a chat export writes the conversation a policy read,
+// legal-replies line included or left out as it was trained.
+func TestChatMaxLegal(t *testing.T) {
+	recs := play(t, []episode{{werewolf.New(), engine.Params{"players": 7}, []string{"heuristic"}, 5}})
+	count := func(maxLegal int) int {
+		var out bytes.Buffer
+		if _, err := Export(context.Background(), bytes.NewReader(jsonl(t, recs)), &out, Options{Format: Chat, MaxLegal: maxLegal}); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(out.String(), "Legal replies:")
+	}
+	if listed, never := count(0), count(-1); listed == 0 || never != 0 {
+		t.Errorf("legal-replies lines: %d with max_legal 0, %d with -1; want some and none", listed, never)
 	}
 }
