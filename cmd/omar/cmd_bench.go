@@ -14,20 +14,24 @@ import (
 )
 
 func init() {
-	register(command{name: "bench", summary: "measure throughput (bench decode)", run: runBench})
+	register(command{name: "bench", summary: "measure throughput (bench decode, bench train)", run: runBench})
 }
 
 const benchUsage = `usage: omar bench decode [flags]   decode throughput of the backend against raw llama_decode
-Run 'omar bench decode -h' for its flags.`
+       omar bench train [flags]    PPO step time of the trainer; --compare checks one device against another
+Run 'omar bench decode -h' or 'omar bench train -h' for their flags.`
 
 func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if isHelp(args) {
 		fmt.Fprintln(env.stderr, benchUsage)
 		return flag.ErrHelp
 	}
+	if len(args) > 0 && args[0] == "train" {
+		return runBenchTrain(ctx, env, args[1:])
+	}
 	if len(args) == 0 || args[0] != "decode" {
 		fmt.Fprintln(env.stderr, benchUsage)
-		return usagef("want 'omar bench decode [flags]'")
+		return usagef("want 'omar bench decode|train [flags]'")
 	}
 	fs := newFlags(env, "bench decode")
 	var lf llamaFlags
