@@ -59,17 +59,12 @@ case "$mode" in auto | cpu | cuda) ;; *)
 esac
 started=$(date +%s)
 steps_tsv="$out/steps.tsv"
-printf 'step\tstatus\tseconds\toutput\tnote\n' >"$steps_tsv"
-failed=()
 
 say() { echo "gpu-check: $*" >&2; }
 
 # record NAME STATUS SECONDS NOTE — one row of steps.tsv.
 record() {
 	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$1.txt" "$4" >>"$steps_tsv"
-	if [[ "$2" == failed || "$2" == timeout ]]; then
-		failed+=("$1")
-	fi
 }
 
 # skip NAME REASON — a step not run, saying why.
@@ -119,9 +114,137 @@ ratio_at() { awk -v p="$1" '$1 == p { print $4 }' "$2" 2>/dev/null; }
 # le A B — A ≤ B as numbers (false when either is empty).
 le() { [[ -n "$1" && -n "$2" ]] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 <= b + 0) }'; }
 
+# summarize — summary.md from the outputs in $out and the run's state:
+# the issue's bars, PASS/FAIL/SKIPPED with their numbers. Exit status of
+# the run: 1 when a step or a bar failed.
+summarize() {
+	bars_failed=0
+	# A device whose libraries do not work fails the bars; no device skips them.
+	no_cuda_bar=SKIPPED
+	((cuda_broken)) && no_cuda_bar=FAIL
+	bar() { # NAME STATUS TEXT
+		echo "- $1: $2 — $3"
+		[[ "$2" == FAIL ]] && bars_failed=1
+		return 0
+	}
+	{
+		echo "# gpu-check summary"
+		echo
+		echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+		echo "- commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+		if ((cuda || cuda_broken)); then
+			echo "- mode: CUDA — $gpu_name"
+		else
+			echo "- mode: CPU only — $why_cpu"
+		fi
+		echo "- quick: $quick; budget ${budget}s, used ${used}s"
+		echo
+		echo "## Bars"
+		echo
+		f="$out/train-parity-small.txt"
+		lp=$(jget max_diff_logprobs "$f")
+		if ((!cuda)); then
+			bar cuda-logprobs-f32 "$no_cuda_bar" "$cuda_skip"
+		elif [[ -z "$lp" ]]; then
+			bar cuda-logprobs-f32 FAIL "no result (see train-parity-small.txt)"
+		else
+			lpa=$(jget max_diff_logprobs_after_step "$f")
+			st=FAIL
+			le "$lp" 1e-3 && le "$lpa" 1e-3 && st=PASS
+			bar cuda-logprobs-f32 $st "max |Δ| CUDA − CPU on the F32 small model: logprobs $lp, after one update $lpa (want ≤ 1e-3); reference logprobs $(jget max_diff_ref_logprobs "$f"), values after the update $(jget max_diff_values_after_step "$f"), loss $(jget max_diff_loss "$f"), gradient norm $(jget max_diff_grad_norm "$f")"
+		fi
+		f="$out/decode-gpu.txt"
+		r32=$(ratio_at 32 "$f")
+		if ((!cuda)); then
+			p=32
+			((quick)) && p=4
+			bar rollout-32-vs-raw "$no_cuda_bar" "$cuda_skip; on the CPU (tiny model): backend/raw $(ratio_at 1 "$out/decode-cpu.txt") at 1 sequence, $(ratio_at $p "$out/decode-cpu.txt") at $p"
+		elif [[ -z "$r32" ]]; then
+			bar rollout-32-vs-raw FAIL "no result at 32 sequences (see decode-gpu.txt)"
+		else
+			st=FAIL
+			le 0.9 "$r32" && st=PASS
+			bar rollout-32-vs-raw $st "backend/raw tokens/s at 32 sequences, all layers on the GPU (small model): $r32 (want ≥ 0.9); at 1, 8, 128: $(ratio_at 1 "$f"), $(ratio_at 8 "$f"), $(ratio_at 128 "$f")"
+		fi
+		f="$out/train-parity-small.txt"
+		sp=$(jget speedup "$f")
+		if ((!cuda)); then
+			bar ppo-small-gpu-vs-cpu2 "$no_cuda_bar" "$cuda_skip; CPU step on small: $(jget step_ms_median "$out/train-cpu-small.txt") ms ($(jget threads "$out/train-cpu-small.txt") threads, $(jget sequences "$out/train-cpu-small.txt") sequences)"
+		elif [[ -z "$sp" ]]; then
+			bar ppo-small-gpu-vs-cpu2 FAIL "no result (see train-parity-small.txt)"
+		else
+			st=FAIL
+			le 20 "$sp" && st=PASS
+			bar ppo-small-gpu-vs-cpu2 $st "PPO step on the small shape, 8 sequences: GPU $(jget step_ms_median "$f") ms, CPU (2 threads) $(jget compare_step_ms_median "$f") ms: $sp× (want ≥ 20)"
+		fi
+		f="$out/train-cpu-tiny.txt"
+		d=""
+		for k in max_diff_logprobs max_diff_ref_logprobs max_diff_loss max_diff_grad_norm max_diff_logprobs_after_step max_diff_values_after_step; do
+			d="$d $(jget $k "$f")"
+		done
+		if [[ -z "${d// /}" ]]; then
+			bar cpu-parity-self-check FAIL "no result (see train-cpu-tiny.txt)"
+		elif [[ -z "$(echo $d | tr ' ' '\n' | grep -v '^0$')" ]]; then
+			bar cpu-parity-self-check PASS "the CPU trainer against itself, tiny model: every difference 0 (logprobs, reference logprobs, loss, gradient norm, logprobs and values after an update:$d)"
+		else
+			bar cpu-parity-self-check FAIL "the CPU trainer against itself differs:$d (want all 0)"
+		fi
+		echo
+		echo "## PPO step times"
+		echo
+		for s in train-gpu-tiny train-parity-small train-gpu-qwen3-0.6b train-cpu-tiny train-cpu-small; do
+			f="$out/$s.txt"
+			ms=$(jget step_ms_median "$f")
+			if [[ -n "$ms" ]]; then
+				echo "- $s: $(jget device "$f" | tr -d '"') $ms ms median ($(jget tokens_per_s "$f" | cut -d. -f1) tokens/s, $(jget sequences "$f") sequences, $(jget tokens "$f") tokens, $(jget threads "$f") CPU threads)"
+			else
+				echo "- $s: $(head -n 1 "$f" 2>/dev/null)"
+			fi
+		done
+		echo
+		echo "## Self-play seconds per phase"
+		echo
+		for s in selfplay-gpu selfplay-cpu; do
+			if [[ -s "$out/$s.seconds.txt" ]]; then
+				sed "s/^/- $s: /" "$out/$s.seconds.txt"
+			else
+				echo "- $s: $(head -n 1 "$out/$s.txt" 2>/dev/null)"
+			fi
+		done
+		echo
+		echo "## Steps"
+		echo
+		echo '```'
+		failed=$(awk -F'\t' 'NR > 1 && ($2 == "failed" || $2 == "timeout") { printf "%s%s", sep, $1; sep = " " }' "$steps_tsv")
+		column -t -s $'\t' "$steps_tsv" 2>/dev/null || cat "$steps_tsv"
+		echo '```'
+		echo
+		echo "failed steps: ${failed:-none}"
+	} >"$out/summary.md"
+	cat "$out/summary.md"
+	[[ -z "$failed" ]] && ((!bars_failed))
+}
+
+# GPU_CHECK_SUMMARY_ONLY=1: write summary.md again from an earlier run's
+# outputs in OUT_DIR (after reading or fixing one by hand).
+if [[ "${GPU_CHECK_SUMMARY_ONLY:-0}" == 1 ]]; then
+	if [[ ! -f "$out/state.env" || ! -f "$steps_tsv" ]]; then
+		echo "gpu-check.sh: $out holds no earlier run (state.env, steps.tsv)" >&2
+		exit 2
+	fi
+	# shellcheck source=/dev/null
+	source "$out/state.env"
+	summarize
+	exit
+fi
+printf 'step\tstatus\tseconds\toutput\tnote\n' >"$steps_tsv"
+
 # CUDA: a device, unless told to stay on the CPU.
 cuda=0
+cuda_broken=0
 why_cpu=""
+cuda_skip=""
+gpu_name=""
 if [[ "$mode" == cpu ]]; then
 	why_cpu="GPU_CHECK_DEVICE=cpu"
 elif ! command -v nvidia-smi >/dev/null 2>&1; then
@@ -130,6 +253,7 @@ elif ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
 	why_cpu="nvidia-smi lists no device"
 else
 	cuda=1
+	gpu_name=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 fi
 if ((cuda == 0)); then
 	say "CPU only: $why_cpu; the steps that need CUDA are skipped"
@@ -149,15 +273,23 @@ fi
 # libraries' CPU backend and measure the wrong thing: they are skipped
 # (and the bars fail for want of a result).
 if ((cuda)); then
+	cudalib="$root/lib/llama/cuda"
 	if step install-cuda-libs 240 bash "$root/scripts/install-llama.sh" cuda; then
-		export OMAR_LLAMA_LIB="$root/lib/llama/cuda"
-		# The prebuilt CUDA backend needs the CUDA 13 runtime.
-		step cuda-runtime 30 bash -c 'shopt -s nullglob; libs=("$1"/libggml-cuda*.so); if ((${#libs[@]} == 0)); then echo "no libggml-cuda*.so in $1"; exit 1; fi; ldd "${libs[@]}"; if ldd "${libs[@]}" | grep -q "not found"; then echo "the CUDA backend cannot load: $(ldd "${libs[@]}" | grep "not found" | tr -s " \t\n" " ")"; exit 1; fi' _ "$OMAR_LLAMA_LIB" ||
+		# The prebuilt CUDA backend needs the CUDA 13 runtime and the
+		# driver; ggml would skip it quietly, leaving only the CPU.
+		step cuda-runtime 30 bash -c 'shopt -s nullglob; libs=("$1"/libggml-cuda*.so); if ((${#libs[@]} == 0)); then echo "no libggml-cuda*.so in $1"; exit 1; fi; ldd "${libs[@]}"; if ldd "${libs[@]}" | grep -q "not found"; then echo "the CUDA backend cannot load: $(ldd "${libs[@]}" | grep "not found" | tr -s " \t\n" " ")"; exit 1; fi' _ "$cudalib" ||
 			cuda_skip="the CUDA backend cannot load (see cuda-runtime.txt)"
 	else
 		cuda_skip="the CUDA libraries did not install (see install-cuda-libs.txt)"
 	fi
-	[[ -n "${cuda_skip:-}" ]] && cuda=0 && cuda_broken=1
+	if [[ -n "$cuda_skip" ]]; then
+		cuda=0
+		cuda_broken=1
+	else
+		# Both halves then run on these libraries (they carry the CPU
+		# backends too), so the CPU side of a comparison is the same build.
+		export OMAR_LLAMA_LIB="$cudalib"
+	fi
 fi
 omar="${OMAR_BIN:-}"
 if [[ -z "$omar" ]]; then
@@ -187,20 +319,15 @@ fi
 
 # Rollout throughput: the backend against the raw llama_decode loop.
 if ((cuda)); then
-	step decode-gpu 180 "$omar" bench decode --model "$work/small.gguf" --gpu-layers -1 --parallel 1,8,32,128 -n 128 --ctx 4096
+	step decode-gpu 180 "$omar" bench decode --model "$work/small.gguf" --gpu-layers -1 --parallel 1,8,32,128 -n 128
 	if [[ -n "$big" ]]; then
-		step decode-gpu-qwen3-0.6b 180 "$omar" bench decode --model "$big" --gpu-layers -1 --parallel 1,8,32,128 -n 128 --ctx 4096
+		step decode-gpu-qwen3-0.6b 180 "$omar" bench decode --model "$big" --gpu-layers -1 --parallel 1,8,32,128 -n 128
 	else
 		skip decode-gpu-qwen3-0.6b "no qwen3-0.6b model (see model-qwen3-0.6b)"
 	fi
 else
 	skip decode-gpu "$cuda_skip"
 	skip decode-gpu-qwen3-0.6b "$cuda_skip"
-fi
-if ((quick)); then
-	step decode-cpu 60 "$omar" bench decode --model "$work/tiny.gguf" --parallel 1,4 -n 16 --threads 1 --threads-batch 1
-else
-	step decode-cpu 120 "$omar" bench decode --model "$work/tiny.gguf" --parallel 1,8,32 -n 64 --threads 2 --threads-batch 2
 fi
 
 # The trainer: CUDA against CPU (2 threads), and step times.
@@ -216,14 +343,6 @@ else
 	skip train-parity-small "$cuda_skip"
 	skip train-gpu-tiny "$cuda_skip"
 	skip train-gpu-qwen3-0.6b "$cuda_skip"
-fi
-# The CPU trainer against itself: the comparison's self-check.
-if ((quick)); then
-	step train-cpu-tiny 60 "$omar" bench train --model "$work/tiny.gguf" --device cpu --compare cpu --threads 1 --seqs 2 --min-len 16 --max-len 32 --steps 1 --json
-	step train-cpu-small 90 "$omar" bench train --model "$work/small.gguf" --device cpu --threads 1 --seqs 1 --min-len 16 --max-len 32 --steps 1 --json
-else
-	step train-cpu-tiny 120 "$omar" bench train --model "$work/tiny.gguf" --device cpu --compare cpu --threads 2 --seqs 8 --steps 3 --json
-	step train-cpu-small 180 "$omar" bench train --model "$work/small.gguf" --device cpu --threads 2 --seqs 2 --steps 3 --json
 fi
 
 # A short self-play run; metrics.jsonl holds its seconds per phase.
@@ -265,127 +384,34 @@ if ((cuda)); then
 else
 	skip selfplay-gpu "$cuda_skip"
 fi
+
+# The CPU half, last, so that a spent budget costs it rather than the
+# GPU's measurements.
+if ((quick)); then
+	step decode-cpu 60 "$omar" bench decode --model "$work/tiny.gguf" --parallel 1,4 -n 16 --threads 1 --threads-batch 1
+else
+	step decode-cpu 120 "$omar" bench decode --model "$work/tiny.gguf" --parallel 1,8,32 -n 64 --threads 2 --threads-batch 2
+fi
+# The CPU trainer against itself: the comparison's self-check.
+if ((quick)); then
+	step train-cpu-tiny 60 "$omar" bench train --model "$work/tiny.gguf" --device cpu --compare cpu --threads 1 --seqs 2 --min-len 16 --max-len 32 --steps 1 --json
+	step train-cpu-small 90 "$omar" bench train --model "$work/small.gguf" --device cpu --threads 1 --seqs 1 --min-len 16 --max-len 32 --steps 1 --json
+else
+	step train-cpu-tiny 120 "$omar" bench train --model "$work/tiny.gguf" --device cpu --compare cpu --threads 2 --seqs 8 --steps 3 --json
+	step train-cpu-small 180 "$omar" bench train --model "$work/small.gguf" --device cpu --threads 2 --seqs 2 --steps 3 --json
+fi
 if ((quick)); then
 	selfplay selfplay-cpu "$work/tiny.gguf" 2 8 0 cpu 1 60
 else
 	selfplay selfplay-cpu "$work/tiny.gguf" 4 16 0 cpu 2 120
 fi
 
-if ((cuda || ${cuda_broken:-0})); then
+if ((cuda || cuda_broken)); then
 	step nvidia-smi.after 30 nvidia-smi
 else
 	skip nvidia-smi.after "$cuda_skip"
 fi
 
-# The summary: the issue's bars, PASS/FAIL/SKIPPED with their numbers.
-bars_failed=0
-# A device whose libraries do not work fails the bars; no device skips them.
-no_cuda_bar=SKIPPED
-((${cuda_broken:-0})) && no_cuda_bar=FAIL
-bar() { # NAME STATUS TEXT
-	echo "- $1: $2 — $3"
-	[[ "$2" == FAIL ]] && bars_failed=1
-	return 0
-}
-{
-	echo "# gpu-check summary"
-	echo
-	echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	echo "- commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-	if ((cuda || ${cuda_broken:-0})); then
-		echo "- mode: CUDA — $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
-	else
-		echo "- mode: CPU only — $why_cpu"
-	fi
-	echo "- quick: $quick; budget ${budget}s, used $(($(date +%s) - started))s"
-	echo
-	echo "## Bars"
-	echo
-	f="$out/train-parity-small.txt"
-	lp=$(jget max_diff_logprobs "$f")
-	if ((!cuda)); then
-		bar cuda-logprobs-f32 "$no_cuda_bar" "$cuda_skip"
-	elif [[ -z "$lp" ]]; then
-		bar cuda-logprobs-f32 FAIL "no result (see train-parity-small.txt)"
-	else
-		lpa=$(jget max_diff_logprobs_after_step "$f")
-		st=FAIL
-		le "$lp" 1e-3 && le "$lpa" 1e-3 && st=PASS
-		bar cuda-logprobs-f32 $st "max |Δ| CUDA − CPU on the F32 small model: logprobs $lp, after one update $lpa (want ≤ 1e-3); reference logprobs $(jget max_diff_ref_logprobs "$f"), values after the update $(jget max_diff_values_after_step "$f"), loss $(jget max_diff_loss "$f"), gradient norm $(jget max_diff_grad_norm "$f")"
-	fi
-	f="$out/decode-gpu.txt"
-	r32=$(ratio_at 32 "$f")
-	if ((!cuda)); then
-		p=32
-		((quick)) && p=4
-		bar rollout-32-vs-raw "$no_cuda_bar" "$cuda_skip; on the CPU (tiny model): backend/raw $(ratio_at 1 "$out/decode-cpu.txt") at 1 sequence, $(ratio_at $p "$out/decode-cpu.txt") at $p"
-	elif [[ -z "$r32" ]]; then
-		bar rollout-32-vs-raw FAIL "no result at 32 sequences (see decode-gpu.txt)"
-	else
-		st=FAIL
-		le 0.9 "$r32" && st=PASS
-		bar rollout-32-vs-raw $st "backend/raw tokens/s at 32 sequences, all layers on the GPU (small model): $r32 (want ≥ 0.9); at 1, 8, 128: $(ratio_at 1 "$f"), $(ratio_at 8 "$f"), $(ratio_at 128 "$f")"
-	fi
-	f="$out/train-parity-small.txt"
-	sp=$(jget speedup "$f")
-	if ((!cuda)); then
-		bar ppo-small-gpu-vs-cpu2 "$no_cuda_bar" "$cuda_skip; CPU step on small: $(jget step_ms_median "$out/train-cpu-small.txt") ms ($(jget threads "$out/train-cpu-small.txt") threads, $(jget sequences "$out/train-cpu-small.txt") sequences)"
-	elif [[ -z "$sp" ]]; then
-		bar ppo-small-gpu-vs-cpu2 FAIL "no result (see train-parity-small.txt)"
-	else
-		st=FAIL
-		le 20 "$sp" && st=PASS
-		bar ppo-small-gpu-vs-cpu2 $st "PPO step on the small shape, 8 sequences: GPU $(jget step_ms_median "$f") ms, CPU (2 threads) $(jget compare_step_ms_median "$f") ms: $sp× (want ≥ 20)"
-	fi
-	f="$out/train-cpu-tiny.txt"
-	d=""
-	for k in max_diff_logprobs max_diff_ref_logprobs max_diff_loss max_diff_grad_norm max_diff_logprobs_after_step max_diff_values_after_step; do
-		d="$d $(jget $k "$f")"
-	done
-	if [[ -z "${d// /}" ]]; then
-		bar cpu-parity-self-check FAIL "no result (see train-cpu-tiny.txt)"
-	elif [[ -z "$(echo $d | tr ' ' '\n' | grep -v '^0$')" ]]; then
-		bar cpu-parity-self-check PASS "the CPU trainer against itself, tiny model: every difference 0 (logprobs, reference logprobs, loss, gradient norm, logprobs and values after an update:$d)"
-	else
-		bar cpu-parity-self-check FAIL "the CPU trainer against itself differs:$d (want all 0)"
-	fi
-	echo
-	echo "## PPO step times"
-	echo
-	for s in train-gpu-tiny train-parity-small train-gpu-qwen3-0.6b train-cpu-tiny train-cpu-small; do
-		f="$out/$s.txt"
-		ms=$(jget step_ms_median "$f")
-		if [[ -n "$ms" ]]; then
-			echo "- $s: $(jget device "$f" | tr -d '"') $ms ms median ($(jget tokens_per_s "$f" | cut -d. -f1) tokens/s, $(jget sequences "$f") sequences, $(jget tokens "$f") tokens, $(jget threads "$f") CPU threads)"
-		else
-			echo "- $s: $(head -n 1 "$f" 2>/dev/null)"
-		fi
-	done
-	echo
-	echo "## Self-play seconds per phase"
-	echo
-	for s in selfplay-gpu selfplay-cpu; do
-		if [[ -s "$out/$s.seconds.txt" ]]; then
-			sed "s/^/- $s: /" "$out/$s.seconds.txt"
-		else
-			echo "- $s: $(head -n 1 "$out/$s.txt" 2>/dev/null)"
-		fi
-	done
-	echo
-	echo "## Steps"
-	echo
-	echo '```'
-	column -t -s $'\t' "$steps_tsv" 2>/dev/null || cat "$steps_tsv"
-	echo '```'
-	echo
-	if ((${#failed[@]})); then
-		echo "failed steps: ${failed[*]}"
-	else
-		echo "failed steps: none"
-	fi
-} >"$out/summary.md"
-cat "$out/summary.md"
-if ((${#failed[@]} || bars_failed)); then
-	exit 1
-fi
-exit 0
+used=$(($(date +%s) - started))
+declare -p cuda cuda_broken why_cpu cuda_skip gpu_name quick budget used >"$out/state.env"
+summarize

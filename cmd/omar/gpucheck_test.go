@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/omar-selfplay/omar/inference/llama"
 )
 
 // TestGPUCheckScriptCPU runs scripts/gpu-check.sh in its CPU mode at its
@@ -122,6 +126,111 @@ func TestGPUCheckScriptUsage(t *testing.T) {
 			}
 			if !strings.Contains(string(out), tc.want) {
 				t.Errorf("got %q, want it to contain %q", out, tc.want)
+			}
+		})
+	}
+}
+
+// TestGPUCheckSummaryCUDA: the bars of a CUDA run, judged from outputs in
+// the formats bench decode and bench train --json print (written here by
+// their own formatters), through the script's summary-only mode: each bar
+// passes at its threshold's good side and fails at its bad side, and a
+// failed bar fails the run.
+func TestGPUCheckSummaryCUDA(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		name            string
+		logprobs, after float64
+		ratio32         float64
+		gpuMS, cpuMS    float64
+		want            []string
+		code            int
+	}{
+		{"all pass", 2e-5, 4e-5, 0.95, 10, 250, []string{
+			"- cuda-logprobs-f32: PASS — max |Δ| CUDA − CPU on the F32 small model: logprobs 0.00002, after one update 0.00004",
+			"- rollout-32-vs-raw: PASS — backend/raw tokens/s at 32 sequences, all layers on the GPU (small model): 0.950 (want ≥ 0.9)",
+			"- ppo-small-gpu-vs-cpu2: PASS — PPO step on the small shape, 8 sequences: GPU 10 ms, CPU (2 threads) 250 ms: 25× (want ≥ 20)",
+			"- cpu-parity-self-check: PASS",
+			"- mode: CUDA — NVIDIA H100 80GB HBM3, 81559 MiB, 580.65",
+			"failed steps: none",
+		}, 0},
+		{"all fail", 2e-3, 1e-4, 0.85, 20, 300, []string{
+			"- cuda-logprobs-f32: FAIL — max |Δ| CUDA − CPU on the F32 small model: logprobs 0.002",
+			"- rollout-32-vs-raw: FAIL — backend/raw tokens/s at 32 sequences, all layers on the GPU (small model): 0.850",
+			"- ppo-small-gpu-vs-cpu2: FAIL — PPO step on the small shape, 8 sequences: GPU 20 ms, CPU (2 threads) 300 ms: 15×",
+		}, 1},
+		{"logprobs after the update fail alone", 1e-4, 5e-3, 0.9, 10, 200, []string{
+			"- cuda-logprobs-f32: FAIL", "after one update 0.005", "- rollout-32-vs-raw: PASS", "- ppo-small-gpu-vs-cpu2: PASS",
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write := func(name, text string) {
+				t.Helper()
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("state.env", `declare -- cuda="1"
+declare -- cuda_broken="0"
+declare -- why_cpu=""
+declare -- cuda_skip=""
+declare -- gpu_name="NVIDIA H100 80GB HBM3, 81559 MiB, 580.65"
+declare -- quick="0"
+declare -- budget="450"
+declare -- used="300"
+`)
+			write("steps.tsv", "step\tstatus\tseconds\toutput\tnote\ndecode-gpu\tok\t20\tdecode-gpu.txt\t\n")
+			var dec strings.Builder
+			writeDecodeHeader(&dec)
+			for _, p := range []int{1, 8, 32, 128} {
+				ratio := 1.0
+				if p == 32 {
+					ratio = tc.ratio32
+				}
+				// 1 s of raw decoding; the backend's time gives the ratio.
+				writeDecodeRow(&dec, llama.DecodeBench{Parallel: p, BackendTokens: int64(128 * p), RawTokens: int64(128 * p),
+					RawTime: time.Second, BackendTime: time.Duration(float64(time.Second) / ratio)})
+			}
+			write("decode-gpu.txt", dec.String())
+			jsonOf := func(r trainBench) string {
+				b, err := json.Marshal(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(b) + "\n"
+			}
+			write("train-parity-small.txt", jsonOf(trainBench{Device: "cuda", Backend: "CUDA0", Threads: 2, Sequences: 8, Tokens: 800,
+				StepMSMedian: tc.gpuMS, CompareDevice: "cpu", CompareStepMSMedian: tc.cpuMS, Speedup: tc.cpuMS / tc.gpuMS,
+				DiffLogprobs: f(tc.logprobs), DiffRefLogprobs: f(tc.logprobs), DiffLoss: f(1e-6), DiffGradNorm: f(1e-5),
+				DiffLogprobsAfter: f(tc.after), DiffValuesAfter: f(1e-6)}))
+			zero := f(0)
+			write("train-cpu-tiny.txt", jsonOf(trainBench{Device: "cpu", CompareDevice: "cpu", StepMSMedian: 5, CompareStepMSMedian: 5, Speedup: 1,
+				DiffLogprobs: zero, DiffRefLogprobs: zero, DiffLoss: zero, DiffGradNorm: zero, DiffLogprobsAfter: zero, DiffValuesAfter: zero}))
+			cmd := exec.Command(bash, filepath.Join("..", "..", "scripts", "gpu-check.sh"), dir)
+			cmd.Env = append(os.Environ(), "GPU_CHECK_SUMMARY_ONLY=1")
+			out, err := cmd.CombinedOutput()
+			code := 0
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code {
+				t.Errorf("exit %d, want %d:\n%s", code, tc.code, out)
+			}
+			summary, err := os.ReadFile(filepath.Join(dir, "summary.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(summary), w) {
+					t.Errorf("summary.md lacks %q:\n%s", w, summary)
+				}
 			}
 		})
 	}
