@@ -131,7 +131,7 @@ summarize() {
 		echo "# gpu-check summary"
 		echo
 		echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-		echo "- commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+		echo "- commit: $commit"
 		if ((cuda || cuda_broken)); then
 			echo "- mode: CUDA — $gpu_name"
 		else
@@ -238,6 +238,12 @@ if [[ "${GPU_CHECK_SUMMARY_ONLY:-0}" == 1 ]]; then
 	exit
 fi
 printf 'step\tstatus\tseconds\toutput\tnote\n' >"$steps_tsv"
+export OMAR_LLAMA_LIB="${OMAR_LLAMA_LIB:-$root/lib/llama/cpu}"
+# The code measured: the commit at the start, and whether the tree differed.
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [[ "$commit" != unknown ]] && ! git -C "$root" diff --quiet HEAD -- 2>/dev/null; then
+	commit="$commit with uncommitted changes"
+fi
 
 # CUDA: a device, unless told to stay on the CPU.
 cuda=0
@@ -386,24 +392,26 @@ else
 fi
 
 # The CPU half, last, so that a spent budget costs it rather than the
-# GPU's measurements.
+# GPU's measurements. One thread: ggml's workers spin-wait at every op,
+# and on a shared 2-core machine a second thread that finds no free core
+# makes a step many times slower (train.Options.Defaults).
 if ((quick)); then
 	step decode-cpu 60 "$omar" bench decode --model "$work/tiny.gguf" --parallel 1,4 -n 16 --threads 1 --threads-batch 1
 else
-	step decode-cpu 120 "$omar" bench decode --model "$work/tiny.gguf" --parallel 1,8,32 -n 64 --threads 2 --threads-batch 2
+	step decode-cpu 120 "$omar" bench decode --model "$work/tiny.gguf" --parallel 1,8,32 -n 32 --threads 1 --threads-batch 1
 fi
 # The CPU trainer against itself: the comparison's self-check.
 if ((quick)); then
 	step train-cpu-tiny 60 "$omar" bench train --model "$work/tiny.gguf" --device cpu --compare cpu --threads 1 --seqs 2 --min-len 16 --max-len 32 --steps 1 --json
 	step train-cpu-small 90 "$omar" bench train --model "$work/small.gguf" --device cpu --threads 1 --seqs 1 --min-len 16 --max-len 32 --steps 1 --json
 else
-	step train-cpu-tiny 120 "$omar" bench train --model "$work/tiny.gguf" --device cpu --compare cpu --threads 2 --seqs 8 --steps 3 --json
-	step train-cpu-small 180 "$omar" bench train --model "$work/small.gguf" --device cpu --threads 2 --seqs 2 --steps 3 --json
+	step train-cpu-tiny 120 "$omar" bench train --model "$work/tiny.gguf" --device cpu --compare cpu --threads 1 --seqs 8 --steps 3 --json
+	step train-cpu-small 180 "$omar" bench train --model "$work/small.gguf" --device cpu --threads 1 --seqs 2 --steps 3 --json
 fi
 if ((quick)); then
 	selfplay selfplay-cpu "$work/tiny.gguf" 2 8 0 cpu 1 60
 else
-	selfplay selfplay-cpu "$work/tiny.gguf" 4 16 0 cpu 2 120
+	selfplay selfplay-cpu "$work/tiny.gguf" 4 16 0 cpu 1 120
 fi
 
 if ((cuda || cuda_broken)); then
@@ -413,5 +421,5 @@ else
 fi
 
 used=$(($(date +%s) - started))
-declare -p cuda cuda_broken why_cpu cuda_skip gpu_name quick budget used >"$out/state.env"
+declare -p cuda cuda_broken why_cpu cuda_skip gpu_name quick budget used commit >"$out/state.env"
 summarize

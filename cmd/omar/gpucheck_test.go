@@ -183,6 +183,7 @@ declare -- gpu_name="NVIDIA H100 80GB HBM3, 81559 MiB, 580.65"
 declare -- quick="0"
 declare -- budget="450"
 declare -- used="300"
+declare -- commit="abc1234"
 `)
 			write("steps.tsv", "step\tstatus\tseconds\toutput\tnote\ndecode-gpu\tok\t20\tdecode-gpu.txt\t\n")
 			var dec strings.Builder
