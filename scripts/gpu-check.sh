@@ -115,7 +115,7 @@ ratio_at() { awk -v p="$1" '$1 == p { print $4 }' "$2" 2>/dev/null; }
 le() { [[ -n "$1" && -n "$2" ]] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 <= b + 0) }'; }
 
 # summarize — summary.md from the outputs in $out and the run's state:
-# the bars, PASS/FAIL/SKIPPED with their numbers. Exit status of
+# the GPU check's bars, PASS/FAIL/SKIPPED with their numbers. Exit status of
 # the run: 1 when a step or a bar failed.
 summarize() {
 	bars_failed=0
