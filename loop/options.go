@@ -56,6 +56,8 @@ type Options struct {
 	// Cluster plays the rollouts on workers that take their work from a
 	// NATS server (off by default: this process plays them).
 	Cluster ClusterOptions `yaml:"cluster"`
+	// Logging writes the metrics in other formats too (TensorBoard).
+	Logging LoggingOptions `yaml:"logging"`
 }
 
 // EarlyStop are the drift thresholds of a run.

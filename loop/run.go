@@ -16,6 +16,7 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/internal/cpuuse"
+	"github.com/omar-selfplay/omar/internal/tensorboard"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -90,7 +91,7 @@ const (
 // runFiles are removed when a run starts afresh over a previous one
 // (reward.svg is the CLI's plot; nats and cluster package cluster's
 // server storage and worker cache).
-var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir, EvalFile, EvalDir, BestDir, LeagueDir, CompareDir, "nats", "cluster"}
+var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir, EvalFile, EvalDir, BestDir, LeagueDir, CompareDir, "nats", "cluster", DefaultTensorBoardDir}
 
 // State is a run's own part of a checkpoint (the trainer writes its own
 // files next to it).
@@ -130,6 +131,9 @@ type State struct {
 type Run struct {
 	// Hooks may be set any time between calls.
 	Hooks Hooks
+
+	// tb writes logging.tensorboard's event file, once opened.
+	tb *tensorboard.Writer
 
 	dir     string
 	opts    Options
@@ -489,6 +493,13 @@ func (r *Run) Step(ctx context.Context) (*Metrics, error) {
 		return nil, err
 	}
 	if err := appendFile(r.Path(MetricsFile), append(b, '\n')); err != nil {
+		return nil, err
+	}
+	var line map[string]any
+	if err := json.Unmarshal(b, &line); err != nil {
+		return nil, err
+	}
+	if err := r.logScalars(it, line); err != nil {
 		return nil, err
 	}
 	if r.Hooks.Iteration != nil {
