@@ -58,6 +58,10 @@ var PreTokenizers = map[string]string{
 // hash-map order: a Qwen vocabulary has both <|im_end|> and <|endoftext|>.
 var endOfTurnTexts = []string{"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"}
 
+// maxVocab bounds the ids a tokenizer.json may use (the largest real
+// vocabularies have about 260,000 tokens).
+const maxVocab = 1 << 22
+
 // hfTokenizerJSON is the part of tokenizer.json the conversion reads.
 type hfTokenizerJSON struct {
 	AddedTokens   []hfAddedToken  `json:"added_tokens"`
@@ -269,6 +273,9 @@ func (t *HFTokenizer) fillVocabulary(tj hfTokenizerJSON) error {
 	}
 	if n <= 0 {
 		return fmt.Errorf("tokenizer.json: empty vocabulary")
+	}
+	if n > maxVocab {
+		return fmt.Errorf("tokenizer.json: token id %d is past the %d this import accepts", n-1, maxVocab)
 	}
 	t.Tokens = make([]string, n)
 	t.Types = make([]int32, n)
