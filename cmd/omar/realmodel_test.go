@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/llamacpp"
@@ -349,6 +350,126 @@ func TestRealTokenizerParity(t *testing.T) {
 			if len(texts) < 2000 {
 				t.Errorf("got %d strings, want at least 2000", len(texts))
 			}
+		})
+	}
+}
+
+// TestRealModelEndToEnd: the tiny stand-in of each family, with its real
+// tokenizer and chat template, runs every command a user runs on a real
+// model: generate, rollout, selfplay (one iteration), eval, sft and
+// export. The Qwen3 stand-in is Q8_0, as released GGUFs mostly are.
+func TestRealModelEndToEnd(t *testing.T) {
+	root := npmFixtures(t)
+	lib := llamatest.LibDir()
+	if lib == "" {
+		t.Skip("llama.cpp libraries not installed in lib/llama/cpu (run scripts/install-llama.sh cpu)")
+	}
+	for _, fam := range realFamilies {
+		t.Run(fam.family, func(t *testing.T) {
+			dir := t.TempDir()
+			m := writeStandIn(t, dir, fam.shape, tokenizerFixture(t, root, fam.pkg), fam.typ)
+			run := func(args ...string) string {
+				t.Helper()
+				stdout, stderr, code := runCLI(t, args...)
+				if code != 0 {
+					t.Fatalf("%s: exit %d: %s", args[0], code, stderr)
+				}
+				return stdout + stderr
+			}
+
+			out, _, code := llamaCLI(t, "generate", "--model", m, "--prompt", "Name a fruit.", "-n", "6", "--seed", "3", "--json", "--ctx", "512", "--kv", "f32")
+			if code != 0 {
+				t.Fatalf("generate: exit %d", code)
+			}
+			var r struct {
+				Tokens   []int32
+				Logprobs []float32
+			}
+			if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Tokens) == 0 || len(r.Logprobs) != len(r.Tokens) {
+				t.Fatalf("generate: %v: %q", err, out)
+			}
+
+			// A rollout of a negotiation game: the real template renders
+			// every seat's stream, trajectories hold real-vocabulary ids.
+			cfg := filepath.Join(dir, "rollout.yaml")
+			os.WriteFile(cfg, []byte("env: sealedbid\nparams: {rounds: 1, bidders: 2}\nmax_tokens: 8\ncontext: 2048\nkv_cache: f32\nthreads: 1\n"), 0o644)
+			roll := filepath.Join(dir, "rollout")
+			run("rollout", "--config", cfg, "--model", m, "--llama-lib", lib, "--episodes", "2", "--parallel", "2", "--out", roll)
+			tf, err := os.Open(filepath.Join(roll, "trajectories.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			trajs, err := selfplay.ReadTrajectories(tf)
+			tf.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(trajs) != 4 || trajs[0].Generated() == 0 {
+				t.Fatalf("rollout: got %d trajectories (first generated %d tokens), want 4 with generated tokens", len(trajs), trajs[0].Generated())
+			}
+			hf, err := model.ReadHFTokenizer(tokenizerFixture(t, root, fam.pkg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The prompt opens with the template's first marker, a token of
+			// the real vocabulary (Qwen's <|im_start|>, Llama's
+			// <|begin_of_text|> then <|start_header_id|>).
+			first := hf.Tokens[trajs[0].Tokens[0]]
+			if want := map[string]string{"qwen3": "<|im_start|>", "llama3": "<|begin_of_text|>"}[fam.family]; first != want {
+				t.Errorf("rollout: the first prompt token is %q, want %q", first, want)
+			}
+
+			// One self-play iteration: rollout, scoring, a PPO update and
+			// the adapter loaded back into the sampler.
+			sp := filepath.Join(dir, "selfplay.yaml")
+			os.WriteFile(sp, []byte(`iterations: 1
+rollout:
+  env: sealedbid
+  params: {rounds: 1, bidders: 2}
+  model: `+m+`
+  episodes: 2
+  parallel: 2
+  max_tokens: 8
+  context: 2048
+  kv_cache: f32
+  threads: 1
+estimator: rae
+league: {enabled: false}
+eval: {every: 0}
+train:
+  threads: 1
+  epochs: 1
+  minibatch: 2
+  lr: 0.01
+  value_lr: 0.01
+`), 0o644)
+			spOut := filepath.Join(dir, "selfplay")
+			run("selfplay", "--config", sp, "--out", spOut)
+			for _, f := range []string{"adapter.gguf", "metrics.jsonl", "episodes.jsonl"} {
+				if st, err := os.Stat(filepath.Join(spOut, f)); err != nil || st.Size() == 0 {
+					t.Errorf("selfplay: %s missing: %v", f, err)
+				}
+			}
+
+			// The trained adapter plays against the base model and a script.
+			evalOut := filepath.Join(dir, "eval")
+			run("eval", "--model", m, "--llama-lib", lib, "--players", "base,adapter:"+filepath.Join(spOut, "adapter.gguf"),
+				"--opponents", "scripted:shading", "--env", "sealedbid", "--params", `{"rounds":1,"bidders":2}`,
+				"--episodes", "2", "--bootstrap", "100", "--ctx", "2048", "--max-tokens", "16", "--threads", "1", "--threads-batch", "1", "--kv", "f32", "--out", evalOut)
+			if _, err := os.Stat(filepath.Join(evalOut, arena.JSONFile)); err != nil {
+				t.Errorf("eval: no report: %v", err)
+			}
+
+			// Supervised fine-tuning on the rollout's trajectories.
+			sftOut := filepath.Join(dir, "sft.gguf")
+			if s := run("sft", "--model", m, "--data", filepath.Join(roll, "trajectories.jsonl"), "--out", sftOut,
+				"--epochs", "1", "--batch", "2", "--threads", "1", "--llama-lib", lib); !strings.Contains(s, "trained on 4 trajectories") {
+				t.Errorf("sft: got %q", s)
+			}
+
+			// Export: the episodes as chat JSONL, the trajectories as Parquet.
+			run("export", "--in", filepath.Join(roll, "episodes.jsonl"), "--format", "chat", "--out", filepath.Join(dir, "chat.jsonl"))
+			run("export", "--in", filepath.Join(roll, "trajectories.jsonl"), "--format", "parquet", "--out", filepath.Join(dir, "traj.parquet"))
 		})
 	}
 }
