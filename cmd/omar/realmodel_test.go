@@ -2,14 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
@@ -467,9 +472,68 @@ train:
 				t.Errorf("sft: got %q", s)
 			}
 
+			// The proxy: an OpenAI-compatible chat call on the stand-in,
+			// rendered with its real template.
+			proxyChat(t, m, lib)
+
 			// Export: the episodes as chat JSONL, the trajectories as Parquet.
 			run("export", "--in", filepath.Join(roll, "episodes.jsonl"), "--format", "chat", "--out", filepath.Join(dir, "chat.jsonl"))
 			run("export", "--in", filepath.Join(roll, "trajectories.jsonl"), "--format", "parquet", "--out", filepath.Join(dir, "traj.parquet"))
 		})
+	}
+}
+
+// proxyChat serves the model as omar serve --policy does and makes one
+// chat-completion call.
+func proxyChat(t *testing.T, modelPath, lib string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	const secret = "stand-in-secret-0123456789"
+	var out, errb syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, &cliEnv{stdout: &out, stderr: &errb}, []string{"--addr", "127.0.0.1:0", "--secret", secret,
+			"--policy", modelPath, "--llama-lib", lib, "--threads", "1", "--slots", "2", "--context", "1024", "--max-tokens", "8"})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	addr := regexp.MustCompile(`listening on (http://\S+)`)
+	var base string
+	for range 3000 {
+		if m := addr.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if base == "" {
+		t.Fatalf("serve: no address printed; stdout %q, stderr %q", out.String(), errb.String())
+	}
+	body, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": "Offer me a price."}},
+		"max_tokens": 6, "seed": 4, "logprobs": true})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var cc struct {
+		Choices []struct {
+			Message struct{ Content *string }
+		}
+		Usage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		}
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(data, &cc) != nil || len(cc.Choices) != 1 || cc.Usage.CompletionTokens == 0 || cc.Usage.PromptTokens == 0 {
+		t.Fatalf("proxy chat: status %d: %s", resp.StatusCode, data)
 	}
 }
