@@ -537,3 +537,38 @@ func proxyChat(t *testing.T, modelPath, lib string) {
 		t.Fatalf("proxy chat: status %d: %s", resp.StatusCode, data)
 	}
 }
+
+// TestModelInitShapeErrors: what model init refuses about shapes,
+// tokenizers and types, before writing anything.
+func TestModelInitShapeErrors(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.gguf")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--shape", "qwen3-0.6b"}, 2, "needs the real model's tokenizer"},
+		{[]string{"--shape", "qwen3-0.6b", "--arch", "qwen3", "--tokenizer", dir}, 2, "give no --arch or --preset"},
+		{[]string{"--shape", "gemma3-1b", "--tokenizer", dir}, 2, "architecture gemma3 is not supported"},
+		{[]string{"--shape", "mistral-7b", "--tokenizer", dir}, 2, `unknown shape "mistral-7b"`},
+		{[]string{"--shape", "qwen3-0.6b", "--tokenizer", dir}, 1, "tokenizer.json"},
+		{[]string{"--type", "q4_0"}, 2, `--type "q4_0": want f32, f16 or q8_0`},
+		{[]string{"--f16", "--type", "q8_0"}, 2, "--f16 and --type q8_0: give one"},
+		{[]string{"--layers", "9"}, 2, "9 layers is more than the 2 of tiny"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, stderr, code := runCLI(t, append([]string{"model", "init", "--out", out}, tc.args...)...)
+			if code != tc.code || !strings.Contains(stderr, tc.want) {
+				t.Errorf("got exit %d, stderr %q; want exit %d and %q", code, stderr, tc.code, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("a refused init wrote %s", out)
+			}
+		})
+	}
+	// A preset in Q8_0 (rows of whole 32-weight blocks) is written.
+	if _, stderr, code := runCLI(t, "model", "init", "--type", "q8_0", "--out", out); code != 0 {
+		t.Errorf("tiny in Q8_0: exit %d: %s", code, stderr)
+	}
+}
