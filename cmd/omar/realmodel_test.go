@@ -18,6 +18,7 @@ import (
 
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
@@ -472,9 +473,9 @@ train:
 				t.Errorf("sft: got %q", s)
 			}
 
-			// The proxy: an OpenAI-compatible chat call on the stand-in,
-			// rendered with its real template.
-			proxyChat(t, m, lib)
+			// omar serve: an OpenAI-compatible chat call on the stand-in
+			// (the proxy), and a web episode whose seat the model plays.
+			serveStandIn(t, m, lib)
 
 			// Export: the episodes as chat JSONL, the trajectories as Parquet.
 			run("export", "--in", filepath.Join(roll, "episodes.jsonl"), "--format", "chat", "--out", filepath.Join(dir, "chat.jsonl"))
@@ -483,9 +484,10 @@ train:
 	}
 }
 
-// proxyChat serves the model as omar serve --policy does and makes one
-// chat-completion call.
-func proxyChat(t *testing.T, modelPath, lib string) {
+// serveStandIn serves the model with omar serve as the policy of the
+// proxy and as the web page's model player, makes one chat-completion
+// call and plays one episode with the model in a seat.
+func serveStandIn(t *testing.T, modelPath, lib string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	const secret = "stand-in-secret-0123456789"
@@ -493,7 +495,7 @@ func proxyChat(t *testing.T, modelPath, lib string) {
 	done := make(chan error, 1)
 	go func() {
 		done <- runServe(ctx, &cliEnv{stdout: &out, stderr: &errb}, []string{"--addr", "127.0.0.1:0", "--secret", secret,
-			"--policy", modelPath, "--llama-lib", lib, "--threads", "1", "--slots", "2", "--context", "1024", "--max-tokens", "8"})
+			"--policy", modelPath, "--model", modelPath, "--llama-lib", lib, "--threads", "1", "--slots", "2", "--context", "2048", "--max-tokens", "16"})
 	}()
 	defer func() {
 		cancel()
@@ -535,6 +537,29 @@ func proxyChat(t *testing.T, modelPath, lib string) {
 	}
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(data, &cc) != nil || len(cc.Choices) != 1 || cc.Usage.CompletionTokens == 0 || cc.Usage.PromptTokens == 0 {
 		t.Fatalf("proxy chat: status %d: %s", resp.StatusCode, data)
+	}
+
+	c := &remote.Client{BaseURL: base, Secret: secret}
+	seed := uint64(3)
+	info, err := c.Create(ctx, remote.CreateRequest{Env: "sealedbid", Seed: &seed, Params: engine.Params{"rounds": 1, "bidders": 2},
+		Agents: []string{"model", "scripted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.Events(ctx, info.ID, -1, secret, 0, 30*time.Second)
+	events := page.Events
+	for err == nil && !page.Done {
+		page, err = c.Events(ctx, info.ID, -1, secret, page.Next, 30*time.Second)
+		events = append(events, page.Events...)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The model's seat answered: an accepted move or a rejected one.
+	if !slices.ContainsFunc(events, func(e engine.Event) bool {
+		return e.Seat == 0 && (e.Kind == engine.KindAck || e.Kind == engine.KindValidationError)
+	}) {
+		t.Errorf("web episode: the model's seat never answered (%d events)", len(events))
 	}
 }
 
