@@ -196,7 +196,12 @@ func Generate(opts Options) (*gguf.Writer, error) {
 	switch {
 	case err != nil:
 	case opts.Tokenizer != nil:
-		err = opts.Tokenizer.write(w, c.VocabSize)
+		tok := *opts.Tokenizer
+		if opts.Shape != "" {
+			s, _ := FindShape(opts.Shape) // validated by Config
+			tok.fillFromConfig(s)
+		}
+		err = tok.write(w, c.VocabSize)
 	default:
 		err = writeVocabulary(w, opts, c)
 	}

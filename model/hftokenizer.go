@@ -429,6 +429,28 @@ func (t *HFTokenizer) fillSpecial(tj hfTokenizerJSON, cfg map[string]json.RawMes
 	return nil
 }
 
+// fillFromConfig sets the BOS and EOS that tokenizer_config.json left
+// unset from the shape's config.json values, as the converter does
+// (SpecialVocab reads config.json after the tokenizer's files), when the
+// tokenizer has those tokens. EOT follows EOS where it was unset.
+func (t *HFTokenizer) fillFromConfig(s Shape) {
+	find := func(text string) int32 {
+		if text == "" {
+			return -1
+		}
+		return int32(slices.Index(t.Tokens, text))
+	}
+	if t.BOS < 0 {
+		t.BOS = find(s.BOSToken)
+	}
+	if t.EOS < 0 {
+		t.EOS = find(s.EOSToken)
+		if t.EOT < 0 {
+			t.EOT = t.EOS
+		}
+	}
+}
+
 // Size is the number of token ids the tokenizer uses (highest id + 1).
 func (t *HFTokenizer) Size() int { return len(t.Tokens) }
 

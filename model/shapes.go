@@ -33,6 +33,12 @@ type Shape struct {
 	// none). It becomes the rope_freqs.weight tensor, as llama.cpp's
 	// converter writes it.
 	RopeScaling *Llama3RopeScaling
+	// BOSToken and EOSToken are config.json's bos_token_id and
+	// eos_token_id, by text. The converter takes them from config.json
+	// where tokenizer_config.json names none (Qwen3's has no BOS; its
+	// GGUFs carry <|endoftext|>, where llama.cpp would otherwise default a
+	// BPE vocabulary's BOS to token 11).
+	BOSToken, EOSToken string
 	// Unsupported, when set, says why omar cannot run the architecture;
 	// such a shape is listed so that asking for it gets that reason.
 	Unsupported string
@@ -64,27 +70,34 @@ type Llama3RopeScaling struct {
 var Shapes = []Shape{
 	{Name: "qwen3-0.6b", Source: "Qwen/Qwen3-0.6B", Arch: "qwen3", Tokenizer: "qwen3",
 		Hidden: 1024, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, Intermediate: 3072,
-		RopeTheta: 1000000, RMSEps: 1e-6, Vocab: 151936, Tied: true, Context: 40960},
+		RopeTheta: 1000000, RMSEps: 1e-6, Vocab: 151936, Tied: true, Context: 40960,
+		BOSToken: "<|endoftext|>", EOSToken: "<|im_end|>"},
 	{Name: "qwen3-1.7b", Source: "Qwen/Qwen3-1.7B", Arch: "qwen3", Tokenizer: "qwen3",
 		Hidden: 2048, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, Intermediate: 6144,
-		RopeTheta: 1000000, RMSEps: 1e-6, Vocab: 151936, Tied: true, Context: 40960},
+		RopeTheta: 1000000, RMSEps: 1e-6, Vocab: 151936, Tied: true, Context: 40960,
+		BOSToken: "<|endoftext|>", EOSToken: "<|im_end|>"},
 	{Name: "qwen3-4b", Source: "Qwen/Qwen3-4B", Arch: "qwen3", Tokenizer: "qwen3",
 		Hidden: 2560, Layers: 36, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 9728,
-		RopeTheta: 1000000, RMSEps: 1e-6, Vocab: 151936, Tied: true, Context: 40960},
+		RopeTheta: 1000000, RMSEps: 1e-6, Vocab: 151936, Tied: true, Context: 40960,
+		BOSToken: "<|endoftext|>", EOSToken: "<|im_end|>"},
 	{Name: "qwen3-8b", Source: "Qwen/Qwen3-8B", Arch: "qwen3", Tokenizer: "qwen3",
 		Hidden: 4096, Layers: 36, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 12288,
-		RopeTheta: 1000000, RMSEps: 1e-6, Vocab: 151936, Tied: false, Context: 40960},
+		RopeTheta: 1000000, RMSEps: 1e-6, Vocab: 151936, Tied: false, Context: 40960,
+		BOSToken: "<|endoftext|>", EOSToken: "<|im_end|>"},
 	{Name: "llama3.2-1b", Source: "meta-llama/Llama-3.2-1B", Arch: "llama", Tokenizer: "llama3",
 		Hidden: 2048, Layers: 16, Heads: 32, KVHeads: 8, HeadDim: 64, Intermediate: 8192,
 		RopeTheta: 500000, RMSEps: 1e-5, Vocab: 128256, Tied: true, Context: 131072,
+		BOSToken: "<|begin_of_text|>", EOSToken: "<|end_of_text|>",
 		RopeScaling: &Llama3RopeScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 8192}},
 	{Name: "llama3.2-3b", Source: "meta-llama/Llama-3.2-3B", Arch: "llama", Tokenizer: "llama3",
 		Hidden: 3072, Layers: 28, Heads: 24, KVHeads: 8, HeadDim: 128, Intermediate: 8192,
 		RopeTheta: 500000, RMSEps: 1e-5, Vocab: 128256, Tied: true, Context: 131072,
+		BOSToken: "<|begin_of_text|>", EOSToken: "<|end_of_text|>",
 		RopeScaling: &Llama3RopeScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 8192}},
 	{Name: "llama3.1-8b", Source: "meta-llama/Llama-3.1-8B", Arch: "llama", Tokenizer: "llama3",
 		Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336,
 		RopeTheta: 500000, RMSEps: 1e-5, Vocab: 128256, Tied: false, Context: 131072,
+		BOSToken: "<|begin_of_text|>", EOSToken: "<|end_of_text|>",
 		RopeScaling: &Llama3RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 8192}},
 	{Name: "gemma3-1b", Source: "google/gemma-3-1b-it", Arch: "gemma3", Tokenizer: "gemma3",
 		Hidden: 1152, Layers: 26, Heads: 4, KVHeads: 1, HeadDim: 256, Intermediate: 6912,
@@ -94,10 +107,12 @@ var Shapes = []Shape{
 			"ggml has no backward for GELU) and its tokenizer is SentencePiece-style, not byte-level BPE"},
 	{Name: "qwen3-tiny", Arch: "qwen3", Tokenizer: "qwen3",
 		Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 192,
-		RopeTheta: 1000000, RMSEps: 1e-6, Vocab: 151936, Tied: true, Context: 40960},
+		RopeTheta: 1000000, RMSEps: 1e-6, Vocab: 151936, Tied: true, Context: 40960,
+		BOSToken: "<|endoftext|>", EOSToken: "<|im_end|>"},
 	{Name: "llama3.2-tiny", Arch: "llama", Tokenizer: "llama3",
 		Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 192,
 		RopeTheta: 500000, RMSEps: 1e-5, Vocab: 128256, Tied: true, Context: 131072,
+		BOSToken: "<|begin_of_text|>", EOSToken: "<|end_of_text|>",
 		RopeScaling: &Llama3RopeScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 8192}},
 }
 

@@ -283,6 +283,26 @@ func TestRealTokenizerParity(t *testing.T) {
 			}
 			defer m.Close()
 			v := m.Vocab()
+			// llama.cpp's view of the special tokens is that of the real
+			// GGUFs, and the chat template is the config's, verbatim.
+			want := map[string]struct {
+				bos, eos, eot int32
+				addBOS        bool
+			}{"qwen3": {151643, 151645, 151645, false}, "llama3": {128000, 128001, 128009, true}}[fam.family]
+			if v.BOS() != want.bos || v.EOS() != want.eos || v.EOT() != want.eot || v.AddBOS() != want.addBOS || !v.IsEOG(want.eot) {
+				t.Errorf("special tokens: bos %d eos %d eot %d add_bos %v eog(eot) %v; want %d %d %d %v true",
+					v.BOS(), v.EOS(), v.EOT(), v.AddBOS(), v.IsEOG(want.eot), want.bos, want.eos, want.eot, want.addBOS)
+			}
+			var cfg struct {
+				ChatTemplate string `json:"chat_template"`
+			}
+			cb, err := os.ReadFile(filepath.Join(tokenizerFixture(t, root, fam.pkg), "tokenizer_config.json"))
+			if err != nil || json.Unmarshal(cb, &cfg) != nil || cfg.ChatTemplate == "" {
+				t.Fatalf("tokenizer_config.json: %v", err)
+			}
+			if tmpl, ok := m.ChatTemplate(""); !ok || tmpl != cfg.ChatTemplate {
+				t.Errorf("chat template: got %d bytes (%v), want the config's %d bytes verbatim", len(tmpl), ok, len(cfg.ChatTemplate))
+			}
 			texts := append(slices.Clone(events), synthetic...)
 			for _, conv := range convs {
 				var b strings.Builder
