@@ -217,3 +217,44 @@ func FuzzParseHFTokenizer(f *testing.F) {
 		}
 	})
 }
+
+// TestStandInDeterministic: a shape with an imported tokenizer gives the
+// same bytes for the same options, its vocabulary padded to the shape's
+// rows, and another seed changes the weights only.
+func TestStandInDeterministic(t *testing.T) {
+	tj := strings.Replace(testTokenizerJSON, "VOCAB", testVocabJSON(), 1)
+	tok, err := ParseHFTokenizer([]byte(tj), []byte(testTokenizerConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := func(seed uint64) []byte {
+		w, err := Generate(Options{Shape: "qwen3-tiny", Tokenizer: tok, Seed: seed, Type: gguf.Q8_0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := w.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	a, b, c := gen(1), gen(1), gen(2)
+	if !bytes.Equal(a, b) {
+		t.Fatal("same options, different bytes")
+	}
+	if bytes.Equal(a, c) || len(a) != len(c) {
+		t.Errorf("seeds 1 and 2: equal %v, sizes %d and %d; want different weights of one size", bytes.Equal(a, c), len(a), len(c))
+	}
+	f, err := gguf.Read(bytes.NewReader(a), int64(len(a)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, _ := f.Strings("tokenizer.ggml.tokens")
+	bos, _ := f.Uint("tokenizer.ggml.bos_token_id")
+	if len(toks) != 151936 || toks[151935] != "[PAD151935]" || toks[bos] != "<|endoftext|>" {
+		t.Errorf("tokens: %d, last %q, bos %q; want 151936, [PAD151935], <|endoftext|> (config.json's)", len(toks), toks[len(toks)-1], toks[bos])
+	}
+	if emb, ok := f.Tensor("token_embd.weight"); !ok || emb.Type != gguf.Q8_0 || emb.Shape[1] != 151936 {
+		t.Errorf("token_embd: %+v", emb)
+	}
+}
