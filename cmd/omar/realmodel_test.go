@@ -196,7 +196,7 @@ func eventTexts(t *testing.T) (texts []string, conversations [][]selfplayMessage
 				}
 				for seat := range rec.Seats {
 					var conv []selfplayMessage
-					for _, m := range selfplay.SeatMessages(rec.Events, seat, nil) {
+					for _, m := range selfplay.SeatMessages(rec.Events, seat, nil, 0) {
 						add(m.Content)
 						conv = append(conv, selfplayMessage{m.Role, m.Content})
 					}
