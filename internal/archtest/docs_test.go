@@ -182,3 +182,26 @@ func headingAnchors(md string) map[string]bool {
 	}
 	return out
 }
+
+// TestResultsIndex fails when a dated entry under docs/results/ has no
+// line in docs/results/README.md, the one link the README gives to results.
+func TestResultsIndex(t *testing.T) {
+	dir := filepath.Join("..", "..", "docs", "results")
+	index, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || name == "README.md" || !strings.HasSuffix(name, ".md") {
+			continue
+		}
+		if !strings.Contains(string(index), "("+name+")") {
+			t.Errorf("docs/results/%s is not listed in docs/results/README.md: add a line for it to the index", name)
+		}
+	}
+}
