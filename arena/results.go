@@ -204,8 +204,9 @@ func openDir(dir string, o Options) ([]Result, error) {
 // same conditions (a run's held-out evaluation of its last iteration and
 // its before/after comparison) reads them instead of playing them again.
 // Episode k of a pairing has the same seeds whoever plays it, so a replay
-// differs only by the float rounding of other batch neighbours
-// (docs/performance.md: logprobs within 3.2e-6, the same tokens). Import
+// differs only by the float rounding of other batch neighbours, which
+// leaves the tokens the same (docs/results/2026-12-03-rollout-issue-14.md,
+// KV slots). Import
 // returns how many results it added: none when src holds none or was
 // played under other conditions, or dir already has results of to (its
 // name and version).

@@ -536,8 +536,8 @@ func (r *Run) phase(it int, name string) {
 // a GPU trainer, or when the CPU has a core beyond the rollout's threads
 // for the trainer's one (more would spin against them). The contexts
 // beyond the first do not count: one-thread loops share cores without
-// spinning, and with two contexts on 2 cores scoring beside them took 40 s
-// of 6 iterations against 51 s after them.
+// spinning, and scoring beside two contexts on 2 cores beat scoring after
+// them (docs/results/2026-12-05-two-llama-contexts.md).
 func (r *Run) scoreBeside() bool {
 	return r.opts.Train.Device == "cuda" || r.opts.Rollout.Threads+1 <= cpuuse.Usable()
 }

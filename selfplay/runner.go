@@ -43,13 +43,13 @@ type Options struct {
 	// grammar, legal-replies line, trace): the settings a policy must be
 	// evaluated and served with too.
 	Reply
-	Stop    []string
+	Stop []string
 	// BatchWindow is how long the batching aggregator waits for more
 	// requests before it calls the backend with what it has; it calls at
 	// once when every episode in flight is waiting. 0 (the default) calls
 	// the backend directly from each seat: the llama backend merges
 	// concurrent callers into its decode loop itself, and holding requests
-	// back cost it about 7% of the rollout rate (docs/performance.md). The
+	// back only slowed its rollouts (docs/performance.md, Rollout). The
 	// aggregator is for backends that do not merge.
 	BatchWindow time.Duration
 	// FreeSchedule lets a backend that keeps a deterministic schedule
