@@ -248,12 +248,24 @@ func TestServeClosesSlowAndIdleClients(t *testing.T) {
 		}
 	})
 	t.Run("connection cap", func(t *testing.T) {
+		// Its own server, whose idle connections outlive a loaded
+		// machine's scheduling delays.
+		base := startServe(t, "--read-header-timeout", "1s", "--read-timeout", "2s", "--idle-timeout", "1s", "--max-conns", "3")
+		host := strings.TrimPrefix(base, "http://")
 		for range 3 {
-			dial(t)
+			c, err := net.Dial("tcp", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
 		}
 		// The listener counts a connection when it accepts it: let it.
-		time.Sleep(50 * time.Millisecond)
-		c := dial(t)
+		time.Sleep(100 * time.Millisecond)
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
