@@ -61,6 +61,9 @@ func Mount(o PolicyOptions, engineURL, secret string, next http.Handler, log io.
 	if o.MaxTokens > 0 {
 		po.MaxTokens = o.MaxTokens
 	}
+	// No prompt longer than a sequence's context can be decoded: refuse it
+	// before tokenising more.
+	po.MaxPromptTokens = lo.Context
 	po.Secret = secret
 	po.Poll = time.Second
 	po.Games = envs.Find

@@ -162,6 +162,7 @@ type Proxy struct {
 	clients  map[string]clientUsage // untied sessions' budget by client address
 	bytes    int64                  // recorded by all sessions
 	watching map[string]bool        // episodes with a watcher
+	split    splitter
 	finished []selfplay.Trajectory
 	calls    uint64 // calls so far, for seeds
 	ended    int    // episodes and sessions ended, for Trajectory.Episode
@@ -409,7 +410,10 @@ func (p *Proxy) generate(ctx context.Context, s *session, pl *plan) (*result, *A
 			return nil, &APIError{Status: http.StatusInternalServerError, Message: fmt.Sprintf("chat template: %v", err)}
 		}
 	}
-	tokenize := func(t string, addSpecial bool) ([]int32, error) { return p.tok.Tokenize(t, addSpecial, true) }
+	if err := ctx.Err(); err != nil {
+		return nil, &APIError{Status: http.StatusRequestTimeout, Message: "the client went away"}
+	}
+	tokenize := func(t string, addSpecial bool) ([]int32, error) { return p.tokenize(ctx, t, addSpecial) }
 	var prompt []int32
 	seg, fresh := 0, 0
 	var err error
@@ -420,6 +424,9 @@ func (p *Proxy) generate(ctx context.Context, s *session, pl *plan) (*result, *A
 	} else {
 		prompt, err = tokenize(text, true)
 		fresh = len(prompt)
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, &APIError{Status: http.StatusRequestTimeout, Message: "the client went away"}
 	}
 	if err != nil {
 		return nil, &APIError{Status: http.StatusInternalServerError, Message: fmt.Sprintf("tokenize: %v", err)}
