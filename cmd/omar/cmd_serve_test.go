@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -297,4 +298,86 @@ func TestServeClosesSlowAndIdleClients(t *testing.T) {
 			t.Errorf("got %v, want a usage error naming --max-wait", err)
 		}
 	})
+}
+
+// TestServeLoad is a bounded load test of omar serve on loopback: 16
+// clients send 480 requests in all — creating scripted episodes with the
+// secret, reading them and their omniscient logs, and unauthenticated
+// probes that must be refused — within a 60 s budget, every answer the
+// expected one, and the server serves a new client afterwards. It guards
+// the connection handling and the limits, not a speed (docs/security.md).
+func TestServeLoad(t *testing.T) {
+	const (
+		clients  = 16
+		requests = 480
+		secret   = "operator-secret-1234"
+	)
+	base := startServe(t, "--secret", secret)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	operator := &remote.Client{BaseURL: base, Secret: secret}
+	anon := &remote.Client{BaseURL: base}
+	jobs := make(chan int)
+	errs := make(chan error, requests)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for i := range jobs {
+				errs <- loadStep(ctx, operator, anon, base, i)
+			}
+		})
+	}
+	for i := range requests / 4 {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	failed := 0
+	for err := range errs {
+		if err != nil {
+			if failed++; failed <= 5 {
+				t.Error(err)
+			}
+		}
+	}
+	if failed > 0 || ctx.Err() != nil {
+		t.Fatalf("%d of %d steps failed; budget: %v", failed, requests/4, ctx.Err())
+	}
+	resp, err := http.Get(base + "/v1/envs")
+	if err != nil {
+		t.Fatalf("after the load: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("after the load: GET /v1/envs answered %d", resp.StatusCode)
+	}
+}
+
+// loadStep sends four requests: a create, a read of the episode with the
+// secret, one without any token, and a read of its log with a wrong token.
+func loadStep(ctx context.Context, operator, anon *remote.Client, base string, i int) error {
+	seed := uint64(i)
+	info, err := operator.Create(ctx, remote.CreateRequest{Env: "sealedbid", Seed: &seed, Agents: []string{"scripted"}})
+	if err != nil {
+		return fmt.Errorf("step %d: create: %w", i, err)
+	}
+	if _, err := operator.Episode(ctx, info.ID); err != nil {
+		return fmt.Errorf("step %d: read: %w", i, err)
+	}
+	pub, err := anon.Episode(ctx, info.ID)
+	if err != nil {
+		return fmt.Errorf("step %d: read without a token: %w", i, err)
+	}
+	if pub.Outcome != nil || pub.Seed != nil {
+		return fmt.Errorf("step %d: a caller without a token read the outcome or seed", i)
+	}
+	var se *remote.StatusError
+	if _, err := anon.Events(ctx, info.ID, 0, "0123456789abcdef0123456789abcdef", 0, 0); !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+		return fmt.Errorf("step %d: events with a wrong token: got %v, want HTTP 401", i, err)
+	}
+	return nil
 }

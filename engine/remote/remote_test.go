@@ -226,6 +226,7 @@ func TestRemoteEpisode(t *testing.T) {
 		{"bad json", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, "{", 400},
 		{"unknown field", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, `{"notification_id":"n1","action":"x","seat":1}`, 400},
 		{"no notification id", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, `{"action":"BID 1"}`, 400},
+		{"observer cannot act", "POST", "/v1/episodes/" + info.ID + "/actions", info.ObserverToken, `{"notification_id":"n1","action":"BID 1"}`, 403},
 		{"scripted seat cannot act", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[2].Token, `{"notification_id":"n1","action":"BID 1"}`, 403},
 		{"episode over", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, `{"notification_id":"n1","action":"BID 1"}`, 409},
 		{"too large", "POST", "/v1/episodes", testSecret, `{"env":"` + strings.Repeat("x", 70<<10) + `"}`, 413},
