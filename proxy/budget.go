@@ -171,6 +171,13 @@ func (p *Proxy) untiedSession(key, client string) (*session, *APIError) {
 func (p *Proxy) admit(s *session, need int64) *APIError {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// A call that could not fit with every other session gone evicts
+	// nothing.
+	if s.tie == nil && s.bytes+need > p.opts.MaxClientBytes || s.bytes+need > p.opts.MaxBytes {
+		return &APIError{Status: http.StatusTooManyRequests, Code: "client_bytes",
+			Message: fmt.Sprintf("session %q holds %d bytes and this call may add %d, over the %d a client may hold (MaxClientBytes) or the proxy (MaxBytes %d); end the session with the reward API or lower max_tokens",
+				s.key, s.bytes, need, p.opts.MaxClientBytes, p.opts.MaxBytes)}
+	}
 	if s.tie == nil {
 		own := func(o *session) bool { return o != s && o.tie == nil && o.client == s.client }
 		for p.clients[s.client].bytes+need > p.opts.MaxClientBytes {

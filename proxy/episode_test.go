@@ -428,3 +428,37 @@ func TestUntiedFloodKeepsSeats(t *testing.T) {
 		t.Errorf("got %d evictions, want 9 (the flood's own sessions beyond 3)", st.Evicted)
 	}
 }
+
+// TestClientByteBudget: a client's untied sessions share MaxClientBytes;
+// a new session evicts the client's own older one, and a call that could
+// not fit at all is refused without evicting anything.
+func TestClientByteBudget(t *testing.T) {
+	b := testBackend(t)
+	p, ps := testProxy(t, b, nil, func(o *Options) { o.MaxClientBytes = 1000 }) // a small call records about 560 bytes
+	ctx := t.Context()
+	url := ps.URL + "/v1/chat/completions"
+	small := map[string]any{"messages": []map[string]any{{"role": "user", "content": "Hi"}}, "max_tokens": 1}
+	for _, key := range []string{"first", "second"} {
+		if code, resp := post(t, url, map[string]string{HeaderSession: key}, small); code != http.StatusOK {
+			t.Fatalf("session %s: HTTP %d (%s)", key, code, resp)
+		}
+	}
+	if _, err := p.Session(ctx, "first"); err == nil {
+		t.Error("the first session is still held: want it evicted for the second within the client's bytes")
+	}
+	if _, err := p.Session(ctx, "second"); err != nil {
+		t.Errorf("the second session: %v", err)
+	}
+	large := map[string]any{"messages": []map[string]any{{"role": "user", "content": "Hi"}}, "max_tokens": 64}
+	code, resp := post(t, url, map[string]string{HeaderSession: "third"}, large)
+	checkError(t, code, resp, http.StatusTooManyRequests, "")
+	if !strings.Contains(string(resp), "client_bytes") {
+		t.Errorf("got %s, want code client_bytes", resp)
+	}
+	if _, err := p.Session(ctx, "second"); err != nil {
+		t.Errorf("a refused call evicted the second session: %v", err)
+	}
+	if _, err := p.Session(ctx, "third"); err == nil {
+		t.Error("the refused call left its session")
+	}
+}
