@@ -24,6 +24,9 @@ func init() {
 // serveSecretEnv names the environment variable with the server's secret.
 const serveSecretEnv = "OMAR_SERVE_SECRET"
 
+// policyKeyEnv names the environment variable with the proxy's API key.
+const policyKeyEnv = "OMAR_POLICY_KEY"
+
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "serve")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address (loopback by default; other addresses expose the server)")
@@ -47,6 +50,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&so.OllamaHost, "ollama", os.Getenv("OLLAMA_HOST"), "Ollama server of ollama: players (default $OLLAMA_HOST, else Ollama's default)")
 	policy := fs.String("policy", "", "policy model (GGUF) also served on OpenAI-compatible /v1/chat/completions and /v1/completions; calls are recorded for training (docs/proxy.md)")
 	policyAdapter := fs.String("policy-adapter", "", "LoRA adapter of --policy")
+	policyKey := fs.String("policy-key", "", "bearer token the proxy's completion calls need (default: $"+policyKeyEnv+", else none: open to whoever reaches the server)")
 	ho := web.HTTPOptions{}.Defaults()
 	fs.DurationVar(&ho.ReadHeaderTimeout, "read-header-timeout", ho.ReadHeaderTimeout, "time a client has to send a request's headers")
 	fs.DurationVar(&ho.ReadTimeout, "read-timeout", ho.ReadTimeout, "time a client has to send a whole request, body included")
@@ -108,8 +112,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var handler http.Handler = srv
 	if *policy != "" {
+		if *policyKey == "" {
+			*policyKey = os.Getenv(policyKeyEnv)
+		}
 		po := proxy.PolicyOptions{Model: *policy, Adapter: *policyAdapter, LibDir: so.LlamaLib, Threads: so.Threads,
-			Slots: so.Slots, Context: so.Context, MaxTokens: so.Seat.MaxTokens}
+			Slots: so.Slots, Context: so.Context, MaxTokens: so.Seat.MaxTokens, APIKey: *policyKey}
 		h, closer, err := proxy.Mount(po, "http://"+ln.Addr().String(), srv.Secret(), srv, env.stdout)
 		if err != nil {
 			return err
