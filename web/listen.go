@@ -35,10 +35,11 @@ type HTTPOptions struct {
 }
 
 // Defaults returns 10 s for headers, 60 s per request, 5 min per
-// response, 2 min idle, 64 KiB of headers and 512 connections.
+// response, 2 min idle, 64 KiB of headers and 4096 connections (every
+// remote seat holds one in its long-poll).
 func (HTTPOptions) Defaults() HTTPOptions {
 	return HTTPOptions{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second, WriteTimeout: 5 * time.Minute,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, MaxConns: 512}
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, MaxConns: 4096}
 }
 
 // Validate checks o.
