@@ -16,7 +16,10 @@ import (
 // long texts in chunks cut right after a special token: the tokenizer
 // treats the text between special tokens as independent fragments, so the
 // ids are those of the whole text, and each chunk's cost is bounded
-// (measured in docs/results/2026-12-07-proxy-tokenize.md).
+// (measured in docs/results/2026-12-07-proxy-tokenize.md). It assumes no
+// special token's text ends with the start of another's (llama.cpp
+// matches longer specials first, this scan leftmost first); ChatML's,
+// Llama's and Mistral's special texts do not overlap so.
 
 // chunkBytes is the size past which a chunk is cut at the next boundary.
 const chunkBytes = 4 << 10

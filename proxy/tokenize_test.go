@@ -137,3 +137,37 @@ func BenchmarkChatPrompt(b *testing.B) {
 		})
 	}
 }
+
+// FuzzChunkedTokenize: whatever a client sends, chunked tokenisation
+// gives the whole text's ids. The input picks fragments — the model's
+// special tokens, white space, words, UTF-8 — so that special tokens meet
+// every neighbour.
+func FuzzChunkedTokenize(f *testing.F) {
+	b := testBackend(f)
+	p, _ := testProxy(f, b, nil, nil)
+	p.split.size = 16
+	frags := []string{"<|im_start|>", "<|im_end|>", " ", "\n", "\t", "user", "assistant", "hello", "é", "☕", "<", "|", ">", "<|", "|>", "12", "  \n"}
+	f.Add([]byte{0, 5, 7, 1, 3, 0, 6, 7, 1})
+	f.Add([]byte{0, 0, 1, 1, 2, 0, 2, 1, 13, 14, 10})
+	f.Add([]byte{11, 12, 0, 4, 1, 16, 0, 8, 9})
+	f.Fuzz(func(t *testing.T, picks []byte) {
+		var sb strings.Builder
+		for _, k := range picks {
+			sb.WriteString(frags[int(k)%len(frags)])
+		}
+		text := sb.String()
+		for _, add := range []bool{true, false} {
+			want, err := b.Tokenize(text, add, true)
+			if err != nil {
+				t.Skip(err)
+			}
+			got, err := p.tokenize(context.Background(), text, add)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("text %q (add special %v): chunked %v, whole %v", text, add, got, want)
+			}
+		}
+	})
+}
