@@ -138,8 +138,10 @@ func (p *parser) name(id uint32) string {
 	return "#" + strconv.Itoa(int(id))
 }
 
-func isDigit(c byte) bool    { return '0' <= c && c <= '9' }
-func isWordChar(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || isDigit(c) }
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isWordChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || isDigit(c)
+}
 
 func (p *parser) space(pos int, newlineOK bool) int {
 	for {
