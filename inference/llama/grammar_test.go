@@ -1,0 +1,209 @@
+package llama
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/inference/gbnf"
+	"github.com/omar-selfplay/omar/llamacpp"
+)
+
+// cacheGrammars are grammars of the shapes omar uses: a fixed move list, a
+// free-text line with a character budget, a SAY line then a move, JSON.
+var cacheGrammars = []string{
+	`root ::= ("yes" | "no" | "vote " [0-9] [0-9]?) "."`,
+	`root ::= [^\r\n<]+`,
+	"root ::= say | say \"\\n\" move | move\nsay ::= \"SAY: \" [!-~] [^\\n<]{0,40}\nmove ::= \"PROPOSE: price=\" [1-9] [0-9]{0,3} | \"REJECT\" | \"WALK\"\n",
+	`root ::= "{" "\"a\":" [0-9]+ ("," "\"b\":" ("true" | "false"))? "}"`,
+}
+
+var cacheSamplings = []inference.Sampling{
+	{Temperature: 1},
+	{Temperature: 0.7},
+	{Temperature: 1.3, TopK: 40},
+	{Temperature: 1, TopP: 0.9, MinP: 0.05},
+	{Temperature: 0}, // greedy
+}
+
+// TestGrammarCacheIdentical: masks by state give the very tokens and
+// log-probabilities (to the bit) that llama.cpp's grammar pass every step
+// gives, for every grammar and sampling setting, and again from a warm
+// cache; the same seed gives the same transcript.
+func TestGrammarCacheIdentical(t *testing.T) {
+	on := testOptions(t)
+	off := on
+	off.GrammarCacheBytes = -1
+	cached, plain := newBackend(t, on), newBackend(t, off)
+	p := prompt(t, cached, "Say something.")
+	var reqs []inference.Request
+	for gi, g := range cacheGrammars {
+		for si, s := range cacheSamplings {
+			for seed := range uint64(3) {
+				s.Seed = seed + uint64(10*gi+100*si)
+				reqs = append(reqs, inference.Request{Prompt: p, MaxTokens: 48, Grammar: g, Sampling: s})
+			}
+		}
+	}
+	want := make([]inference.Response, len(reqs))
+	for i := range reqs {
+		// One at a time: requests decoded together may differ in the
+		// logits' last bits, which is not what this test is about.
+		want[i] = gen(t, plain, reqs[i])[0]
+	}
+	for pass := range 2 { // cold cache, then warm
+		for i, r := range reqs {
+			got := gen(t, cached, r)[0]
+			w := want[i]
+			if !sameTokens(got.Tokens, w.Tokens) || got.Text != w.Text || got.Stop != w.Stop {
+				t.Fatalf("pass %d, grammar %q, sampling %+v: got %q (%s), want %q (%s)", pass, r.Grammar, r.Sampling, got.Text, got.Stop, w.Text, w.Stop)
+			}
+			for k := range got.Tokens {
+				if math.Float32bits(got.Logprobs[k]) != math.Float32bits(w.Logprobs[k]) ||
+					math.Float32bits(got.RawLogprobs[k]) != math.Float32bits(w.RawLogprobs[k]) {
+					t.Fatalf("pass %d, %q token %d: logprobs %v/%v, want %v/%v", pass, r.Grammar, k,
+						got.Logprobs[k], got.RawLogprobs[k], w.Logprobs[k], w.RawLogprobs[k])
+				}
+			}
+		}
+	}
+	c := cached.masks
+	if c.hits == 0 || c.misses == 0 || c.hits < 4*c.misses {
+		t.Errorf("cache: %d hits, %d misses; want most lookups to hit", c.hits, c.misses)
+	}
+}
+
+// TestGrammarCacheDistribution: the first token of a constrained reply,
+// drawn with many seeds, follows the distribution whose log-probability
+// the backend reports (Pearson's χ² over the allowed tokens), and every
+// token drawn is one the grammar allows.
+func TestGrammarCacheDistribution(t *testing.T) {
+	b := newBackend(t, testOptions(t))
+	p := prompt(t, b, "Pick.")
+	grammar := `root ::= [a-z]`
+	const n = 3000
+	reqs := make([]inference.Request, n)
+	for i := range reqs {
+		reqs[i] = inference.Request{Prompt: p, MaxTokens: 1, Grammar: grammar, Sampling: inference.Sampling{Temperature: 2, Seed: uint64(i)}}
+	}
+	count := map[int32]int{}
+	prob := map[int32]float64{}
+	for i := 0; i < n; i += 4 {
+		for _, r := range gen(t, b, reqs[i:min(i+4, n)]...) {
+			tok := r.Tokens[0]
+			if len(r.Text) != 1 || r.Text[0] < 'a' || r.Text[0] > 'z' {
+				t.Fatalf("drew %q, which the grammar forbids", r.Text)
+			}
+			count[tok]++
+			q := math.Exp(float64(r.Logprobs[0]))
+			if old, ok := prob[tok]; ok && math.Abs(old-q) > 1e-5 {
+				t.Fatalf("token %d: reported probability %v, then %v", tok, old, q)
+			}
+			prob[tok] = q
+		}
+	}
+	var chi2, seen float64
+	for tok, c := range count {
+		e := n * prob[tok]
+		chi2 += (float64(c) - e) * (float64(c) - e) / e
+		seen += prob[tok]
+	}
+	// Tokens never drawn carry the rest of the mass.
+	if rest := n * (1 - seen); rest > 0 {
+		chi2 += rest
+	}
+	df := float64(len(count))
+	// Far beyond the 0.999 quantile of χ²(df) (about df + 4.3·√(2df)).
+	if limit := df + 6*math.Sqrt(2*df) + 10; chi2 > limit {
+		t.Errorf("χ² = %.1f over %d tokens (limit %.1f): the draws do not follow the reported distribution", chi2, len(count), limit)
+	}
+	if len(count) < 5 {
+		t.Errorf("only %d distinct tokens drawn at temperature 2; want a spread", len(count))
+	}
+}
+
+// TestGrammarCrashInputsBackend: the grammars that killed the server are
+// refused by Generate with an error, and the backend keeps serving.
+func TestGrammarCrashInputsBackend(t *testing.T) {
+	b := newBackend(t, testOptions(t))
+	p := prompt(t, b, "vote")
+	var chain strings.Builder
+	chain.WriteString("root ::= r0\n")
+	for i := range 149999 {
+		chain.WriteString("r" + itoa(i) + " ::= r" + itoa(i+1) + "\n")
+	}
+	chain.WriteString(`r149999 ::= "a"` + "\n")
+	for name, g := range map[string]string{
+		"nesting": "root ::= " + strings.Repeat("(", 18000) + `"a"` + strings.Repeat(")", 18000),
+		"chain":   chain.String(),
+	} {
+		_, err := b.Generate(context.Background(), []inference.Request{{Prompt: p, MaxTokens: 4, Grammar: g}})
+		if !errors.Is(err, llamacpp.ErrGrammar) || !errors.Is(err, gbnf.ErrLimit) {
+			t.Errorf("%s: got %v, want ErrGrammar and gbnf.ErrLimit", name, err)
+		}
+	}
+	if r := gen(t, b, inference.Request{Prompt: p, MaxTokens: 4, Grammar: `root ::= "yes" | "no"`}); r[0].Text != "yes" && r[0].Text != "no" {
+		t.Errorf("after the refusals: got %q, want yes or no", r[0].Text)
+	}
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var d []byte
+	for ; i > 0; i /= 10 {
+		d = append([]byte{byte('0' + i%10)}, d...)
+	}
+	return string(d)
+}
+
+// TestMaskCacheBudget: the cache stays within its budget, dropping the
+// least recently used masks.
+func TestMaskCacheBudget(t *testing.T) {
+	mask := make([]uint64, 16) // 128 bytes
+	c := newMaskCache(3 * (128 + 1 + 64))
+	for _, k := range []string{"a", "b", "c"} {
+		c.put([]byte(k), mask)
+	}
+	c.get([]byte("a")) // a is now the most recent
+	c.put([]byte("d"), mask)
+	if c.get([]byte("b")) != nil {
+		t.Error("b: got a mask, want it evicted (least recently used)")
+	}
+	for _, k := range []string{"a", "c", "d"} {
+		if c.get([]byte(k)) == nil {
+			t.Errorf("%s: got none, want it kept", k)
+		}
+	}
+	if c.used > c.budget {
+		t.Errorf("used %d bytes, budget %d", c.used, c.budget)
+	}
+	if newMaskCache(-1) != nil {
+		t.Error("negative budget: got a cache, want none")
+	}
+}
+
+func TestMaskLogits(t *testing.T) {
+	logits := make([]float32, 130)
+	for i := range logits {
+		logits[i] = float32(i)
+	}
+	mask := []uint64{math.MaxUint64, 0, 0b101}
+	got := maskLogits(nil, logits, mask)
+	for i, v := range got {
+		want := float32(math.Inf(-1))
+		if i < 64 || i == 128 {
+			want = float32(i)
+		}
+		if v != want {
+			t.Errorf("logit %d: got %v, want %v", i, v, want)
+		}
+	}
+	if len(got) != len(logits) {
+		t.Errorf("got %d logits, want %d", len(got), len(logits))
+	}
+}
