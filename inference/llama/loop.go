@@ -49,7 +49,7 @@ type job struct {
 	pending  []int32 // tokens still to decode (prompt suffix, then the last sampled token)
 	chain    *llamacpp.Sampler
 	grammar  *grammarState // the grammar sampler when masks come by state (grammar.go); else it is in chain
-	rng      *rand.Rand // the seeded draw; nil: greedy (temperature 0)
+	rng      *rand.Rand    // the seeded draw; nil: greedy (temperature 0)
 	invTemp  float64
 	text     []byte
 	logitIdx int // batch index of this step's logits, -1 when none
