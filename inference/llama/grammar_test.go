@@ -7,9 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omar-selfplay/omar/games/negotiation"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/gbnf"
 	"github.com/omar-selfplay/omar/llamacpp"
+	"github.com/omar-selfplay/omar/sotopia"
 )
 
 // cacheGrammars are grammars of the shapes omar uses: a fixed move list, a
@@ -205,5 +207,51 @@ func TestMaskLogits(t *testing.T) {
 	}
 	if len(got) != len(logits) {
 		t.Errorf("got %d logits, want %d", len(got), len(logits))
+	}
+}
+
+// TestGameGrammarsRefuseControlText: inside a free-text reply the games'
+// grammars allow no token whose text holds '<', so no chat control token
+// (<think>, <|im_end|>) appears in a reply as text; end-of-generation
+// tokens still end the reply where the grammar is complete.
+func TestGameGrammarsRefuseControlText(t *testing.T) {
+	b := newBackend(t, testOptions(t))
+	v := b.vocab
+	n := v.NTokens()
+	for _, tc := range []struct {
+		name, grammar, prefix string
+	}{
+		{"negotiation say", negotiation.Grammar(negotiation.PriceGrammar, "", true, false), "SAY: Hi"},
+		{"sotopia speak", sotopia.MoveGrammar(200), "speak: Hi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := llamacpp.NewGrammarSampler(v, tc.grammar, "root")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			toks, err := v.Tokenize(tc.prefix, false, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tok := range toks {
+				g.Accept(tok)
+			}
+			mask := make([]uint64, (n+63)/64)
+			llamacpp.NewCandidates(n).GrammarMask(g, n, mask)
+			lt := -1
+			for tok := range int32(n) {
+				p := v.Piece(tok, true)
+				if p == "<" {
+					lt = int(tok)
+				}
+				if allowed(mask, tok) && !v.IsEOG(tok) && strings.Contains(p, "<") {
+					t.Errorf("after %q the grammar allows token %d %q", tc.prefix, tok, p)
+				}
+			}
+			if lt < 0 {
+				t.Fatal("the vocabulary has no '<' token to test with")
+			}
+		})
 	}
 }
