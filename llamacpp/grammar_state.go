@@ -145,8 +145,16 @@ func (g *grammarView) position(a uintptr) (uint32, uint32, bool) {
 // then each stack as its length and its positions.
 func (g *grammarView) state(dst []byte) ([]byte, int, bool) {
 	gr := g.grammar
-	dst = binary.LittleEndian.AppendUint32(dst, readU32(gr+gPartialOff))
-	dst = binary.LittleEndian.AppendUint32(dst, readU32(gr+gPartialOff+4))
+	// llama_partial_utf8 keeps the last code point in value even when the
+	// character is complete (n_remain 0) or invalid (−1); llama.cpp reads
+	// value only while n_remain > 0, so otherwise it is no part of the
+	// state (else every last character would make a state of its own).
+	value, remain := readU32(gr+gPartialOff), int32(readU32(gr+gPartialOff+4))
+	if remain <= 0 {
+		value, remain = 0, 0
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, value)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(remain))
 	begin, end := readVector(gr + gStacksOff)
 	if end < begin || (end-begin)%cxxVectorSize != 0 {
 		return dst, 0, false

@@ -255,3 +255,37 @@ func FuzzGrammarAgreement(f *testing.F) {
 		}
 	})
 }
+
+// TestGrammarStateIgnoresLastChar: llama.cpp keeps the last code point in
+// its partial-UTF-8 record even when no character is pending; two texts
+// that leave the grammar at the same place have one state.
+func TestGrammarStateIgnoresLastChar(t *testing.T) {
+	m := testModel(t)
+	v := m.Vocab()
+	src := `root ::= [a-z]+`
+	var states [][]byte
+	for _, text := range []string{"a", "b", "ab"} {
+		s, err := NewGrammarSampler(v, src, "root")
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks, err := v.Tokenize(text, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tok := range toks {
+			s.Accept(tok)
+		}
+		st, _, ok := s.GrammarState(nil)
+		if !ok {
+			t.Fatal("no state")
+		}
+		states = append(states, st)
+		s.Close()
+	}
+	for i := 1; i < len(states); i++ {
+		if !bytes.Equal(states[i], states[0]) {
+			t.Errorf("text %d: state %x, want %x (the same place in the grammar)", i, states[i], states[0])
+		}
+	}
+}
