@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/games/negotiation"
+	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/gbnf"
 	"github.com/omar-selfplay/omar/llamacpp"
@@ -255,3 +256,58 @@ func TestGameGrammarsRefuseControlText(t *testing.T) {
 		})
 	}
 }
+
+// TestOmarGrammarsWithinLimits: every grammar omar writes passes gbnf's
+// default limits, and llama.cpp parses it into gbnf's very rules (so its
+// masks can be cached by state).
+func TestOmarGrammarsWithinLimits(t *testing.T) {
+	b := newBackend(t, testOptions(t))
+	grammars := map[string]string{
+		"negotiation":    negotiation.Grammar(negotiation.PriceGrammar, "", true, false),
+		"sotopia move":   sotopia.MoveGrammar(sotopia.Params{}.Defaults().MaxChars),
+		"sotopia score":  sotopia.ScoreGrammar(sotopia.EvalDimensions, 300),
+		"sotopia extra":  sotopia.ScoreGrammar(sotopia.ExtraDimensions, 300),
+		"sotopia judge":  sotopia.ProcessGrammar(300),
+		"sealed bid":     sealedbid.Grammar(1_000_000),
+		"proxy json":     jsonObjectGrammar,
+		"choice grammar": `root ::= "VOTE p2" | "VOTE p3" | "ABSTAIN"`,
+	}
+	for name, g := range grammars {
+		if _, err := gbnf.Check(g, "root", gbnf.Limits{}.Defaults()); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		s, err := llamacpp.NewGrammarSampler(b.vocab, g, "root")
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if _, _, ok := s.GrammarState(nil); !ok {
+			t.Errorf("%s: no readable state: llama.cpp's rules differ from gbnf's", name)
+		}
+		s.Close()
+	}
+}
+
+// jsonObjectGrammar is llama.cpp's grammars/json.gbnf, as the proxy uses
+// it for response_format json_object.
+const jsonObjectGrammar = `root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+object ::=
+  "{" ws (
+            string ":" ws value
+    ("," ws string ":" ws value)*
+  )? "}" ws
+array  ::=
+  "[" ws (
+            value
+    ("," ws value)*
+  )? "]" ws
+string ::=
+  "\"" (
+    [^"\\\x7F\x00-\x1F] |
+    "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4})
+  )* "\"" ws
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
+ws ::= | " " | "\n" [ \t]{0,20}
+`
