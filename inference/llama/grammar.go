@@ -150,7 +150,11 @@ func (b *Backend) grammarMask(j *job, sc *scratch, n int) ([]uint64, error) {
 	key, stacks, ok := g.sampler.GrammarState(key)
 	sc.key = key
 	if !ok {
-		return nil, fmt.Errorf("llama: the grammar's parse state cannot be read")
+		// Not expected (the state was readable when the request began):
+		// mask this step without the cache rather than fail the reply.
+		m := make([]uint64, (n+63)/64)
+		sc.cand.GrammarMask(g.sampler, n, m)
+		return m, nil
 	}
 	if stacks > maxGrammarStacks {
 		return nil, fmt.Errorf("llama: the grammar is too ambiguous: %d parse stacks after %d tokens (limit %d)", stacks, len(j.resp.Tokens), maxGrammarStacks)

@@ -311,3 +311,39 @@ string ::=
 number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
 ws ::= | " " | "\n" [ \t]{0,20}
 `
+
+// TestGrammarStacksBounded: a grammar that doubles its parse stacks with
+// every character ends the reply with an error once it holds more than
+// maxGrammarStacks, before llama.cpp's per-token work explodes.
+func TestGrammarStacksBounded(t *testing.T) {
+	b := newBackend(t, testOptions(t))
+	src := "root ::= s\ns ::= \"a\" s \"b\" | \"a\" s \"c\" |\n"
+	g, err := llamacpp.NewGrammarSampler(b.vocab, src, "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &job{grammar: b.newGrammarState(g, src)}
+	if j.grammar == nil {
+		t.Fatal("no readable grammar state")
+	}
+	defer g.Close()
+	toks, err := b.vocab.Tokenize("a", false, false)
+	if err != nil || len(toks) != 1 {
+		t.Fatalf("tokenize a: %v, %v", toks, err)
+	}
+	sc := b.scratch[0]
+	n := b.vocab.NTokens()
+	var got error
+	for i := range 16 {
+		if _, got = b.grammarMask(j, sc, n); got != nil {
+			if i < 10 { // 3·2^i stacks after i a's
+				t.Fatalf("after %d a's: %v, want the bound only beyond %d stacks", i, got, maxGrammarStacks)
+			}
+			break
+		}
+		g.Accept(toks[0])
+	}
+	if got == nil || !strings.Contains(got.Error(), "ambiguous") {
+		t.Errorf("after 16 a's: got %v, want the too-ambiguous error", got)
+	}
+}
