@@ -56,6 +56,7 @@ type Backend struct {
 
 	// Owned by the loop goroutine.
 	batch    *llamacpp.Batch
+	masks    *maskCache // grammar masks by state, shared by the contexts of one model; nil: none
 	scratch  []*scratch // one per sampling goroutine
 	inBatch  []*job     // reused by step: no allocation per decode
 	sampling []*job
@@ -148,8 +149,14 @@ func newContext(o Options, m *llamacpp.Model, owner bool, tablesOf *Backend) (*B
 	if tablesOf != nil {
 		// The same model: its tables are read-only and shared.
 		b.tmpl, b.pieces, b.eog, b.specials = tablesOf.tmpl, tablesOf.pieces, tablesOf.eog, tablesOf.specials
+		b.masks = tablesOf.masks
 	} else {
 		b.tables()
+		budget := o.GrammarCacheBytes
+		if budget == 0 {
+			budget = defaultGrammarCacheBytes
+		}
+		b.masks = newMaskCache(budget)
 	}
 	for range min(runtime.GOMAXPROCS(0), o.Parallel) {
 		nv := m.Vocab().NTokens()

@@ -74,6 +74,12 @@ type Options struct {
 	// llama.cpp allocates anything. Not checked when layers are offloaded
 	// to a GPU (GPULayers ≠ 0): that memory is the device's.
 	MemoryLimit int64
+	// GrammarCacheBytes bounds the allowed-token masks kept per grammar
+	// state (grammar.go): a state met again costs no grammar pass over the
+	// vocabulary. 0: 64 MiB; negative: no cache (llama.cpp masks every
+	// step, as before). Tokens and log-probabilities are the same either
+	// way.
+	GrammarCacheBytes int64
 
 	// ignoreEOG keeps generating past end-of-generation tokens (benchmarks
 	// need equal lengths).
