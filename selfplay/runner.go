@@ -93,6 +93,11 @@ type Options struct {
 	// policy seat's terminal reward where the scenario knows the
 	// counterpart's preferences (engine.PreferenceScenario); 0 is off.
 	InferReward float64
+	// Thinking is how model seats of a reasoning model reply (off, on,
+	// budget N; the reasoning trained or masked; the history as the
+	// template renders it or as sampled). The zero value is the
+	// template's default.
+	Thinking Thinking
 	// Cast, when set, chooses the agents of episode i's seats instead of
 	// Agents (a league: which seats the policy plays and who sits in the
 	// others): seat index → agent, as Agents' values; seats it leaves out
@@ -125,6 +130,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("selfplay: context %d < 2 × max tokens (%d)", o.Context, o.MaxTokens)
 	case o.BatchWindow < 0:
 		return fmt.Errorf("selfplay: batch window %v < 0", o.BatchWindow)
+	}
+	if err := o.Thinking.Validate(); err != nil {
+		return err
 	}
 	for name, p := range o.Players {
 		switch {

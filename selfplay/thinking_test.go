@@ -1,0 +1,245 @@
+package selfplay
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/games/sealedbid"
+	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/llamacpp"
+	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/model"
+)
+
+func TestParseThinking(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Thinking
+		err  bool
+	}{
+		{"", Thinking{}, false},
+		{"off", Thinking{Mode: ThinkingOff}, false},
+		{"on", Thinking{Mode: ThinkingOn}, false},
+		{"budget 256", Thinking{Mode: ThinkingBudget, Budget: 256}, false},
+		{"  budget   3 ", Thinking{Mode: ThinkingBudget, Budget: 3}, false},
+		{"budget", Thinking{}, true},
+		{"budget 0", Thinking{}, true},
+		{"budget x", Thinking{}, true},
+		{"maybe", Thinking{}, true},
+		{"on 3", Thinking{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseThinking(tt.in)
+			if (err != nil) != tt.err || got != tt.want {
+				t.Errorf("got %+v (err %v), want %+v (error %v)", got, err, tt.want, tt.err)
+			}
+			if err == nil {
+				if err := got.Validate(); err != nil {
+					t.Errorf("Validate: %v", err)
+				}
+			}
+		})
+	}
+	for _, bad := range []Thinking{{Mode: "x"}, {Mode: ThinkingOn, Budget: 3}, {Loss: "x"}, {History: "x"}, {Mode: ThinkingBudget}} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("Validate(%+v): got nil, want an error", bad)
+		}
+	}
+}
+
+func TestThinkingGrammar(t *testing.T) {
+	g := thinkingGrammar("root ::= \"SAY \" [^\\r\\n]+")
+	want := "root ::= \"<think>\" think-text \"</think>\\n\\n\" think-move\nthink-text ::= [^<]*\nthink-move ::= \"SAY \" [^<\\r\\n]+"
+	if g != want {
+		t.Errorf("got %q, want %q", g, want)
+	}
+	if thinkingGrammar("") != "" {
+		t.Error("an empty move grammar must stay empty (free reply)")
+	}
+}
+
+// thinkingModel writes the tiny model with Qwen3's chat template in its
+// GGUF metadata and opens it.
+func thinkingModel(t testing.TB, parallel int) *llama.Backend {
+	t.Helper()
+	lib := llamatest.LibDir()
+	if lib == "" {
+		t.Skip("llama.cpp libraries not installed in lib/llama/cpu (run scripts/install-llama.sh cpu)")
+	}
+	tmpl, err := os.ReadFile(filepath.Join("..", "chattemplate", "testdata", "qwen3.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := model.Generate(model.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Set("tokenizer.chat_template", string(tmpl)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "qwen3-template.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	o := llama.Options{}.Defaults()
+	o.LibDir, o.Model = lib, path
+	o.Parallel, o.Context = parallel, 4096
+	o.Threads, o.ThreadsBatch = 1, 1
+	o.KVType = llamacpp.KVTypeF32
+	b, err := llama.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if got := b.ChatTemplateSource(); !strings.HasPrefix(got, "jinja") {
+		t.Fatalf("chat template source %q, want the Jinja engine", got)
+	}
+	return b
+}
+
+// TestThinkingSeatStream plays sealed-bid episodes with the tiny model
+// under Qwen3's template in each thinking mode and checks the seat
+// streams: what the template renders, what was sampled, what is trained.
+func TestThinkingSeatStream(t *testing.T) {
+	be := thinkingModel(t, 6)
+	tests := []struct {
+		name     string
+		thinking Thinking
+		grammar  bool
+	}{
+		{"off", Thinking{Mode: ThinkingOff}, true},
+		{"off stream history", Thinking{Mode: ThinkingOff, History: HistoryStream}, true},
+		{"on grammar", Thinking{Mode: ThinkingOn}, true},
+		{"on grammar masked", Thinking{Mode: ThinkingOn, Loss: ThinkingMask}, true},
+		{"budget", Thinking{Mode: ThinkingBudget, Budget: 4}, true},
+		{"budget free", Thinking{Mode: ThinkingBudget, Budget: 4}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Options{}.Defaults()
+			o.Seed, o.Parallel, o.MaxTokens, o.MinReplyTokens, o.Context = 3, 2, 40, 8, 4096
+			o.Grammar, o.Thinking = tt.grammar, tt.thinking
+			o.Params = engine.Params{"rounds": 2}
+			r, err := NewRunner(sealedbid.New(), &Player{Label: "tiny", Backend: be, Tokenizer: be}, nil, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res []*EpisodeResult
+			st, err := r.Run(context.Background(), 0, 2, func(e *EpisodeResult) error { res = append(res, e); return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			turns := 0
+			for _, e := range res {
+				for _, tr := range e.Trajectories {
+					turns += len(tr.TurnEnds)
+					checkThinkingStream(t, be, tt.thinking, tt.grammar, tr)
+				}
+			}
+			if turns == 0 {
+				t.Fatal("no turns")
+			}
+			switch {
+			case tt.thinking.Mode == ThinkingOff && tt.thinking.History == HistoryStream && st.Segments != 0:
+				t.Errorf("segments: got %d, want 0 with history stream", st.Segments)
+			case tt.thinking.Mode == ThinkingOff && tt.thinking.History == "" && st.Breaks == 0:
+				t.Errorf("breaks: got 0, want a new segment whenever the template drops the empty think block")
+			}
+		})
+	}
+}
+
+// markup are the texts a thinking reply may hold that start with '<'.
+var markup = []string{"<think>", "</think>", "<|im_end|>", "<|endoftext|>"}
+
+// checkThinkingStream checks each turn of tr: its reply runs from the
+// turn's first sampled token to its end.
+func checkThinkingStream(t *testing.T, be *llama.Backend, th Thinking, grammar bool, tr Trajectory) {
+	t.Helper()
+	detok := func(ids []int32) string {
+		s, err := be.Detokenize(ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	start := 0
+	for k, end := range tr.TurnEnds {
+		first := start
+		for first <= end && !tr.Mask[first] {
+			first++
+		}
+		if first > end {
+			// Nothing trained in the turn: reasoning masked that never
+			// closed.
+			if th.Loss != ThinkingMask {
+				t.Errorf("segment %d turn %d: no sampled token", tr.Segment, k)
+			}
+			start = end + 1
+			continue
+		}
+		before, reply := detok(tr.Tokens[:first]), detok(tr.Tokens[first:end+1])
+		sampled := 0
+		for i := first; i <= end; i++ {
+			if tr.Mask[i] {
+				sampled++
+			}
+		}
+		where := func() string { return "segment " + itoa(tr.Segment) + " turn " + itoa(k) + ": " }
+		if k == 0 && th.reasons() && th.History != HistoryStream && strings.Contains(before, "</think>") {
+			// A segment starts with the conversation as the template
+			// renders it: earlier replies without their reasoning.
+			t.Errorf("%sthe segment's prompt holds earlier reasoning: %q", where(), before)
+		}
+		switch {
+		case th.Mode == ThinkingOff:
+			if !strings.HasSuffix(before, "<|im_start|>assistant\n<think>\n\n</think>\n\n") {
+				t.Errorf("%sthe reply does not follow the empty think block: %q", where(), before[max(0, len(before)-60):])
+			}
+		case th.Mode == ThinkingOn && th.Loss == ThinkingMask:
+			if strings.Contains(reply, "<think>") || !strings.HasSuffix(before, "</think>") {
+				t.Errorf("%sthe trained reply %q holds reasoning, or it does not follow </think>", where(), reply)
+			}
+		case th.Mode == ThinkingOn && grammar:
+			if !strings.HasPrefix(reply, "<think>") {
+				t.Errorf("%sgot reply %q, want it to open with <think> (grammar)", where(), reply)
+			}
+		case th.Mode == ThinkingBudget:
+			if !strings.Contains(reply, "</think>\n\n") && !(be.EOG(tr.Tokens[end]) && sampled <= th.Budget) {
+				t.Errorf("%sreply %q: the reasoning did not close, nor did the reply end within the budget", where(), reply)
+				break
+			}
+			// Sampled reasoning tokens: those of the first phase, before
+			// the tokens written for the model.
+			n := 0
+			for j := first; j <= end && tr.Mask[j]; j++ {
+				n++
+			}
+			if n > th.Budget {
+				t.Errorf("%s%d reasoning tokens sampled, budget %d", where(), n, th.Budget)
+			}
+		}
+		if grammar && th.Mode != "" {
+			rest := reply
+			for _, m := range markup {
+				rest = strings.ReplaceAll(rest, m, "")
+			}
+			// A reply cut at max_tokens may end inside </think>.
+			if i := strings.LastIndex(rest, "<"); i >= 0 && strings.HasPrefix("</think>", rest[i:]) && !be.EOG(tr.Tokens[end]) {
+				rest = rest[:i]
+			}
+			if strings.Contains(rest, "<") {
+				t.Errorf("%sa grammar-constrained reply holds markup: %q", where(), reply)
+			}
+		}
+		start = end + 1
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
