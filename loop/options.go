@@ -295,6 +295,20 @@ type RolloutOptions struct {
 	// counterpart's private preferences) to its reward in the negotiation
 	// games that know them; 0 (the default) is off.
 	InferReward float64 `yaml:"infer_reward"`
+	// ChatTemplate overrides the model's chat template: a Jinja template
+	// inline (it holds "{{" or "{%") or the path of a file holding one.
+	// Empty: the GGUF's tokenizer.chat_template (rendered by the Jinja
+	// engine, llama.cpp's built-in renderer as the fallback).
+	ChatTemplate string `yaml:"chat_template"`
+	// Thinking is a reasoning model's reply mode: "" (the template's
+	// default), "off", "on" or "budget N" (at most N reasoning tokens);
+	// ThinkingLoss trains the reasoning ("train", the default) or masks it
+	// ("mask"); ThinkingHistory keeps the conversation as the template
+	// renders it ("template", the default: a new segment when it drops
+	// earlier reasoning) or as sampled ("stream"). See selfplay.Thinking.
+	Thinking        string `yaml:"thinking"`
+	ThinkingLoss    string `yaml:"thinking_loss"`
+	ThinkingHistory string `yaml:"thinking_history"`
 
 	// Guard flags degenerate turns (a reward-hacking guard: the
 	// estimators zero their credit); guard: {enabled: false} turns it off.
@@ -376,6 +390,12 @@ func (c *RolloutOptions) Validate() error {
 	case !finite(c.InferReward) || c.InferReward < 0 || c.InferReward > 0 && c.Trace != selfplay.TraceToM:
 		return fmt.Errorf("infer_reward %v: want a number ≥ 0, and not 0 only with trace: %s", c.InferReward, selfplay.TraceToM)
 	}
+	if _, err := c.thinking(); err != nil {
+		return err
+	}
+	if _, err := c.ChatTemplateSource(); err != nil {
+		return err
+	}
 	// llama.cpp aborts on some sampler settings (an infinite temperature
 	// with a grammar): refuse them before any backend sees them.
 	if err := c.sampling().Validate(); err != nil {
@@ -395,6 +415,40 @@ func (c *RolloutOptions) Validate() error {
 	return nil
 }
 
+// thinking returns the seats' thinking settings.
+func (c *RolloutOptions) thinking() (selfplay.Thinking, error) {
+	th, err := selfplay.ParseThinking(c.Thinking)
+	if err != nil {
+		return th, err
+	}
+	th.Loss, th.History = c.ThinkingLoss, c.ThinkingHistory
+	if (th.Loss != "" || th.History != "") && !slices.Contains([]string{selfplay.ThinkingOn, selfplay.ThinkingBudget, selfplay.ThinkingOff}, th.Mode) {
+		return th, fmt.Errorf("thinking_loss and thinking_history need thinking: off, on or budget N")
+	}
+	if err := th.Validate(); err != nil {
+		return th, fmt.Errorf("thinking: %w", err)
+	}
+	return th, nil
+}
+
+// ChatTemplateSource returns the chat_template override's Jinja text: the
+// value itself when it holds "{{" or "{%", else the file it names ("" when
+// unset).
+func (c *RolloutOptions) ChatTemplateSource() (string, error) {
+	v := c.ChatTemplate
+	if v == "" || strings.Contains(v, "{{") || strings.Contains(v, "{%") {
+		return v, nil
+	}
+	b, err := os.ReadFile(v)
+	if err != nil {
+		return "", fmt.Errorf("chat_template: neither a template (no {{ or {%%) nor a readable file: %w", err)
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return "", fmt.Errorf("chat_template: %s is empty", v)
+	}
+	return string(b), nil
+}
+
 func (c *RolloutOptions) sampling() inference.Sampling {
 	return inference.Sampling{Temperature: c.Temperature, TopK: c.TopK, TopP: c.TopP, MinP: c.MinP}
 }
@@ -406,6 +460,9 @@ func (c *RolloutOptions) AbsPaths() error {
 	paths := []*string{&c.Model, &c.Adapter, &c.FrozenModel, &c.LlamaLib, &c.JudgeModel}
 	if c.Judge != nil {
 		paths = append(paths, &c.Judge.Model)
+	}
+	if t := c.ChatTemplate; t != "" && !strings.Contains(t, "{{") && !strings.Contains(t, "{%") {
+		paths = append(paths, &c.ChatTemplate)
 	}
 	for _, p := range paths {
 		if *p == "" {
@@ -441,6 +498,11 @@ func (c *RolloutOptions) RunnerOptions(named map[string]*selfplay.Player) (selfp
 	o.FreeSchedule = c.FreeSchedule
 	o.Agents, o.Players = c.Agents, named
 	o.MaxLegal, o.Trace, o.InferReward = c.MaxLegal, c.Trace, c.InferReward
+	th, err := c.thinking()
+	if err != nil {
+		return o, err
+	}
+	o.Thinking = th
 	if c.Guard != nil && c.Guard.Enabled {
 		g, err := selfplay.NewRuleGuard(*c.Guard)
 		if err != nil {

@@ -58,6 +58,9 @@ func (c *RolloutOptions) LlamaOptions(path, adapter string, parallel, context in
 		return o, fmt.Errorf("kv_cache %w", err)
 	}
 	o.KVType = kv
+	if o.ChatTemplate, err = c.ChatTemplateSource(); err != nil {
+		return o, err
+	}
 	return o, nil
 }
 
@@ -167,7 +170,13 @@ func (c *RolloutOptions) OpenJudge(jc JudgeOptions, parallel int, policyBackend 
 	if ctx == 0 {
 		ctx = DefaultJudgeContext
 	}
-	b, err := c.openLlama(path, "", parallel, ctx)
+	// The chat_template override is the policy's; a judge model of its
+	// own renders with its own template.
+	jo := *c
+	if path != policyModel {
+		jo.ChatTemplate = ""
+	}
+	b, err := jo.openLlama(path, "", parallel, ctx)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("judge: %w", err)
 	}
