@@ -125,9 +125,10 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 	if err != nil {
 		return engine.Action{}, err
 	}
-	if ms.run.opts.Context-len(ms.traj.Tokens)-len(prompt) < ms.run.opts.MinReplyTokens && len(ms.traj.Tokens) > 0 {
-		// The prefix would break: start a new segment holding the system
-		// message and the new messages only.
+	if ms.run.opts.Context-len(ms.traj.Tokens)-len(prompt) < ms.run.opts.MinReplyTokens && (len(ms.traj.Tokens) > 0 || ms.hasHistory()) {
+		// The prefix would break (or a re-rendered conversation does not
+		// fit): start a new segment holding the system message and the
+		// new messages only.
 		ms.restart()
 		if prompt, err = ms.extend(newMsgs); err != nil {
 			return engine.Action{}, err
@@ -379,6 +380,17 @@ func (ms *modelSeat) restart() {
 	ms.traj = ms.newTrajectory(ms.traj.Segment + 1)
 	ms.msgs, ms.consumed, ms.lastEOG = sys, "", -1
 	ms.run.stats.addSegment()
+}
+
+// hasHistory reports whether the segment's messages hold more than the
+// system messages.
+func (ms *modelSeat) hasHistory() bool {
+	for _, m := range ms.msgs {
+		if m.Role != "system" {
+			return true
+		}
+	}
+	return false
 }
 
 // resegment closes the current segment and opens a new one that keeps the

@@ -14,6 +14,7 @@ import (
 	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/werewolf"
 )
 
 func TestParseThinking(t *testing.T) {
@@ -243,3 +244,51 @@ func checkThinkingStream(t *testing.T, be *llama.Backend, th Thinking, grammar b
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// BenchmarkThinkingHistory plays Werewolf episodes (6 seats, the default
+// rules: a conversation of 15-30 turns a seat) with the tiny model under
+// Qwen3's template and thinking off — every reply's empty think block is
+// dropped by the template from the next rendering — and compares the two
+// histories: "template" (a new segment, re-rendered, whenever the
+// rendering no longer extends the stream) and "stream" (one append-only
+// stream; replies kept as sampled). Reported per episode: tokens decoded
+// by llama_decode (prefill and generation), segments, and tokens in the
+// seat streams (what training scores).
+func BenchmarkThinkingHistory(b *testing.B) {
+	be := thinkingModel(b, 6)
+	for _, history := range []string{HistoryTemplate, HistoryStream} {
+		b.Run("history="+history, func(b *testing.B) {
+			o := Options{}.Defaults()
+			o.Seed, o.Parallel, o.MaxTokens, o.MinReplyTokens, o.Context = 5, 1, 32, 8, 4096
+			o.Thinking = Thinking{Mode: ThinkingOff, History: history}
+			r, err := NewRunner(werewolf.New(), &Player{Label: "tiny", Backend: be, Tokenizer: be}, nil, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var episodes, segments, streamTokens, turns int64
+			before := be.Stats()
+			first := 0
+			for b.Loop() {
+				st, err := r.Run(context.Background(), first, 1, func(e *EpisodeResult) error {
+					for _, tr := range e.Trajectories {
+						streamTokens += int64(len(tr.Tokens))
+					}
+					segments += int64(len(e.Trajectories))
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				turns += st.Turns
+				first++
+				episodes++
+			}
+			after := be.Stats()
+			ep := float64(episodes)
+			b.ReportMetric(float64(after.DecodedTokens-before.DecodedTokens)/ep, "decoded/episode")
+			b.ReportMetric(float64(segments)/ep, "segments/episode")
+			b.ReportMetric(float64(streamTokens)/ep, "stream_tokens/episode")
+			b.ReportMetric(float64(turns)/ep, "turns/episode")
+		})
+	}
+}
