@@ -90,6 +90,10 @@ func OpenPlayers(c *RolloutOptions, seatsPerEpisode int) (*Players, error) {
 			p.Close()
 			return nil, err
 		}
+		if c.Thinking != "" && !b.ChatTemplateJinja() {
+			p.Close()
+			return nil, fmt.Errorf("thinking %q: %s's chat template is not rendered by the Jinja engine (%s), which thinking needs; set chat_template", c.Thinking, filepath.Base(c.Model), b.ChatTemplateSource())
+		}
 		p.Llama = b
 		p.Policy = &selfplay.Player{Label: "llama:" + filepath.Base(c.Model), Backend: b, Tokenizer: b}
 	}

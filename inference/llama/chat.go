@@ -107,3 +107,7 @@ func (b *Backend) RenderChat(msgs []inference.Message, o inference.ChatOptions) 
 // through: the Jinja engine with the GGUF's template or the override, or
 // llama.cpp's built-in renderer and why.
 func (b *Backend) ChatTemplateSource() string { return b.tmpl.source }
+
+// ChatTemplateJinja reports whether the chat template is rendered by the
+// Jinja engine (and so takes enable_thinking).
+func (b *Backend) ChatTemplateJinja() bool { return b.tmpl.jinja != nil }

@@ -105,6 +105,9 @@ func TestChatTemplateSource(t *testing.T) {
 		if _, err := b.ChatTemplate(msgs, true); err != nil {
 			t.Errorf("got error %v, want llama.cpp's ChatML rendering", err)
 		}
+		if b.ChatTemplateJinja() {
+			t.Error("ChatTemplateJinja: got true for the fallback")
+		}
 		if _, err := b.RenderChat(msgs, inference.ChatOptions{AddAssistant: true, Thinking: &off}); err == nil {
 			t.Error("got no error switching thinking off with llama.cpp's renderer, want one")
 		}
