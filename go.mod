@@ -3,6 +3,7 @@ module github.com/omar-selfplay/omar
 go 1.26.0
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/ebitengine/purego v0.11.3
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
@@ -16,7 +17,6 @@ require (
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
-	github.com/ardanlabs/jinja v1.8.0 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/nats-io/jwt/v2 v2.8.2 // indirect
