@@ -2,8 +2,10 @@ package selfplay
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -290,5 +292,37 @@ func BenchmarkThinkingHistory(b *testing.B) {
 			b.ReportMetric(float64(streamTokens)/ep, "stream_tokens/episode")
 			b.ReportMetric(float64(turns)/ep, "turns/episode")
 		})
+	}
+}
+
+// TestThinkingBudgetDeterministic plays the same sealed-bid episodes
+// (a simultaneous move: every bidder is asked at once) twice under a
+// reasoning budget, whose second request per turn is sent when the first
+// returns, and requires the same tokens.
+func TestThinkingBudgetDeterministic(t *testing.T) {
+	be := thinkingModel(t, 6)
+	run := func() []string {
+		o := Options{}.Defaults()
+		o.Seed, o.Parallel, o.MaxTokens, o.MinReplyTokens, o.Context = 11, 2, 40, 8, 4096
+		o.Thinking = Thinking{Mode: ThinkingBudget, Budget: 6}
+		o.Params = engine.Params{"rounds": 2}
+		r, err := NewRunner(sealedbid.New(), &Player{Label: "tiny", Backend: be, Tokenizer: be}, nil, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int][]string{}
+		if _, err := r.Run(context.Background(), 0, 2, func(e *EpisodeResult) error {
+			for _, tr := range e.Trajectories {
+				out[e.Index] = append(out[e.Index], fmt.Sprint(tr.Seat, tr.Segment, tr.Tokens, tr.Mask))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return append(out[0], out[1]...)
+	}
+	a, b := run(), run()
+	if len(a) == 0 || !slices.Equal(a, b) {
+		t.Errorf("two runs of the same seed differ:\n%v\n%v", a, b)
 	}
 }
