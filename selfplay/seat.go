@@ -201,14 +201,29 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 			return engine.Action{}, err
 		}
 	}
+	// The turn ends on its last sampled token: under a thinking budget
+	// the tokens written for the model may come last (no room was left
+	// for the move), and with the reasoning masked a reply that never
+	// closed it has no trained token at all — then the turn stays in the
+	// stream as context and is not a turn of the trajectory.
+	end := -1
+	for i := len(r.gen) - 1; i >= 0; i-- {
+		if r.gen[i] {
+			end = i
+			break
+		}
+	}
 	if len(r.tokens) > 0 {
 		ms.appendReply(r)
+	}
+	if end >= 0 {
 		tr := ms.traj
-		tr.TurnEnds = append(tr.TurnEnds, len(tr.Tokens)-1)
+		tr.TurnEnds = append(tr.TurnEnds, len(tr.Tokens)-len(r.tokens)+end)
 		tr.TurnRewards = append(tr.TurnRewards, 0)
 		tr.PolicyVersions = append(tr.PolicyVersions, r.last.PolicyVersion)
 		tr.meta = append(tr.meta, turnMeta{
-			notification: t.Notification, text: text, stop: r.last.Stop, maxTokens: maxTok, eog: ms.lastEOG >= 0,
+			notification: t.Notification, text: text, stop: r.last.Stop, maxTokens: maxTok,
+			eog: ms.lastEOG >= 0 && end == len(r.tokens)-1,
 		})
 	}
 	ms.msgs = append(ms.msgs, newMsgs...)

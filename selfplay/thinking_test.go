@@ -122,11 +122,18 @@ func TestThinkingSeatStream(t *testing.T) {
 		{"on grammar masked", Thinking{Mode: ThinkingOn, Loss: ThinkingMask}, true},
 		{"budget", Thinking{Mode: ThinkingBudget, Budget: 4}, true},
 		{"budget free", Thinking{Mode: ThinkingBudget, Budget: 4}, false},
+		{"budget fills max_tokens", Thinking{Mode: ThinkingBudget, Budget: 12}, true},
+		{"on masked short", Thinking{Mode: ThinkingOn, Loss: ThinkingMask}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := Options{}.Defaults()
 			o.Seed, o.Parallel, o.MaxTokens, o.MinReplyTokens, o.Context = 3, 2, 40, 8, 4096
+			if strings.HasSuffix(tt.name, "max_tokens") || strings.HasSuffix(tt.name, "short") {
+				// No room for the move after the reasoning (budget), or
+				// replies cut inside their reasoning (masked).
+				o.MaxTokens = 12
+			}
 			o.Grammar, o.Thinking = tt.grammar, tt.thinking
 			o.Params = engine.Params{"rounds": 2}
 			r, err := NewRunner(sealedbid.New(), &Player{Label: "tiny", Backend: be, Tokenizer: be}, nil, o)
@@ -141,9 +148,21 @@ func TestThinkingSeatStream(t *testing.T) {
 			turns := 0
 			for _, e := range res {
 				for _, tr := range e.Trajectories {
+					if err := tr.Validate(); err != nil {
+						t.Fatal(err)
+					}
 					turns += len(tr.TurnEnds)
 					checkThinkingStream(t, be, tt.thinking, tt.grammar, tr)
 				}
+			}
+			if strings.HasSuffix(tt.name, "short") {
+				// Every reply is cut inside its reasoning, all of it
+				// masked: no trained token, so no turn is recorded (a turn
+				// must end on a trained token).
+				if turns != 0 || st.Turns == 0 {
+					t.Fatalf("got %d recorded turns of %d played, want 0 recorded", turns, st.Turns)
+				}
+				return
 			}
 			if turns == 0 {
 				t.Fatal("no turns")
@@ -214,7 +233,18 @@ func checkThinkingStream(t *testing.T, be *llama.Backend, th Thinking, grammar b
 				t.Errorf("%sgot reply %q, want it to open with <think> (grammar)", where(), reply)
 			}
 		case th.Mode == ThinkingBudget:
-			if !strings.Contains(reply, "</think>\n\n") && !(be.EOG(tr.Tokens[end]) && sampled <= th.Budget) {
+			// The turn ends on its last sampled token: what was written
+			// for the model may follow it, before the next turn's prompt.
+			next := len(tr.Tokens)
+			if k+1 < len(tr.TurnEnds) {
+				next = tr.TurnEnds[k+1]
+			}
+			upto := end + 1
+			for upto < next && !tr.Mask[upto] {
+				upto++
+			}
+			closing := detok(tr.Tokens[first:upto])
+			if !strings.Contains(closing, "</think>\n\n") && !(be.EOG(tr.Tokens[end]) && sampled <= th.Budget) {
 				t.Errorf("%sreply %q: the reasoning did not close, nor did the reply end within the budget", where(), reply)
 				break
 			}
