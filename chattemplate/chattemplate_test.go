@@ -174,3 +174,36 @@ func FuzzSplitThinking(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRender renders the real templates over message contents from the
+// fuzzer (what a proxy client or a model writes): rendering never panics,
+// a template that does not refuse the conversation holds each content
+// (Llama 3 and Gemma 3 trim it), and Qwen3's rendering keeps the answer
+// of the last reply.
+func FuzzRender(f *testing.F) {
+	for _, s := range []string{"hello", "", "<think>\nx\n</think>\n\nA", "{{ x }}", "{% if %}", "\x00\xff", "</think>"} {
+		f.Add(s, s)
+	}
+	tms := make([]*Template, len(families))
+	for i, fam := range families {
+		tms[i] = fam.template(f)
+	}
+	f.Fuzz(func(t *testing.T, user, reply string) {
+		msgs := []Message{{Role: "system", Content: "S"}, {Role: "user", Content: user}, {Role: "assistant", Content: reply}, {Role: "user", Content: "next"}}
+		for i, tm := range tms {
+			out, err := tm.Render(msgs, Options{AddGenerationPrompt: true, BOS: families[i].bos, EOS: families[i].eos})
+			if err != nil {
+				t.Fatalf("%s: %v", families[i].name, err)
+			}
+			if !strings.Contains(out, strings.TrimSpace(user)) {
+				t.Fatalf("%s: the rendering %q lacks the user's content %q", families[i].name, out, user)
+			}
+			if families[i].name == "qwen3" {
+				_, answer, _ := SplitThinking(reply)
+				if !strings.Contains(out, answer) {
+					t.Fatalf("qwen3: the rendering %q lacks the reply's answer %q", out, answer)
+				}
+			}
+		}
+	})
+}
