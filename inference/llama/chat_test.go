@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,7 @@ func qwen3Template(t testing.TB) string {
 
 // modelWithTemplate writes the tiny model with tmpl as its GGUF's
 // tokenizer.chat_template.
-func modelWithTemplate(t testing.TB, tmpl string) string {
+func modelWithTemplate(t testing.TB, tmpl string, kv ...any) string {
 	t.Helper()
 	w, err := model.Generate(model.Options{Seed: 1})
 	if err != nil {
@@ -32,6 +33,11 @@ func modelWithTemplate(t testing.TB, tmpl string) string {
 	}
 	if err := w.Set("tokenizer.chat_template", tmpl); err != nil {
 		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if err := w.Set(kv[i].(string), kv[i+1]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
 	if err := w.WriteFile(path); err != nil {
@@ -128,4 +134,53 @@ func TestChatTemplateSource(t *testing.T) {
 			t.Errorf("got error %v for a broken override, want a chat template error", err)
 		}
 	})
+}
+
+// TestChatTemplateOneBOS renders with templates that print bos_token
+// (Llama 3, Gemma 3) and ones that do not (Qwen3) in the tiny model's GGUF
+// and requires exactly one BOS at the start of the tokenised prompt when
+// the vocabulary adds one, none otherwise (as llama.cpp's renderer).
+func TestChatTemplateOneBOS(t *testing.T) {
+	o := testOptions(t)
+	msgs := []inference.Message{{Role: "user", Content: "hi"}}
+	for _, tc := range []struct {
+		name   string
+		addBOS bool
+	}{{"llama3", false}, {"gemma3", false}, {"qwen3", false}, {"llama3", true}, {"gemma3", true}, {"qwen3", true}} {
+		name := tc.name
+		t.Run(fmt.Sprintf("%s add_bos=%v", name, tc.addBOS), func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join("..", "..", "chattemplate", "testdata", name+".jinja"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mo := o
+			mo.Model = modelWithTemplate(t, string(src), "tokenizer.ggml.add_bos_token", tc.addBOS)
+			b := newBackend(t, mo)
+			text, err := b.ChatTemplate(msgs, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, err := b.Tokenize(text, true, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bos, add := b.vocab.BOS(), b.vocab.AddBOS()
+			if add != tc.addBOS {
+				t.Fatalf("add_bos: got %v, want %v", add, tc.addBOS)
+			}
+			n := 0
+			for _, id := range ids {
+				if id == bos {
+					n++
+				}
+			}
+			want := 0
+			if add || name != "qwen3" {
+				want = 1 // added by the vocabulary, or printed by the template
+			}
+			if n != want || (want == 1 && ids[0] != bos) {
+				t.Errorf("got %d BOS tokens (first id %d, BOS %d, add_bos %v) in %q, want %d at the start", n, ids[0], bos, add, text, want)
+			}
+		})
+	}
 }
