@@ -365,7 +365,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"parallel", func(o *Options) { o.Parallel = 0 }, "parallel 0"},
 		{"bootstrap", func(o *Options) { o.Bootstrap = 10 }, "bootstrap 10"},
 		{"confidence", func(o *Options) { o.Confidence = 1 }, "confidence"},
-		{"reply", func(o *Options) { o.MaxTokens = 0 }, "max tokens"},
+		{"reply", func(o *Options) { o.MaxTokens = 0 }, "max_tokens"},
 		{"trace", func(o *Options) { o.Trace = "cot" }, "trace"},
 	}
 	for _, tt := range tests {

@@ -148,14 +148,18 @@ type conditions struct {
 	TopP           float32 `json:"top_p"`
 	MinP           float32 `json:"min_p"`
 	Grammar        bool    `json:"grammar"`
-	Trace          string  `json:"trace,omitempty"`
-	MaxRetries     int     `json:"max_retries"`
+	// MaxLegal is left out at its default, so the conditions of older
+	// evaluations still match.
+	MaxLegal   int    `json:"max_legal,omitempty"`
+	Trace      string `json:"trace,omitempty"`
+	MaxRetries int    `json:"max_retries"`
 }
 
 func (o Options) conditions() conditions {
 	return conditions{
 		Seed: o.Seed, Envs: o.Envs, MaxTokens: o.MaxTokens, Context: o.Context, MinReplyTokens: o.MinReplyTokens,
-		Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, Grammar: o.Grammar, Trace: o.Trace, MaxRetries: o.MaxRetries,
+		Temperature: o.Sampling.Temperature, TopK: o.Sampling.TopK, TopP: o.Sampling.TopP, MinP: o.Sampling.MinP,
+		Grammar: o.Grammar, MaxLegal: o.MaxLegal, Trace: o.Trace, MaxRetries: o.MaxRetries,
 	}
 }
 

@@ -37,7 +37,7 @@ var all = []engine.Game{
 func All() []engine.Game { return append([]engine.Game(nil), all...) }
 
 // Negotiation lists the ids (without version) of the six negotiation
-// games, in the order of MISSION.md's tables.
+// games, in the order of docs/mission.md's tables.
 var Negotiation = []string{"dealornodeal", "casino", "craigslist", "jobinterview", "calendar", "marketplace"}
 
 // Find returns the game whose id is id, or whose id without its version

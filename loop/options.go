@@ -13,7 +13,6 @@ import (
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
-	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -269,46 +268,21 @@ type RolloutOptions struct {
 	Agents     map[string]string `yaml:"agents"`
 	OllamaHost string            `yaml:"ollama_host"`
 
-	MaxTokens      int     `yaml:"max_tokens"`
-	Context        int     `yaml:"context"`
-	MinReplyTokens int     `yaml:"min_reply_tokens"`
-	Temperature    float32 `yaml:"temperature"`
-	TopK           int     `yaml:"top_k"`
-	TopP           float32 `yaml:"top_p"`
-	MinP           float32 `yaml:"min_p"`
-	Grammar        *bool   `yaml:"grammar"`
-	BatchWindowMS  float64 `yaml:"batch_window_ms"`
+	// Reply is how model seats reply (max_tokens, context,
+	// min_reply_tokens, temperature, top_k, top_p, min_p, grammar,
+	// max_legal, trace): the evaluations play the policy with it too.
+	selfplay.Reply `yaml:",inline"`
+
+	BatchWindowMS float64 `yaml:"batch_window_ms"`
 	// FreeSchedule lets the llama backend decode requests as they arrive
 	// instead of on the deterministic schedule (selfplay.Options).
 	FreeSchedule bool `yaml:"free_schedule"`
 	MaxRetries   *int `yaml:"max_retries"`
-	// MaxLegal is the most legal replies a notification may have for the
-	// prompt to list them (0: selfplay.DefaultMaxLegal, -1: never).
-	MaxLegal int `yaml:"max_legal"`
-	// Trace is a reply format of model seats: "" (none) or "tom", the
-	// theory-of-mind trace INFER → ACT → ANTICIPATE, grammar-constrained;
-	// only ACT reaches the environment, the whole trace is trained. Give
-	// max_tokens room for it.
-	Trace string `yaml:"trace"`
 	// InferReward, with trace: tom, adds infer_reward × the seat's INFER
 	// accuracy (selfplay.InferAccuracy: how well the INFER line names the
 	// counterpart's private preferences) to its reward in the negotiation
 	// games that know them; 0 (the default) is off.
 	InferReward float64 `yaml:"infer_reward"`
-	// ChatTemplate overrides the model's chat template: a Jinja template
-	// inline (it holds "{{" or "{%") or the path of a file holding one.
-	// Empty: the GGUF's tokenizer.chat_template (rendered by the Jinja
-	// engine, llama.cpp's built-in renderer as the fallback).
-	ChatTemplate string `yaml:"chat_template"`
-	// Thinking is a reasoning model's reply mode: "" (the template's
-	// default), "off", "on" or "budget N" (at most N reasoning tokens);
-	// ThinkingLoss trains the reasoning ("train", the default) or masks it
-	// ("mask"); ThinkingHistory keeps the conversation as the template
-	// renders it ("template", the default: a new segment when it drops
-	// earlier reasoning) or as sampled ("stream"). See selfplay.Thinking.
-	Thinking        string `yaml:"thinking"`
-	ThinkingLoss    string `yaml:"thinking_loss"`
-	ThinkingHistory string `yaml:"thinking_history"`
 
 	// Guard flags degenerate turns (a reward-hacking guard: the
 	// estimators zero their credit); guard: {enabled: false} turns it off.
@@ -344,12 +318,11 @@ type RolloutOptions struct {
 // cache and the rule-based turn guard.
 func (RolloutOptions) Defaults() RolloutOptions {
 	d := selfplay.Options{}.Defaults()
-	grammar, retries := d.Grammar, d.Engine.MaxRetries
+	retries := d.Engine.MaxRetries
 	guard := selfplay.GuardOptions{}.Defaults()
 	return RolloutOptions{
 		Episodes: 16, Parallel: d.Parallel, GroupSize: d.GroupSize, Seed: d.Seed,
-		MaxTokens: d.MaxTokens, Context: d.Context, MinReplyTokens: d.MinReplyTokens,
-		Temperature: d.Sampling.Temperature, Grammar: &grammar, MaxRetries: &retries,
+		Reply: d.Reply, MaxRetries: &retries,
 		Guard: &guard, Threads: 1, KVCache: "f16",
 	}
 }
@@ -390,7 +363,7 @@ func (c *RolloutOptions) Validate() error {
 	case !finite(c.InferReward) || c.InferReward < 0 || c.InferReward > 0 && c.Trace != selfplay.TraceToM:
 		return fmt.Errorf("infer_reward %v: want a number ≥ 0, and not 0 only with trace: %s", c.InferReward, selfplay.TraceToM)
 	}
-	if _, err := c.thinking(); err != nil {
+	if _, err := c.ThinkingSettings(); err != nil {
 		return err
 	}
 	if _, err := c.ChatTemplateSource(); err != nil {
@@ -398,7 +371,7 @@ func (c *RolloutOptions) Validate() error {
 	}
 	// llama.cpp aborts on some sampler settings (an infinite temperature
 	// with a grammar): refuse them before any backend sees them.
-	if err := c.sampling().Validate(); err != nil {
+	if err := c.Sampling.Validate(); err != nil {
 		return err
 	}
 	if _, err := llama.ParseKVType(c.KVCache); err != nil {
@@ -413,44 +386,6 @@ func (c *RolloutOptions) Validate() error {
 		return err
 	}
 	return nil
-}
-
-// thinking returns the seats' thinking settings.
-func (c *RolloutOptions) thinking() (selfplay.Thinking, error) {
-	th, err := selfplay.ParseThinking(c.Thinking)
-	if err != nil {
-		return th, err
-	}
-	th.Loss, th.History = c.ThinkingLoss, c.ThinkingHistory
-	if (th.Loss != "" || th.History != "") && !slices.Contains([]string{selfplay.ThinkingOn, selfplay.ThinkingBudget, selfplay.ThinkingOff}, th.Mode) {
-		return th, fmt.Errorf("thinking_loss and thinking_history need thinking: off, on or budget N")
-	}
-	if err := th.Validate(); err != nil {
-		return th, fmt.Errorf("thinking: %w", err)
-	}
-	return th, nil
-}
-
-// ChatTemplateSource returns the chat_template override's Jinja text: the
-// value itself when it holds "{{" or "{%", else the file it names ("" when
-// unset).
-func (c *RolloutOptions) ChatTemplateSource() (string, error) {
-	v := c.ChatTemplate
-	if v == "" || strings.Contains(v, "{{") || strings.Contains(v, "{%") {
-		return v, nil
-	}
-	b, err := os.ReadFile(v)
-	if err != nil {
-		return "", fmt.Errorf("chat_template: neither a template (no {{ or {%%) nor a readable file: %w", err)
-	}
-	if len(strings.TrimSpace(string(b))) == 0 {
-		return "", fmt.Errorf("chat_template: %s is empty", v)
-	}
-	return string(b), nil
-}
-
-func (c *RolloutOptions) sampling() inference.Sampling {
-	return inference.Sampling{Temperature: c.Temperature, TopK: c.TopK, TopP: c.TopP, MinP: c.MinP}
 }
 
 // AbsPaths makes the options' file paths absolute (relative to the
@@ -487,22 +422,13 @@ func (c *RolloutOptions) RunnerOptions(named map[string]*selfplay.Player) (selfp
 	if c.MaxRetries != nil {
 		o.Engine.MaxRetries = *c.MaxRetries
 	}
-	o.MaxTokens, o.Context = c.MaxTokens, c.Context
+	o.Reply = c.Reply
 	// A reply budget above max_tokens would never fit: clamp it.
 	o.MinReplyTokens = min(c.MinReplyTokens, c.MaxTokens)
-	o.Sampling = c.sampling()
-	if c.Grammar != nil {
-		o.Grammar = *c.Grammar
-	}
 	o.BatchWindow = time.Duration(c.BatchWindowMS * float64(time.Millisecond))
 	o.FreeSchedule = c.FreeSchedule
 	o.Agents, o.Players = c.Agents, named
-	o.MaxLegal, o.Trace, o.InferReward = c.MaxLegal, c.Trace, c.InferReward
-	th, err := c.thinking()
-	if err != nil {
-		return o, err
-	}
-	o.Thinking = th
+	o.InferReward = c.InferReward
 	if c.Guard != nil && c.Guard.Enabled {
 		g, err := selfplay.NewRuleGuard(*c.Guard)
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/inference/ollama"
-	"github.com/omar-selfplay/omar/loop/judge"
+	"github.com/omar-selfplay/omar/judge"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/sotopia"
 )

@@ -57,8 +57,8 @@ func TestRolloutThinkingAndChatTemplate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.Thinking != tt.thinking {
-				t.Errorf("got thinking %+v, want %+v", o.Thinking, tt.thinking)
+			if th, err := o.ThinkingSettings(); err != nil || th != tt.thinking {
+				t.Errorf("got thinking %+v (err %v), want %+v", th, err, tt.thinking)
 			}
 			lo, err := c.LlamaOptions("m.gguf", "", 1, 256)
 			if err != nil {

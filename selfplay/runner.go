@@ -39,16 +39,11 @@ type Options struct {
 	Params engine.Params
 	// Engine are the runtime options (retries, timeout).
 	Engine engine.Options
-	// MaxTokens bounds one reply.
-	MaxTokens int
-	// Context is the token budget of one seat stream; when a turn would
-	// leave fewer than MinReplyTokens for the reply, a new segment starts.
-	Context        int
-	MinReplyTokens int
-	Sampling       inference.Sampling
-	// Grammar passes each notification's GBNF grammar to the backend.
-	Grammar bool
-	Stop    []string
+	// Reply is how model seats reply (max tokens, context, sampling,
+	// grammar, legal-replies line, trace): the settings a policy must be
+	// evaluated and served with too.
+	Reply
+	Stop []string
 	// BatchWindow is how long the batching aggregator waits for more
 	// requests before it calls the backend with what it has; it calls at
 	// once when every episode in flight is waiting. 0 (the default) calls
@@ -82,22 +77,11 @@ type Options struct {
 	// Guard flags degenerate turns of the kept trajectories after each
 	// episode (Trajectory.TurnFlags); nil runs none.
 	Guard TurnGuard
-	// MaxLegal is the most legal replies a notification may have for a
-	// seat's prompt to list them (0: DefaultMaxLegal; -1: never).
-	MaxLegal int
-	// Trace is a reply format for model seats ("" none, TraceToM): the
-	// grammar is wrapped and only the trace's move reaches the engine.
-	Trace string
 	// InferReward, with the theory-of-mind trace, adds InferReward × the
 	// seat's INFER accuracy (InferAccuracy, the mean over its turns) to a
 	// policy seat's terminal reward where the scenario knows the
 	// counterpart's preferences (engine.PreferenceScenario); 0 is off.
 	InferReward float64
-	// Thinking is how model seats of a reasoning model reply (off, on,
-	// budget N; the reasoning trained or masked; the history as the
-	// template renders it or as sampled). The zero value is the
-	// template's default.
-	Thinking Thinking
 	// Cast, when set, chooses the agents of episode i's seats instead of
 	// Agents (a league: which seats the policy plays and who sits in the
 	// others): seat index → agent, as Agents' values; seats it leaves out
@@ -109,9 +93,7 @@ type Options struct {
 // Defaults returns the runner defaults.
 func (Options) Defaults() Options {
 	return Options{
-		Seed: 1, Parallel: 8, GroupSize: 1, Engine: engine.DefaultOptions(),
-		MaxTokens: 48, Context: 2048, MinReplyTokens: 16,
-		Sampling: inference.Sampling{Temperature: 1}, Grammar: true,
+		Seed: 1, Parallel: 8, GroupSize: 1, Engine: engine.DefaultOptions(), Reply: DefaultReply(),
 	}
 }
 
@@ -122,17 +104,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("selfplay: parallel %d < 1", o.Parallel)
 	case o.GroupSize < 1:
 		return fmt.Errorf("selfplay: group size %d < 1", o.GroupSize)
-	case o.MaxTokens < 1:
-		return fmt.Errorf("selfplay: max tokens %d < 1", o.MaxTokens)
-	case o.MinReplyTokens < 1 || o.MinReplyTokens > o.MaxTokens:
-		return fmt.Errorf("selfplay: min reply tokens %d not in 1..max tokens (%d)", o.MinReplyTokens, o.MaxTokens)
-	case o.Context < 2*o.MaxTokens:
-		return fmt.Errorf("selfplay: context %d < 2 × max tokens (%d)", o.Context, o.MaxTokens)
 	case o.BatchWindow < 0:
 		return fmt.Errorf("selfplay: batch window %v < 0", o.BatchWindow)
-	}
-	if err := o.Thinking.Validate(); err != nil {
-		return err
 	}
 	for name, p := range o.Players {
 		switch {
@@ -142,8 +115,8 @@ func (o Options) Validate() error {
 			return fmt.Errorf("selfplay: player %q has no backend", name)
 		}
 	}
-	if o.Trace != "" && !slices.Contains(Traces, o.Trace) {
-		return fmt.Errorf("selfplay: trace %q: want one of %v (or none)", o.Trace, Traces)
+	if err := o.Reply.Validate(); err != nil {
+		return fmt.Errorf("selfplay: %w", err)
 	}
 	if !(o.InferReward >= 0 && o.InferReward <= 1e6) || o.InferReward > 0 && o.Trace != TraceToM {
 		return fmt.Errorf("selfplay: infer reward %v: want a number ≥ 0, and not 0 only with trace %q", o.InferReward, TraceToM)
@@ -159,14 +132,6 @@ func (o Options) Validate() error {
 // reservedAgent reports whether v is one of the built-in agent kinds.
 func reservedAgent(v string) bool {
 	return v == AgentPolicy || v == AgentFrozen || v == AgentScripted || strings.HasPrefix(v, AgentScripted+":")
-}
-
-// maxLegal is MaxLegal with its default.
-func (o Options) maxLegal() int {
-	if o.MaxLegal == 0 {
-		return DefaultMaxLegal
-	}
-	return o.MaxLegal
 }
 
 // agentFor returns the agent kind of a seat.

@@ -151,7 +151,7 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 		Adapter:   ms.player.Adapter,
 	}
 	req.Sampling.Seed = seeds.Derive(ms.run.samplingSeed, uint64(ms.seat.Index), uint64(ms.turn))
-	th := ms.run.opts.Thinking
+	th := ms.run.opts.thinking()
 	moveGrammar := ""
 	if ms.run.opts.Grammar {
 		moveGrammar = t.Notification.Grammar
@@ -260,7 +260,7 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 // conversation re-rendered under thinking's history "template", with the
 // system messages only outside thinking modes.
 func (ms *modelSeat) extend(newMsgs []inference.Message) ([]int32, error) {
-	th := ms.run.opts.Thinking
+	th := ms.run.opts.thinking()
 	all := append(append([]inference.Message{}, ms.msgs...), newMsgs...)
 	full, err := ms.renderChat(all, true)
 	if err != nil {
@@ -319,7 +319,7 @@ func (ms *modelSeat) extend(newMsgs []inference.Message) ([]int32, error) {
 // renderChat renders msgs with the seat's chat template and thinking
 // setting.
 func (ms *modelSeat) renderChat(msgs []inference.Message, addAssistant bool) (string, error) {
-	text, err := inference.RenderChat(ms.player.Tokenizer, msgs, ms.run.opts.Thinking.chatOptions(addAssistant))
+	text, err := inference.RenderChat(ms.player.Tokenizer, msgs, ms.run.opts.thinking().chatOptions(addAssistant))
 	if err != nil {
 		return "", fmt.Errorf("selfplay: chat template: %w", err)
 	}

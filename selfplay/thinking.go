@@ -170,7 +170,7 @@ func (r *turnReply) add(ids []int32, gen bool, lp, raw []float32) {
 // extends the first's prompt under the same key, so its cache is reused.
 func (ms *modelSeat) think(ctx context.Context, req inference.Request, moveGrammar string) (turnReply, error) {
 	var out turnReply
-	th := ms.run.opts.Thinking
+	th := ms.run.opts.thinking()
 	first := req
 	first.MaxTokens = min(th.Budget, req.MaxTokens)
 	first.Stop = append(append([]string{}, req.Stop...), chattemplate.ThinkClose)

@@ -67,6 +67,18 @@ func TestThinkingGrammar(t *testing.T) {
 	}
 }
 
+// setThinking puts th into o's reply settings in their config form.
+func setThinking(o *Options, th Thinking) {
+	o.Thinking = th.Mode
+	if th.Mode == ThinkingBudget {
+		o.Thinking = fmt.Sprintf("%s %d", th.Mode, th.Budget)
+	}
+	o.ThinkingLoss, o.ThinkingHistory = th.Loss, th.History
+	if got := o.thinking(); got != th {
+		panic(fmt.Sprintf("setThinking: got %+v back, want %+v", got, th))
+	}
+}
+
 // thinkingModel writes the tiny model with Qwen3's chat template in its
 // GGUF metadata and opens it.
 func thinkingModel(t testing.TB, parallel int) *llama.Backend {
@@ -134,7 +146,8 @@ func TestThinkingSeatStream(t *testing.T) {
 				// replies cut inside their reasoning (masked).
 				o.MaxTokens = 12
 			}
-			o.Grammar, o.Thinking = tt.grammar, tt.thinking
+			o.Grammar = tt.grammar
+			setThinking(&o, tt.thinking)
 			o.Params = engine.Params{"rounds": 2}
 			r, err := NewRunner(sealedbid.New(), &Player{Label: "tiny", Backend: be, Tokenizer: be}, nil, o)
 			if err != nil {
@@ -292,7 +305,7 @@ func BenchmarkThinkingHistory(b *testing.B) {
 		b.Run("history="+history, func(b *testing.B) {
 			o := Options{}.Defaults()
 			o.Seed, o.Parallel, o.MaxTokens, o.MinReplyTokens, o.Context = 5, 1, 32, 8, 4096
-			o.Thinking = Thinking{Mode: ThinkingOff, History: history}
+			setThinking(&o, Thinking{Mode: ThinkingOff, History: history})
 			r, err := NewRunner(werewolf.New(), &Player{Label: "tiny", Backend: be, Tokenizer: be}, nil, o)
 			if err != nil {
 				b.Fatal(err)
@@ -334,7 +347,7 @@ func TestThinkingBudgetDeterministic(t *testing.T) {
 	run := func() []string {
 		o := Options{}.Defaults()
 		o.Seed, o.Parallel, o.MaxTokens, o.MinReplyTokens, o.Context = 11, 2, 40, 8, 4096
-		o.Thinking = Thinking{Mode: ThinkingBudget, Budget: 6}
+		setThinking(&o, Thinking{Mode: ThinkingBudget, Budget: 6})
 		o.Params = engine.Params{"rounds": 2}
 		r, err := NewRunner(sealedbid.New(), &Player{Label: "tiny", Backend: be, Tokenizer: be}, nil, o)
 		if err != nil {

@@ -43,6 +43,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs.IntVar(&so.Slots, "slots", 8, "model sequences decoded together per backend")
 	fs.IntVar(&so.Context, "context", 2048, "tokens per model seat (prompt and reply)")
 	fs.IntVar(&so.Seat.MaxTokens, "max-tokens", so.Seat.MaxTokens, "longest model reply in tokens")
+	fs.IntVar(&so.Seat.MaxLegal, "max-legal", so.Seat.MaxLegal, "list a notification's legal replies in the prompt when it has at most this many (0: the default, 8; -1: never): the policy's training setting, rollout.max_legal")
 	fs.StringVar(&so.OllamaHost, "ollama", os.Getenv("OLLAMA_HOST"), "Ollama server of ollama: players (default $OLLAMA_HOST, else Ollama's default)")
 	policy := fs.String("policy", "", "policy model (GGUF) also served on OpenAI-compatible /v1/chat/completions and /v1/completions; calls are recorded for training (docs/proxy.md)")
 	policyAdapter := fs.String("policy-adapter", "", "LoRA adapter of --policy")
@@ -52,6 +53,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected arguments %q", fs.Args())
 	}
+	// A served seat's prompt budget is the backend's per-seat context.
+	so.Seat.Context = so.Context
 	if *secret == "" {
 		*secret = os.Getenv(serveSecretEnv)
 	}
