@@ -31,7 +31,7 @@ type Backend struct {
 	contexts []*Backend
 	lctx     *llamacpp.LlamaContext
 	nCtx     int // KV cells per sequence
-	tmpl     string
+	tmpl     *chatTemplate
 
 	submit    chan []*job
 	sessionCh chan sessionMsg
@@ -185,7 +185,8 @@ func newContext(o Options, m *llamacpp.Model, owner bool, tablesOf *Backend) (*B
 // end-of-generation flag once, instead of two C calls per sampled token.
 func (b *Backend) tables() {
 	m := b.model
-	b.tmpl, _ = m.ChatTemplate("")
+	gguf, _ := m.ChatTemplate("")
+	b.tmpl = newChatTemplate(b.vocab, gguf, b.opts.ChatTemplate)
 	nv := m.Vocab().NTokens()
 	b.pieces, b.eog = make([][]byte, nv), make([]bool, nv)
 	for t := range int32(nv) {
@@ -384,14 +385,7 @@ func (b *Backend) ChatTemplate(msgs []inference.Message, addAssistant bool) (str
 }
 
 func (b *Backend) applyTemplate(msgs []inference.Message, addAssistant bool) (string, error) {
-	if b.tmpl == "" {
-		return "", fmt.Errorf("llama: model %s has no chat template", b.opts.Model)
-	}
-	cm := make([]llamacpp.ChatMessage, len(msgs))
-	for i, m := range msgs {
-		cm[i] = llamacpp.ChatMessage{Role: m.Role, Content: m.Content}
-	}
-	return llamacpp.ApplyChatTemplate(b.tmpl, cm, addAssistant)
+	return b.tmpl.render(b.opts.Model, msgs, inference.ChatOptions{AddAssistant: addAssistant})
 }
 
 // EOG implements inference.Tokenizer (from a table made at New, so it
