@@ -151,19 +151,38 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	case err != nil:
 		return err
 	}
+	compared := false
 	if run.Options().Eval.Every > 0 {
-		fmt.Fprintln(env.stdout, "\nheld-out, before (base) and after (trained), paired on the same deals:")
+		fmt.Fprintln(env.stdout)
 		rep, err := run.Compare(ctx, arena.Hooks{})
 		if err == nil {
-			err = rep.Markdown(env.stdout)
+			compared, err = true, rep.Summary(env.stdout)
 		}
 		if err != nil && ctx.Err() == nil { // an interrupt skips the table: the run is complete
 			return err
 		}
 	}
-	fmt.Fprintf(env.stdout, "done: %d iterations in %s\n  metrics     %s\n  reward plot %s\n  adapter     %s\n  episodes    %s\n  checkpoint  %s\n",
-		st.Iteration, dir, run.Path(loop.MetricsFile), run.Path(rewardPlot),
-		run.Path(loop.AdapterFile), run.Path(loop.EpisodesFile), run.Path(loop.CheckpointDir))
+	fmt.Fprintf(env.stdout, "\ndone: %d iterations in %s\n", st.Iteration, dir)
+	files := [][2]string{
+		{"metrics", run.Path(loop.MetricsFile)},
+		{"reward plot", run.Path(rewardPlot)},
+		{"adapter", run.Path(loop.AdapterFile)},
+		{"model", run.Path(loop.ModelFile)},
+		{"episodes", run.Path(loop.EpisodesFile)},
+		{"checkpoint", run.Path(loop.CheckpointDir)},
+	}
+	if run.Options().Eval.Every > 0 {
+		files = append(files, [2]string{"best", run.Path(loop.BestDir)})
+	}
+	if compared {
+		files = append(files, [2]string{"full report", filepath.Join(run.Path(loop.CompareDir), "report.md")},
+			[2]string{"its picture", filepath.Join(run.Path(loop.CompareDir), "reward.svg")})
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f[1]); err == nil {
+			fmt.Fprintf(env.stdout, "  %-12s %s\n", f[0], f[1])
+		}
+	}
 	return nil
 }
 

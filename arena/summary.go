@@ -1,0 +1,50 @@
+package arena
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Summary writes a short, aligned summary of r for a terminal: for each
+// player other than the reference, one line per environment, side and
+// opponent — the reference's mean reward → the player's, and their paired
+// difference with its interval — and the difference over all of them
+// last, the headline. The full report is Markdown (WriteFiles).
+func (r *Report) Summary(w io.Writer) error {
+	mean := map[string]float64{}
+	for _, c := range r.Cells {
+		mean[strings.Join([]string{c.Env, c.Side, c.Opponent, c.Player}, "\x00")] = c.Reward.Mean
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, p := range r.Players {
+		if p == r.Reference {
+			continue
+		}
+		fmt.Fprintf(tw, "%s − %s, paired on the same held-out deals (%.0f%% intervals):\n", p, r.Reference, 100*r.Confidence)
+		var all *Difference
+		for i := range r.Differences {
+			d := &r.Differences[i]
+			if d.Player != p || d.Than != r.Reference {
+				continue
+			}
+			if d.Env == "" {
+				all = d
+				continue
+			}
+			before := mean[strings.Join([]string{d.Env, d.Side, d.Opponent, r.Reference}, "\x00")]
+			after := mean[strings.Join([]string{d.Env, d.Side, d.Opponent, p}, "\x00")]
+			fmt.Fprintf(tw, "  %s\t%s\tvs %s\t%.3f → %.3f\t%s\n", d.Env, d.Side, d.Opponent, before, after, signed(d.Diff))
+		}
+		if all != nil {
+			fmt.Fprintf(tw, "  all\t\t\t\t%s\n", signed(all.Diff))
+		}
+	}
+	return tw.Flush()
+}
+
+// signed formats a difference and its interval with explicit signs.
+func signed(e Estimate) string {
+	return fmt.Sprintf("%+.3f [%+.3f, %+.3f]", e.Mean, e.Lo, e.Hi)
+}
