@@ -57,110 +57,143 @@ func (e Estimate) signed() string {
 
 // Markdown writes the report's tables.
 func (r *Report) Markdown(w io.Writer) error {
-	var b strings.Builder
-	pct := int(math.Round(r.Confidence * 100))
-	fmt.Fprintf(&b, "# Evaluation\n\n")
-	fmt.Fprintf(&b, "Seed %d, %d held-out episodes per pairing, %d%% bootstrap intervals (%d resamples), reference player `%s`.\n\n",
-		r.Seed, r.Episodes, pct, r.Bootstrap, r.Reference)
-	for _, e := range r.Envs {
+	m := &markdown{r: r, pct: int(math.Round(r.Confidence * 100)), cells: map[[4]string]Cell{}, slots: r.slots()}
+	for _, c := range r.Cells {
+		m.cells[[4]string{c.Env, c.Side, c.Opponent, c.Player}] = c
+	}
+	for _, section := range []func(*strings.Builder){m.header, m.means, m.differences, m.ratings, m.transfer, m.outcomes, m.behaviour} {
+		section(&m.b)
+	}
+	_, err := io.WriteString(w, m.b.String())
+	return err
+}
+
+// markdown renders a report's sections.
+type markdown struct {
+	r     *Report
+	b     strings.Builder
+	pct   int
+	cells map[[4]string]Cell
+	slots []slotKey
+}
+
+// header writes the title, the conditions and the environments.
+func (m *markdown) header(b *strings.Builder) {
+	fmt.Fprintf(b, "# Evaluation\n\n")
+	fmt.Fprintf(b, "Seed %d, %d held-out episodes per pairing, %d%% bootstrap intervals (%d resamples), reference player `%s`.\n\n",
+		m.r.Seed, m.r.Episodes, m.pct, m.r.Bootstrap, m.r.Reference)
+	for _, e := range m.r.Envs {
 		set := "held-out seeds"
 		if e.Curated {
 			set = "curated scenarios"
 		}
-		fmt.Fprintf(&b, "- %s (`%s`, %s; sides %s; reward range [%g, %g])\n", e.Name, e.ID, set, strings.Join(e.Sides, ", "), e.RewardLo, e.RewardHi)
+		fmt.Fprintf(b, "- %s (`%s`, %s; sides %s; reward range [%g, %g])\n", e.Name, e.ID, set, strings.Join(e.Sides, ", "), e.RewardLo, e.RewardHi)
 	}
-	cells := map[[4]string]Cell{}
-	for _, c := range r.Cells {
-		cells[[4]string{c.Env, c.Side, c.Opponent, c.Player}] = c
-	}
-	slots := r.slots()
+}
 
-	fmt.Fprintf(&b, "\n## Mean reward (%d%% CI)\n\n", pct)
-	b.WriteString("| env | side | opponent | " + strings.Join(code(r.Players), " | ") + " |\n")
-	b.WriteString("|---|---|---|" + strings.Repeat("---|", len(r.Players)) + "\n")
-	for _, s := range slots {
-		fmt.Fprintf(&b, "| %s | %s | `%s` |", s.env, s.side, s.opponent)
-		for _, p := range r.Players {
-			fmt.Fprintf(&b, " %s |", cells[[4]string{s.env, s.side, s.opponent, p}].Reward)
+// means writes every cell's mean reward.
+func (m *markdown) means(b *strings.Builder) {
+	fmt.Fprintf(b, "\n## Mean reward (%d%% CI)\n\n", m.pct)
+	b.WriteString("| env | side | opponent | " + strings.Join(code(m.r.Players), " | ") + " |\n")
+	b.WriteString("|---|---|---|" + strings.Repeat("---|", len(m.r.Players)) + "\n")
+	for _, s := range m.slots {
+		fmt.Fprintf(b, "| %s | %s | `%s` |", s.env, s.side, s.opponent)
+		for _, p := range m.r.Players {
+			fmt.Fprintf(b, " %s |", m.cells[[4]string{s.env, s.side, s.opponent, p}].Reward)
 		}
 		b.WriteString("\n")
 	}
+}
 
-	if len(r.Differences) > 0 {
+// differences writes the paired differences, per slot and over all.
+func (m *markdown) differences(b *strings.Builder) {
+	if len(m.r.Differences) > 0 {
 		var pairs [][2]string
-		for _, d := range r.Differences {
+		for _, d := range m.r.Differences {
 			if p := [2]string{d.Player, d.Than}; !slices.Contains(pairs, p) {
 				pairs = append(pairs, p)
 			}
 		}
 		diffs := map[[5]string]Estimate{}
-		for _, d := range r.Differences {
+		for _, d := range m.r.Differences {
 			diffs[[5]string{d.Env, d.Side, d.Opponent, d.Player, d.Than}] = d.Diff
 		}
-		fmt.Fprintf(&b, "\n## Paired differences (%d%% CI)\n\n", pct)
+		fmt.Fprintf(b, "\n## Paired differences (%d%% CI)\n\n", m.pct)
 		b.WriteString("| env | side | opponent |")
 		for _, p := range pairs {
-			fmt.Fprintf(&b, " `%s` − `%s` |", p[0], p[1])
+			fmt.Fprintf(b, " `%s` − `%s` |", p[0], p[1])
 		}
 		b.WriteString("\n|---|---|---|" + strings.Repeat("---|", len(pairs)) + "\n")
-		rows := append(slices.Clone(slots), slotKey{})
+		rows := append(slices.Clone(m.slots), slotKey{})
 		for _, s := range rows {
 			if s.env == "" {
 				b.WriteString("| **all** | | |")
 			} else {
-				fmt.Fprintf(&b, "| %s | %s | `%s` |", s.env, s.side, s.opponent)
+				fmt.Fprintf(b, "| %s | %s | `%s` |", s.env, s.side, s.opponent)
 			}
 			for _, p := range pairs {
-				fmt.Fprintf(&b, " %s |", diffs[[5]string{s.env, s.side, s.opponent, p[0], p[1]}].signed())
+				fmt.Fprintf(b, " %s |", diffs[[5]string{s.env, s.side, s.opponent, p[0], p[1]}].signed())
 			}
 			b.WriteString("\n")
 		}
 	}
+}
 
-	if len(r.Ratings) > 0 {
-		fmt.Fprintf(&b, "\n## Ratings (Bradley–Terry on paired episodes, Elo scale, %d%% CI)\n\n", pct)
+// ratings writes the Bradley–Terry ratings.
+func (m *markdown) ratings(b *strings.Builder) {
+	if len(m.r.Ratings) > 0 {
+		fmt.Fprintf(b, "\n## Ratings (Bradley–Terry on paired episodes, Elo scale, %d%% CI)\n\n", m.pct)
 		b.WriteString("| player | rating | wins | ties | losses |\n|---|---|---|---|---|\n")
-		for _, rt := range r.Ratings {
-			fmt.Fprintf(&b, "| `%s` | %.0f [%.0f, %.0f] | %d | %d | %d |\n", rt.Player, rt.Elo.Mean, rt.Elo.Lo, rt.Elo.Hi, rt.Wins, rt.Ties, rt.Losses)
+		for _, rt := range m.r.Ratings {
+			fmt.Fprintf(b, "| `%s` | %.0f [%.0f, %.0f] | %d | %d | %d |\n", rt.Player, rt.Elo.Mean, rt.Elo.Lo, rt.Elo.Hi, rt.Wins, rt.Ties, rt.Losses)
 		}
 	}
+}
 
-	if t := r.Transfer; t != nil {
-		fmt.Fprintf(&b, "\n## Transfer (paired difference to `%s` per environment, over its sides and opponents)\n\n", r.Reference)
+// transfer writes the transfer matrix.
+func (m *markdown) transfer(b *strings.Builder) {
+	if t := m.r.Transfer; t != nil {
+		fmt.Fprintf(b, "\n## Transfer (paired difference to `%s` per environment, over its sides and opponents)\n\n", m.r.Reference)
 		b.WriteString("| player | " + strings.Join(t.Envs, " | ") + " |\n|---|" + strings.Repeat("---|", len(t.Envs)) + "\n")
 		for _, row := range t.Rows {
 			label := "`" + row.Player + "`"
 			if !row.Difference {
 				label += " (mean reward)"
 			}
-			fmt.Fprintf(&b, "| %s |", label)
+			fmt.Fprintf(b, "| %s |", label)
 			for _, c := range row.Cells {
 				if row.Difference {
-					fmt.Fprintf(&b, " %s |", c.signed())
+					fmt.Fprintf(b, " %s |", c.signed())
 				} else {
-					fmt.Fprintf(&b, " %s |", c)
+					fmt.Fprintf(b, " %s |", c)
 				}
 			}
 			b.WriteString("\n")
 		}
 	}
+}
 
+// outcomes writes each cell's outcome, win, invalid and defaulted rates.
+func (m *markdown) outcomes(b *strings.Builder) {
 	b.WriteString("\n## Outcomes\n\nRates per episode; invalid and defaulted per decision of the player's seats.\n\n")
 	b.WriteString("| env | side | opponent | player | outcomes | win | invalid | defaulted |\n|---|---|---|---|---|---|---|---|\n")
-	for _, s := range slots {
-		for _, p := range r.Players {
-			c := cells[[4]string{s.env, s.side, s.opponent, p}]
+	for _, s := range m.slots {
+		for _, p := range m.r.Players {
+			c := m.cells[[4]string{s.env, s.side, s.opponent, p}]
 			win := "—"
 			if c.Win != nil {
 				win = c.Win.String()
 			}
-			fmt.Fprintf(&b, "| %s | %s | `%s` | `%s` | %s | %s | %.3f | %.3f |\n", s.env, s.side, s.opponent, p, rates(c.Results), win, c.InvalidRate, c.DefaultedRate)
+			fmt.Fprintf(b, "| %s | %s | `%s` | `%s` | %s | %s | %.3f | %.3f |\n", s.env, s.side, s.opponent, p, rates(c.Results), win, c.InvalidRate, c.DefaultedRate)
 		}
 	}
+}
 
-	for _, e := range r.Envs {
+// behaviour writes each environment's behaviour metrics.
+func (m *markdown) behaviour(b *strings.Builder) {
+	for _, e := range m.r.Envs {
 		names := map[string]bool{}
-		for _, c := range r.Cells {
+		for _, c := range m.r.Cells {
 			if c.Env == e.Name {
 				for k := range ownMetrics(c.Metrics, c.Side, e.Sides) {
 					names[k] = true
@@ -175,19 +208,19 @@ func (r *Report) Markdown(w io.Writer) error {
 			cols = append(cols, k)
 		}
 		sort.Strings(cols)
-		fmt.Fprintf(&b, "\n## Behaviour: %s\n\nMeans of the game's metrics; per-side metrics are the player's own side's.\n\n", e.Name)
+		fmt.Fprintf(b, "\n## Behaviour: %s\n\nMeans of the game's metrics; per-side metrics are the player's own side's.\n\n", e.Name)
 		b.WriteString("| side | opponent | player | " + strings.Join(cols, " | ") + " |\n|---|---|---|" + strings.Repeat("---|", len(cols)) + "\n")
-		for _, s := range slots {
+		for _, s := range m.slots {
 			if s.env != e.Name {
 				continue
 			}
-			for _, p := range r.Players {
-				c := cells[[4]string{s.env, s.side, s.opponent, p}]
+			for _, p := range m.r.Players {
+				c := m.cells[[4]string{s.env, s.side, s.opponent, p}]
 				m := ownMetrics(c.Metrics, c.Side, e.Sides)
-				fmt.Fprintf(&b, "| %s | `%s` | `%s` |", s.side, s.opponent, p)
+				fmt.Fprintf(b, "| %s | `%s` | `%s` |", s.side, s.opponent, p)
 				for _, k := range cols {
 					if v, ok := m[k]; ok {
-						fmt.Fprintf(&b, " %.3f |", v)
+						fmt.Fprintf(b, " %.3f |", v)
 					} else {
 						b.WriteString(" — |")
 					}
@@ -196,8 +229,6 @@ func (r *Report) Markdown(w io.Writer) error {
 			}
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 func code(names []string) []string {

@@ -35,16 +35,11 @@ func (r *Report) Summary(w io.Writer) error {
 			}
 			before := mean[strings.Join([]string{d.Env, d.Side, d.Opponent, r.Reference}, "\x00")]
 			after := mean[strings.Join([]string{d.Env, d.Side, d.Opponent, p}, "\x00")]
-			fmt.Fprintf(tw, "  %s\t%s\tvs %s\t%.3f → %.3f\t%s\n", d.Env, d.Side, d.Opponent, before, after, signed(d.Diff))
+			fmt.Fprintf(tw, "  %s\t%s\tvs %s\t%.3f → %.3f\t%s\n", d.Env, d.Side, d.Opponent, before, after, d.Diff.signed())
 		}
 		if all != nil {
-			fmt.Fprintf(tw, "  all\t\t\t\t%s\n", signed(all.Diff))
+			fmt.Fprintf(tw, "  all\t\t\t\t%s\n", all.Diff.signed())
 		}
 	}
 	return tw.Flush()
-}
-
-// signed formats a difference and its interval with explicit signs.
-func signed(e Estimate) string {
-	return fmt.Sprintf("%+.3f [%+.3f, %+.3f]", e.Mean, e.Lo, e.Hi)
 }
