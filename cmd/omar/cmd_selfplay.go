@@ -151,6 +151,12 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	case err != nil:
 		return err
 	}
+	return printRunEnd(ctx, env, run, dir)
+}
+
+// printRunEnd prints the end of a completed run: the held-out summary
+// before → after when the run evaluates, and every file it wrote.
+func printRunEnd(ctx context.Context, env *cliEnv, run *loop.Run, dir string) error {
 	compared := false
 	if run.Options().Eval.Every > 0 {
 		fmt.Fprintln(env.stdout)
@@ -162,7 +168,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(env.stdout, "\ndone: %d iterations in %s\n", st.Iteration, dir)
+	fmt.Fprintf(env.stdout, "\ndone: %d iterations in %s\n", run.State().Iteration, dir)
 	files := [][2]string{
 		{"metrics", run.Path(loop.MetricsFile)},
 		{"reward plot", run.Path(rewardPlot)},
