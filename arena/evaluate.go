@@ -15,6 +15,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/internal/jsonl"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -184,10 +185,10 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 	if len(todo) == 0 {
 		return nil, nil
 	}
-	var out, records *engine.JSONLWriter
+	var out, records *jsonl.Writer
 	if dir != "" {
 		var err error
-		if out, _, err = engine.AppendJSONL(filepath.Join(dir, ResultsFile)); err != nil {
+		if out, _, err = jsonl.Append(filepath.Join(dir, ResultsFile)); err != nil {
 			return nil, err
 		}
 		if o.Records {
@@ -197,7 +198,7 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 			// episode is played again now. Drop it, so that the file
 			// keeps one record per result.
 			if err = keepLines(path, prior); err == nil {
-				records, _, err = engine.AppendJSONL(path)
+				records, _, err = jsonl.Append(path)
 			}
 			if err != nil {
 				out.Close()
@@ -279,7 +280,7 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 			h.Episode(d.res)
 		}
 	}
-	for _, w := range []*engine.JSONLWriter{out, records} {
+	for _, w := range []*jsonl.Writer{out, records} {
 		if w != nil {
 			if err := w.Close(); firstErr == nil {
 				firstErr = err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/omar-selfplay/omar/internal/jsonl"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -113,20 +114,7 @@ func fileSize(path string) (int64, error) {
 	return st.Size(), nil
 }
 
-// appendFile appends b to path. A failed or short write cuts the file back
-// to its length before, so it never ends in a partial line.
-func appendFile(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	if _, werr := f.Write(b); werr != nil {
-		return errors.Join(werr, f.Truncate(st.Size()), f.Close())
-	}
-	return f.Close()
-}
+// appendFile appends b, whole lines, to path. A failed or short write
+// cuts the file back to its length before, so it never ends in a partial
+// line (package jsonl).
+func appendFile(path string, b []byte) error { return jsonl.AppendLines(path, b) }

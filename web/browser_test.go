@@ -525,3 +525,50 @@ func TestUIDashboardLive(t *testing.T) {
 	}
 	waitJS(t, ctx, `document.querySelectorAll("#episodes details").length === 3`, 10*time.Second)
 }
+
+// TestUIReplayBadLines: a records file with a `{}`, a `null` and a torn
+// last line among its records lists every valid record and names each
+// bad line — served by the server, and opened locally in the page (which
+// must not throw).
+func TestUIReplayBadLines(t *testing.T) {
+	ctx := newBrowser(t)
+	path, recs := writeRecords(t, "sealedbid", nil, 2)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	body := "{}\n" + lines[0] + "null\n" + lines[1] + lines[0][:len(lines[0])/2]
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := OpenRecords(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := newSite(t, Options{Records: rs}, nil)
+	wantBad := []string{"bad.jsonl:1: not an episode record: no env", "bad.jsonl:3: not an episode record: no env", "bad.jsonl:5: a torn last line"}
+	checkPage := func(where string) {
+		t.Helper()
+		waitJS(t, ctx, fmt.Sprintf(`document.querySelectorAll("#records tr").length === %d`, len(recs)), 20*time.Second)
+		got := eval[[]string](t, ctx, `[...document.querySelectorAll("#bad li")].map((l) => l.textContent)`)
+		if len(got) != len(wantBad) {
+			t.Fatalf("%s: the page names bad lines %q, want %d of them", where, got, len(wantBad))
+		}
+		for i, w := range wantBad {
+			if !strings.HasPrefix(got[i], w) {
+				t.Errorf("%s: bad line %d: got %q, want it to start %q", where, i, got[i], w)
+			}
+		}
+		do(t, ctx, chromedp.Click(`#records tr[data-index="1"] a.open-record`))
+		waitJS(t, ctx, fmt.Sprintf(`Number(document.getElementById("position").dataset.total) === %d`, len(recs[1].Events)), 10*time.Second)
+	}
+	do(t, ctx, chromedp.Navigate(ts.URL+"/ui/replay#secret="+testSecret))
+	checkPage("served")
+	// The same file opened in the browser, without the secret.
+	do(t, ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(ts.URL+"/ui/replay"))
+	js, _ := json.Marshal(body)
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const dt = new DataTransfer(); dt.items.add(new File([%s], "bad.jsonl")); const f = document.getElementById("file"); f.files = dt.files; f.dispatchEvent(new Event("change")); })()`, js)))
+	checkPage("opened locally")
+}
