@@ -751,3 +751,33 @@ func TestImport(t *testing.T) {
 		}
 	}
 }
+
+// TestFileOrder: results.jsonl and episodes.jsonl hold the same lines in
+// the same order whatever the parallelism (episodes of Werewolf and
+// Craigslist finish in a different order than they start).
+func TestFileOrder(t *testing.T) {
+	files := func(parallel int) (results, records []byte) {
+		o := scriptedOptions(6, Env{Name: "craigslist"}, Env{Name: "werewolf"})
+		o.Parallel, o.Records = parallel, true
+		dir := t.TempDir()
+		evaluate(t, o, dir, []Player{ScriptedPlayer("random"), ScriptedPlayer("scripted")}, []Player{ScriptedPlayer("random")})
+		var err error
+		if results, err = os.ReadFile(filepath.Join(dir, ResultsFile)); err != nil {
+			t.Fatal(err)
+		}
+		if records, err = os.ReadFile(filepath.Join(dir, RecordsFile)); err != nil {
+			t.Fatal(err)
+		}
+		return results, records
+	}
+	res1, rec1 := files(1)
+	for _, parallel := range []int{16, 16} {
+		res, rec := files(parallel)
+		if !bytes.Equal(res, res1) {
+			t.Errorf("parallel %d: %s differs from parallel 1's (%d and %d bytes)", parallel, ResultsFile, len(res), len(res1))
+		}
+		if !bytes.Equal(rec, rec1) {
+			t.Errorf("parallel %d: %s differs from parallel 1's (%d and %d bytes)", parallel, RecordsFile, len(rec), len(rec1))
+		}
+	}
+}
