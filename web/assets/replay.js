@@ -60,8 +60,8 @@
   // server's engine.Record.Validate does), or "" when it is one: a stray
   // {} or null must not stop the other records from listing.
   function check(r) {
-    if (r === null || typeof r !== "object" || Array.isArray(r)) return "not an episode record: not a JSON object";
-    if (typeof r.env !== "string" || r.env === "") return "not an episode record: no env";
+    if (typeof r !== "object" || Array.isArray(r)) return "not an episode record: not a JSON object";
+    if (r === null || typeof r.env !== "string" || r.env === "") return "not an episode record: no env"; // null as the server reads it
     if (!Array.isArray(r.seats) || r.seats.length === 0) return "not an episode record: no seats";
     if (!r.seats.every((s, i) => s && typeof s === "object" && s.index === i)) return "seats not numbered 0, 1, … in order";
     if (!Array.isArray(r.events)) return "not an episode record: no events";
