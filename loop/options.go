@@ -15,6 +15,7 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/internal/cpuuse"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -182,8 +183,8 @@ func (o *Options) Validate() error {
 	switch {
 	case o.Iterations < 1 || o.Iterations > maxCount:
 		return fmt.Errorf("iterations %d: want 1..%d", o.Iterations, maxCount)
-	case o.CheckpointEvery < 1:
-		return fmt.Errorf("checkpoint_every %d < 1", o.CheckpointEvery)
+	case o.CheckpointEvery < 1 || o.CheckpointEvery > maxCount:
+		return fmt.Errorf("checkpoint_every %d: want 1..%d", o.CheckpointEvery, maxCount)
 	case o.Rollout.Env == "":
 		return errors.New("no environment (rollout.env)")
 	case o.Rollout.Model == "" && o.ModelPreset != BuiltinPreset && !slices.Contains(model.Presets, o.ModelPreset):
@@ -357,8 +358,8 @@ func (c *RolloutOptions) Validate() error {
 		return fmt.Errorf("context %d: want 1..%d", c.Context, 1<<24)
 	case c.MinReplyTokens < 1:
 		return fmt.Errorf("min_reply_tokens %d < 1", c.MinReplyTokens)
-	case c.Threads < 1 || c.Threads > 1024:
-		return fmt.Errorf("threads %d: want 1..1024", c.Threads)
+	case c.Threads < 1 || c.Threads > cpuuse.MaxThreads():
+		return fmt.Errorf("threads %d: want 1..%d (%d per core of this machine)", c.Threads, cpuuse.MaxThreads(), cpuuse.ThreadsPerCore)
 	case c.Contexts < 0 || c.Contexts > c.Parallel:
 		return fmt.Errorf("contexts %d: want 0 (automatic) .. parallel (%d)", c.Contexts, c.Parallel)
 	case c.GPULayers < -1:

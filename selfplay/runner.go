@@ -113,12 +113,14 @@ func (Options) Defaults() Options {
 // Validate checks o.
 func (o Options) Validate() error {
 	switch {
-	case o.Parallel < 1:
-		return fmt.Errorf("selfplay: parallel %d < 1", o.Parallel)
-	case o.GroupSize < 1:
-		return fmt.Errorf("selfplay: group size %d < 1", o.GroupSize)
-	case o.MaxTokens < 1:
-		return fmt.Errorf("selfplay: max tokens %d < 1", o.MaxTokens)
+	case o.Parallel < 1 || o.Parallel > maxParallel:
+		return fmt.Errorf("selfplay: parallel %d: want 1..%d", o.Parallel, maxParallel)
+	case o.GroupSize < 1 || o.GroupSize > maxParallel:
+		return fmt.Errorf("selfplay: group size %d: want 1..%d", o.GroupSize, maxParallel)
+	case o.MaxTokens < 1 || o.MaxTokens > maxReplyTokens:
+		return fmt.Errorf("selfplay: max tokens %d: want 1..%d", o.MaxTokens, maxReplyTokens)
+	case o.Context > maxContext:
+		return fmt.Errorf("selfplay: context %d: want at most %d tokens", o.Context, maxContext)
 	case o.MinReplyTokens < 1 || o.MinReplyTokens > o.MaxTokens:
 		return fmt.Errorf("selfplay: min reply tokens %d not in 1..max tokens (%d)", o.MinReplyTokens, o.MaxTokens)
 	case o.Context < 2*o.MaxTokens:
@@ -147,6 +149,14 @@ func (o Options) Validate() error {
 	}
 	return o.Engine.Validate()
 }
+
+// Bounds of the options that size goroutines and token buffers (they
+// match loop's rollout bounds: docs/security-files.md).
+const (
+	maxParallel    = 1 << 16
+	maxReplyTokens = 1 << 20
+	maxContext     = 1 << 24
+)
 
 // reservedAgent reports whether v is one of the built-in agent kinds.
 func reservedAgent(v string) bool {

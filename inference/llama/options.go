@@ -18,6 +18,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/omar-selfplay/omar/internal/cpuuse"
 	"github.com/omar-selfplay/omar/llamacpp"
 )
 
@@ -130,8 +131,8 @@ func (o Options) Validate() error {
 	} else if o.Batch < o.Parallel {
 		errs = append(errs, fmt.Errorf("batch %d < parallel %d: every generating sequence needs a token per step", o.Batch, o.Parallel))
 	}
-	if o.Threads < 1 || o.ThreadsBatch < 1 {
-		errs = append(errs, fmt.Errorf("threads %d/%d: set both ≥ 1", o.Threads, o.ThreadsBatch))
+	if o.Threads < 1 || o.ThreadsBatch < 1 || o.Threads > cpuuse.MaxThreads() || o.ThreadsBatch > cpuuse.MaxThreads() {
+		errs = append(errs, fmt.Errorf("threads %d/%d: set both in 1..%d (%d per core of this machine)", o.Threads, o.ThreadsBatch, cpuuse.MaxThreads(), cpuuse.ThreadsPerCore))
 	}
 	if o.GPULayers < -1 {
 		errs = append(errs, fmt.Errorf("gpu layers %d < -1", o.GPULayers))
