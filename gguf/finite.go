@@ -102,8 +102,18 @@ func (f *File) CheckFinite() error {
 func firstNonFinite(c finiteCheck, b []byte, blockBytes int) (int, bool) {
 	switch {
 	case c.f32:
-		for i := 0; i+4 <= len(b); i += 4 {
-			if binary.LittleEndian.Uint32(b[i:])&0x7f800000 == 0x7f800000 {
+		// Two weights per 64-bit word: the scan then runs at about the
+		// speed of reading the file.
+		const exp, exp2 = 0x7f800000, 0x7f800000 << 32
+		i := 0
+		for ; i+8 <= len(b); i += 8 {
+			u := binary.LittleEndian.Uint64(b[i:])
+			if u&exp == exp || u&exp2 == exp2 {
+				break
+			}
+		}
+		for ; i+4 <= len(b); i += 4 {
+			if binary.LittleEndian.Uint32(b[i:])&exp == exp {
 				return i / 4, true
 			}
 		}
