@@ -134,6 +134,11 @@ func (o Options) Validate() error {
 	if o.Threads < 1 || o.ThreadsBatch < 1 || o.Threads > cpuuse.MaxThreads() || o.ThreadsBatch > cpuuse.MaxThreads() {
 		errs = append(errs, fmt.Errorf("threads %d/%d: set both in 1..%d (%d per core of this machine)", o.Threads, o.ThreadsBatch, cpuuse.MaxThreads(), cpuuse.ThreadsPerCore))
 	}
+	if o.KVType == llamacpp.KVTypeQ8_0 && o.FlashAttention == llamacpp.FlashAttentionDisabled {
+		// llama.cpp quantizes the V cache only inside flash attention; it
+		// refused the context with a line in its log and nothing else.
+		errs = append(errs, errors.New("kv cache q8_0 needs flash attention: turn flash attention on (or auto), or use kv cache f16"))
+	}
 	if o.GPULayers < -1 {
 		errs = append(errs, fmt.Errorf("gpu layers %d < -1", o.GPULayers))
 	}
