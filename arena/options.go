@@ -10,6 +10,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/internal/errclip"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -145,7 +146,8 @@ func (o Options) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("arena: options: %w", err)
+		// Bounded: an env name or spec echoed here may be megabytes.
+		return errclip.Clip(fmt.Errorf("arena: options: %w", err))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/internal/cpuuse"
+	"github.com/omar-selfplay/omar/internal/errclip"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -179,7 +180,11 @@ func BuiltinEnvParams(env string) map[string]any {
 const maxCount = 1 << 31
 
 // Validate reports the first invalid field, by its YAML name.
-func (o *Options) Validate() error {
+func (o *Options) Validate() error { return errclip.Clip(o.validate()) }
+
+// validate is Validate before its message is bounded (a config value
+// echoed in it may be megabytes).
+func (o *Options) validate() error {
 	switch {
 	case o.Iterations < 1 || o.Iterations > maxCount:
 		return fmt.Errorf("iterations %d: want 1..%d", o.Iterations, maxCount)
@@ -342,7 +347,9 @@ func (RolloutOptions) Defaults() RolloutOptions {
 }
 
 // Validate reports the first invalid field, by its YAML name.
-func (c *RolloutOptions) Validate() error {
+func (c *RolloutOptions) Validate() error { return errclip.Clip(c.validate()) }
+
+func (c *RolloutOptions) validate() error {
 	switch {
 	case c.Episodes < 1 || c.Episodes > maxCount:
 		return fmt.Errorf("episodes %d: want 1..%d", c.Episodes, maxCount)
