@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/omar-selfplay/omar/internal/jsonl"
@@ -55,6 +56,9 @@ func (r *Run) outputs() []struct {
 // continuing would leave a hole in it.
 func (r *Run) restore() error {
 	b, err := r.trainer.LoadCheckpoint(r.Path(CheckpointDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("resume: %s has no checkpoint: the run stopped before its first one (every %d iterations) was written — an interrupt, or a full disk — so there is nothing to continue from; free space if the disk is full and start it again with --overwrite", r.dir, r.opts.CheckpointEvery)
+	}
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -27,4 +28,21 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestResumeWithoutCheckpoint: a run that stopped before its first
+// checkpoint (a full disk, an interrupt) says how to go on when resumed.
+func TestResumeWithoutCheckpoint(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, err := Open(dir, fakeOptions(2), Fresh, fakeParts(t)); err != nil {
+		t.Fatal(err)
+	}
+	o, err := ReadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir, o, Resume, fakeParts(t))
+	if err == nil || !strings.Contains(err.Error(), "no checkpoint") || !strings.Contains(err.Error(), "--overwrite") {
+		t.Errorf("got %v, want an error saying there is no checkpoint and naming --overwrite", err)
+	}
 }
