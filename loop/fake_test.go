@@ -423,6 +423,7 @@ func TestValidateNamesFields(t *testing.T) {
 		{"train epochs 1e9", func(o *Options) { o.Train.Epochs = 1e9 }, "epochs 1000000000: want 1..100"},
 		{"rollout threads 100000", func(o *Options) { o.Rollout.Threads = 100000 }, "threads 100000: want 1.."},
 		{"checkpoint_every huge", func(o *Options) { o.CheckpointEvery = 1 << 40 }, "checkpoint_every"},
+		{"min_reply_tokens above max_tokens", func(o *Options) { o.Rollout.MinReplyTokens, o.Rollout.MaxTokens = 100, 10 }, "min_reply_tokens 100 > max_tokens 10"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

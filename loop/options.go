@@ -365,6 +365,10 @@ func (c *RolloutOptions) validate() error {
 		return fmt.Errorf("context %d: want 1..%d", c.Context, 1<<24)
 	case c.MinReplyTokens < 1:
 		return fmt.Errorf("min_reply_tokens %d < 1", c.MinReplyTokens)
+	case c.MinReplyTokens > c.MaxTokens && c.MinReplyTokens != selfplay.DefaultMinReplyTokens:
+		// The default stays clamped to max_tokens (RunnerOptions): saved
+		// configs hold it beside max_tokens: 8.
+		return fmt.Errorf("min_reply_tokens %d > max_tokens %d: a reply never gets more than max_tokens; set it to at most %d", c.MinReplyTokens, c.MaxTokens, c.MaxTokens)
 	case c.Threads < 1 || c.Threads > cpuuse.MaxThreads():
 		return fmt.Errorf("threads %d: want 1..%d (%d per core of this machine)", c.Threads, cpuuse.MaxThreads(), cpuuse.ThreadsPerCore)
 	case c.Contexts < 0 || c.Contexts > c.Parallel:

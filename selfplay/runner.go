@@ -105,7 +105,7 @@ type Options struct {
 func (Options) Defaults() Options {
 	return Options{
 		Seed: 1, Parallel: 8, GroupSize: 1, Engine: engine.DefaultOptions(),
-		MaxTokens: 48, Context: 2048, MinReplyTokens: 16,
+		MaxTokens: 48, Context: 2048, MinReplyTokens: DefaultMinReplyTokens,
 		Sampling: inference.Sampling{Temperature: 1}, Grammar: true,
 	}
 }
@@ -149,6 +149,9 @@ func (o Options) Validate() error {
 	}
 	return o.Engine.Validate()
 }
+
+// DefaultMinReplyTokens is MinReplyTokens' default.
+const DefaultMinReplyTokens = 16
 
 // Bounds of the options that size goroutines and token buffers (they
 // match loop's rollout bounds: docs/security-files.md).
