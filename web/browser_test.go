@@ -572,3 +572,35 @@ func TestUIReplayBadLines(t *testing.T) {
 	do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const dt = new DataTransfer(); dt.items.add(new File([%s], "bad.jsonl")); const f = document.getElementById("file"); f.files = dt.files; f.dispatchEvent(new Event("change")); })()`, js)))
 	checkPage("opened locally")
 }
+
+// TestUIDashboardBadLines: a null and a {} line among a run's metrics and
+// its last episode records are skipped and counted; the charts and the
+// valid transcripts still show (before, the page threw and drew nothing).
+func TestUIDashboardBadLines(t *testing.T) {
+	ctx := newBrowser(t)
+	dir := t.TempDir()
+	line := func(it int) string {
+		b, _ := json.Marshal(map[string]any{"iteration": it, "reward": map[string]float64{"buyer": 0.1 * float64(it)}, "reward_mean": 0.3})
+		return string(b) + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(line(1)+"null\n{}\n"+line(2)+line(3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, recs := writeRecords(t, "craigslist", nil, 1)
+	b, _ := json.Marshal(recs[0])
+	if err := os.WriteFile(filepath.Join(dir, "episodes.jsonl"), append(b, []byte("\n{}\nnull\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := newSite(t, Options{Run: NewRunFeed(dir)}, nil)
+	do(t, ctx, chromedp.Navigate(ts.URL+"/ui/dashboard#secret="+testSecret))
+	waitJS(t, ctx, `document.getElementById("status").dataset.iterations === "3"`, 20*time.Second)
+	if got := eval[int](t, ctx, `Number(document.getElementById("chart-reward").dataset.points)`); got != 6 {
+		t.Errorf("the reward chart has %d points, want 6 (2 series × 3 iterations)", got)
+	}
+	if got := eval[int](t, ctx, `document.querySelectorAll("#episodes details").length`); got != 1 {
+		t.Errorf("the page shows %d transcripts, want the 1 valid record", got)
+	}
+	if got := eval[string](t, ctx, `document.getElementById("status").dataset.skipped`); got != "4" {
+		t.Errorf("skipped lines: got %q, want 4", got)
+	}
+}
