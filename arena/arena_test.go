@@ -364,6 +364,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"episodes", func(o *Options) { o.Episodes = 0 }, "episodes 0"},
 		{"parallel", func(o *Options) { o.Parallel = 0 }, "parallel 0"},
 		{"bootstrap", func(o *Options) { o.Bootstrap = 10 }, "bootstrap 10"},
+		{"bootstrap huge", func(o *Options) { o.Bootstrap = 1e12 }, "bootstrap 1000000000000: want 100..1000000"},
+		{"parallel huge", func(o *Options) { o.Parallel = 1 << 40 }, "parallel 1099511627776: want 1..4096"},
 		{"confidence", func(o *Options) { o.Confidence = 1 }, "confidence"},
 		{"reply", func(o *Options) { o.MaxTokens = 0 }, "max tokens"},
 		{"trace", func(o *Options) { o.Trace = "cot" }, "trace"},

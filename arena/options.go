@@ -130,11 +130,11 @@ func (o Options) Validate() error {
 	case o.Episodes > maxEpisodes:
 		errs = append(errs, fmt.Errorf("episodes %d > %d", o.Episodes, maxEpisodes))
 	}
-	if o.Parallel < 1 {
-		errs = append(errs, fmt.Errorf("parallel %d < 1", o.Parallel))
+	if o.Parallel < 1 || o.Parallel > maxParallel {
+		errs = append(errs, fmt.Errorf("parallel %d: want 1..%d", o.Parallel, maxParallel))
 	}
-	if o.Bootstrap < 100 {
-		errs = append(errs, fmt.Errorf("bootstrap %d < 100 resamples", o.Bootstrap))
+	if o.Bootstrap < 100 || o.Bootstrap > maxBootstrap {
+		errs = append(errs, fmt.Errorf("bootstrap %d: want 100..%d resamples", o.Bootstrap, maxBootstrap))
 	}
 	if !(o.Confidence > 0.5 && o.Confidence < 1) {
 		errs = append(errs, fmt.Errorf("confidence %v: want 0.5 < c < 1", o.Confidence))
@@ -154,6 +154,14 @@ func (o Options) Validate() error {
 
 // maxEpisodes bounds Episodes: eval indices stay far below 2^63.
 const maxEpisodes = 1 << 30
+
+// maxBootstrap bounds the resamples, each a pass over a pairing's
+// episodes kept in one float64 slice per cell; maxParallel the episodes in
+// flight (loop's rollout bound).
+const (
+	maxBootstrap = 1_000_000
+	maxParallel  = 4096
+)
 
 // runnerOptions are the selfplay options every pairing shares.
 func (o Options) runnerOptions() selfplay.Options {
