@@ -367,7 +367,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"bootstrap huge", func(o *Options) { o.Bootstrap = 1e12 }, "bootstrap 1000000000000: want 100..1000000"},
 		{"parallel huge", func(o *Options) { o.Parallel = 1 << 40 }, "parallel 1099511627776: want 1..4096"},
 		{"confidence", func(o *Options) { o.Confidence = 1 }, "confidence"},
-		{"reply", func(o *Options) { o.MaxTokens = 0 }, "max tokens"},
+		{"reply", func(o *Options) { o.MaxTokens = 0 }, "max_tokens"},
 		{"trace", func(o *Options) { o.Trace = "cot" }, "trace"},
 	}
 	for _, tt := range tests {

@@ -11,7 +11,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/inference/ollama"
-	"github.com/omar-selfplay/omar/loop/judge"
+	"github.com/omar-selfplay/omar/judge"
 	"github.com/omar-selfplay/omar/sotopia"
 )
 
@@ -239,7 +239,7 @@ func (c *Config) attachJudge(warn io.Writer, lo llama.Options, oo ollama.Options
 		}
 		b, jo.Label = lb, "llama:"+c.JudgeModel
 	case c.JudgeOllama != "":
-		// loop/judge's Ollama completer: the scores' JSON schema as
+		// judge's Ollama completer: the scores' JSON schema as
 		// Ollama's format, thinking off (a bare backend has neither).
 		oo.Model = c.JudgeOllama
 		comp, ob, err := judge.NewOllama(oo)

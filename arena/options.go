@@ -9,7 +9,6 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
-	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/internal/errclip"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -31,18 +30,9 @@ type Options struct {
 	// their model seats share the players' backends and are decoded
 	// together.
 	Parallel int `yaml:"parallel"`
-	// Reply settings of model seats (selfplay.Options).
-	MaxTokens      int     `yaml:"max_tokens"`
-	Context        int     `yaml:"context"`
-	MinReplyTokens int     `yaml:"min_reply_tokens"`
-	Temperature    float32 `yaml:"temperature"`
-	TopK           int     `yaml:"top_k"`
-	TopP           float32 `yaml:"top_p"`
-	MinP           float32 `yaml:"min_p"`
-	Grammar        bool    `yaml:"grammar"`
-	// Trace is the reply trace of model seats (selfplay.Options.Trace: ""
-	// or "tom"), so a policy trained with a trace is measured with it.
-	Trace string `yaml:"trace"`
+	// Reply is how model seats reply: a policy is measured with the
+	// settings it was trained with (a run copies its rollouts' whole).
+	selfplay.Reply `yaml:",inline"`
 	// MaxRetries after an invalid reply before the inert default.
 	MaxRetries int `yaml:"max_retries"`
 	// Records also writes the engine record of every episode played to
@@ -94,8 +84,7 @@ func (Options) Defaults() Options {
 	s := selfplay.Options{}.Defaults()
 	return Options{
 		Episodes: 64, Seed: 1, Parallel: 16,
-		MaxTokens: s.MaxTokens, Context: s.Context, MinReplyTokens: s.MinReplyTokens,
-		Temperature: s.Sampling.Temperature, Grammar: s.Grammar,
+		Reply:      s.Reply,
 		MaxRetries: engine.DefaultOptions().MaxRetries,
 		Bootstrap:  1000, Confidence: 0.95,
 	}
@@ -139,9 +128,6 @@ func (o Options) Validate() error {
 	if !(o.Confidence > 0.5 && o.Confidence < 1) {
 		errs = append(errs, fmt.Errorf("confidence %v: want 0.5 < c < 1", o.Confidence))
 	}
-	if o.Temperature < 0 {
-		errs = append(errs, fmt.Errorf("temperature %v < 0", o.Temperature))
-	}
 	if err := o.runnerOptions().Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -168,9 +154,7 @@ func (o Options) runnerOptions() selfplay.Options {
 	s := selfplay.Options{}.Defaults()
 	s.Seed = o.Seed
 	s.Parallel = 1
-	s.MaxTokens, s.Context, s.MinReplyTokens = o.MaxTokens, o.Context, o.MinReplyTokens
-	s.Sampling = inference.Sampling{Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP}
-	s.Grammar, s.Trace = o.Grammar, o.Trace
+	s.Reply = o.Reply
 	s.Engine = engine.Options{MaxRetries: o.MaxRetries, Timeout: o.Timeout}
 	return s
 }

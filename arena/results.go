@@ -149,14 +149,18 @@ type conditions struct {
 	TopP           float32 `json:"top_p"`
 	MinP           float32 `json:"min_p"`
 	Grammar        bool    `json:"grammar"`
-	Trace          string  `json:"trace,omitempty"`
-	MaxRetries     int     `json:"max_retries"`
+	// MaxLegal is left out at its default, so the conditions of older
+	// evaluations still match.
+	MaxLegal   int    `json:"max_legal,omitempty"`
+	Trace      string `json:"trace,omitempty"`
+	MaxRetries int    `json:"max_retries"`
 }
 
 func (o Options) conditions() conditions {
 	return conditions{
 		Seed: o.Seed, Envs: o.Envs, MaxTokens: o.MaxTokens, Context: o.Context, MinReplyTokens: o.MinReplyTokens,
-		Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, Grammar: o.Grammar, Trace: o.Trace, MaxRetries: o.MaxRetries,
+		Temperature: o.Sampling.Temperature, TopK: o.Sampling.TopK, TopP: o.Sampling.TopP, MinP: o.Sampling.MinP,
+		Grammar: o.Grammar, MaxLegal: o.MaxLegal, Trace: o.Trace, MaxRetries: o.MaxRetries,
 	}
 }
 
@@ -201,8 +205,9 @@ func openDir(dir string, o Options) ([]Result, error) {
 // same conditions (a run's held-out evaluation of its last iteration and
 // its before/after comparison) reads them instead of playing them again.
 // Episode k of a pairing has the same seeds whoever plays it, so a replay
-// differs only by the float rounding of other batch neighbours
-// (docs/performance.md: logprobs within 3.2e-6, the same tokens). Import
+// differs only by the float rounding of other batch neighbours, which
+// leaves the tokens the same (docs/results/2026-12-03-rollout-issue-14.md,
+// KV slots). Import
 // returns how many results it added: none when src holds none or was
 // played under other conditions, or dir already has results of to (its
 // name and version).

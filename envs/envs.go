@@ -15,6 +15,7 @@ import (
 	"github.com/omar-selfplay/omar/games/jobinterview"
 	"github.com/omar-selfplay/omar/games/marketplace"
 	"github.com/omar-selfplay/omar/games/sealedbid"
+	"github.com/omar-selfplay/omar/internal/suggest"
 	"github.com/omar-selfplay/omar/sotopia"
 	"github.com/omar-selfplay/omar/werewolf"
 )
@@ -37,20 +38,24 @@ var all = []engine.Game{
 func All() []engine.Game { return append([]engine.Game(nil), all...) }
 
 // Negotiation lists the ids (without version) of the six negotiation
-// games, in the order of MISSION.md's tables.
+// games, in the order of docs/mission.md's tables.
 var Negotiation = []string{"dealornodeal", "casino", "craigslist", "jobinterview", "calendar", "marketplace"}
 
 // Find returns the game whose id is id, or whose id without its version
 // suffix is id.
 func Find(id string) (engine.Game, error) {
-	var ids []string
+	var ids, names []string
 	for _, g := range all {
 		name, _ := engine.SplitID(g.ID())
 		if g.ID() == id || name == id {
 			return g, nil
 		}
-		ids = append(ids, g.ID())
+		ids, names = append(ids, g.ID()), append(names, name)
 	}
 	sort.Strings(ids)
-	return nil, fmt.Errorf("unknown environment %q (have %s)", id, strings.Join(ids, ", "))
+	hint := ""
+	if best := suggest.Closest(id, append(names, ids...)); best != "" {
+		hint = fmt.Sprintf("did you mean %s? ", best)
+	}
+	return nil, fmt.Errorf("unknown environment %q (%shave %s)", id, hint, strings.Join(ids, ", "))
 }

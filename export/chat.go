@@ -37,10 +37,10 @@ type ChatMessage struct {
 // seat's prompt is built by, so a seat's conversation here is the one a
 // model playing it read and wrote. Text is not defanged: that depends on
 // the tokenizer the data is later rendered with.
-func ChatRows(index int, rec *engine.Record) []ChatRow {
+func ChatRows(index int, rec *engine.Record, maxLegal int) []ChatRow {
 	out := make([]ChatRow, len(rec.Seats))
 	for i, s := range rec.Seats {
-		msgs := selfplay.SeatMessages(rec.Events, s.Index, nil)
+		msgs := selfplay.SeatMessages(rec.Events, s.Index, nil, maxLegal)
 		row := ChatRow{
 			Messages: make([]ChatMessage, len(msgs)),
 			Env:      rec.Env, Episode: index, Seed: rec.Seed,

@@ -52,6 +52,11 @@ type Options struct {
 	// Warn, when non-nil, is told of a torn last line that was skipped
 	// (Stats.TornLine has its number too).
 	Warn func(error)
+	// MaxLegal is the legal-replies setting of the policy whose
+	// conversations a chat export writes (selfplay.Reply.MaxLegal: 0 the
+	// default, -1 never), so each seat's messages are the prompt that
+	// policy read.
+	MaxLegal int
 }
 
 // Defaults fills unset fields.
@@ -81,6 +86,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("export: row group rows %d < 1", o.RowGroupRows)
 	case o.RowGroupBytes < 1:
 		return fmt.Errorf("export: row group bytes %d < 1", o.RowGroupBytes)
+	case o.MaxLegal < -1:
+		return fmt.Errorf("export: max legal %d: want -1 (never), 0 (the default) or a count", o.MaxLegal)
 	case o.ProgressEvery < 1:
 		return fmt.Errorf("export: progress every %d < 1", o.ProgressEvery)
 	case o.Format == Chat && o.Kind == Trajectories:
@@ -141,7 +148,7 @@ func Export(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Sta
 	var sink sink
 	switch {
 	case opts.Format == Chat:
-		sink = newChatSink(out)
+		sink = newChatSink(out, opts.MaxLegal)
 	case st.Kind == Trajectories:
 		sink = newParquetSink(out, opts, &st, trajectoryRow)
 	default:
@@ -308,15 +315,16 @@ func (s *parquetSink[T]) close() error {
 
 // chatSink writes one ChatRow line per seat of each episode record.
 type chatSink struct {
-	w   *bufio.Writer
-	enc *json.Encoder
+	w        *bufio.Writer
+	enc      *json.Encoder
+	maxLegal int
 }
 
-func newChatSink(out io.Writer) *chatSink {
+func newChatSink(out io.Writer, maxLegal int) *chatSink {
 	w := bufio.NewWriterSize(out, 1<<16)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	return &chatSink{w: w, enc: enc}
+	return &chatSink{w: w, enc: enc, maxLegal: maxLegal}
 }
 
 func (s *chatSink) add(index int, line []byte) (int, error) {
@@ -324,7 +332,7 @@ func (s *chatSink) add(index int, line []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	rows := ChatRows(index, &rec)
+	rows := ChatRows(index, &rec, s.maxLegal)
 	for i := range rows {
 		if err := s.enc.Encode(&rows[i]); err != nil {
 			return 0, fmt.Errorf("write chat line: %w", err)

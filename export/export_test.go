@@ -150,6 +150,10 @@ func syntheticTrajectories(n int) []selfplay.Trajectory {
 		if i%3 == 0 {
 			t.Team = "werewolves"
 		}
+		if i%2 == 0 {
+			acc := rng.Float64()
+			t.InferAccuracy = &acc
+		}
 		turns := 1 + rng.IntN(4)
 		for k := range turns {
 			prompt := 1 + rng.IntN(200*(i%5+1))
@@ -406,7 +410,7 @@ func TestChatNoLeak(t *testing.T) {
 	}
 	private, omniscient := 0, 0
 	for i, rec := range play(t, eps) {
-		for _, row := range ChatRows(i, &rec) {
+		for _, row := range ChatRows(i, &rec, 0) {
 			if l := leaks(&rec, row.Seat, row.Messages); len(l) > 0 {
 				t.Errorf("%s seed %d seat %d: its conversation holds hidden text %q", rec.Env, rec.Seed, row.Seat, l[0])
 			}
@@ -415,7 +419,7 @@ func TestChatNoLeak(t *testing.T) {
 			}
 			// The check can fail: the omniscient log leaks to every seat.
 			var all []ChatMessage
-			for _, m := range selfplay.RenderEvents(rec.Events, false, nil) {
+			for _, m := range selfplay.RenderEvents(rec.Events, false, nil, 0) {
 				all = append(all, ChatMessage{Role: m.Role, Content: m.Content})
 			}
 			private++
@@ -575,5 +579,57 @@ func TestExportNegativeTokenID(t *testing.T) {
 	var le *LineError
 	if !errors.As(err, &le) || le.Line != 2 || !strings.Contains(err.Error(), "id -5 < 0") {
 		t.Errorf("got %v, want a line 2 error naming id -5", err)
+	}
+}
+
+// TestParquetCoversEveryTrajectoryField guards the round trip against a
+// field added to selfplay.Trajectory but not to TrajectoryRow: the
+// synthetic trajectories must set every exported field somewhere (else
+// the round trip could not notice it dropped), and every field set before
+// the Parquet file must be set after it.
+func TestParquetCoversEveryTrajectoryField(t *testing.T) {
+	trajs := syntheticTrajectories(17)
+	file, _ := export(t, jsonl(t, trajs), Options{Format: Parquet})
+	rows, _ := readParquet[TrajectoryRow](t, file)
+	if len(rows) != len(trajs) {
+		t.Fatalf("rows: got %d, want %d", len(rows), len(trajs))
+	}
+	typ := reflect.TypeFor[selfplay.Trajectory]()
+	for f := range typ.NumField() {
+		field := typ.Field(f)
+		if !field.IsExported() {
+			continue
+		}
+		set, kept := false, true
+		for i := range trajs {
+			in := reflect.ValueOf(trajs[i]).Field(f)
+			out := reflect.ValueOf(rows[i].Trajectory()).Field(f)
+			if !in.IsZero() {
+				set = true
+				kept = kept && !out.IsZero()
+			}
+		}
+		switch {
+		case !set:
+			t.Errorf("Trajectory.%s: no synthetic trajectory sets it, so the round trip cannot check it", field.Name)
+		case !kept:
+			t.Errorf("Trajectory.%s: set before the Parquet file, lost after it", field.Name)
+		}
+	}
+}
+
+// TestChatMaxLegal: a chat export writes the conversation a policy read,
+// legal-replies line included or left out as it was trained.
+func TestChatMaxLegal(t *testing.T) {
+	recs := play(t, []episode{{werewolf.New(), engine.Params{"players": 7}, []string{"heuristic"}, 5}})
+	count := func(maxLegal int) int {
+		var out bytes.Buffer
+		if _, err := Export(context.Background(), bytes.NewReader(jsonl(t, recs)), &out, Options{Format: Chat, MaxLegal: maxLegal}); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(out.String(), "Legal replies:")
+	}
+	if listed, never := count(0), count(-1); listed == 0 || never != 0 {
+		t.Errorf("legal-replies lines: %d with max_legal 0, %d with -1; want some and none", listed, never)
 	}
 }

@@ -41,6 +41,7 @@ type TrajectoryRow struct {
 	TurnRewards    []float64  `parquet:"turn_rewards,list"`
 	Reward         float64    `parquet:"reward"`
 	ShapedTurns    bool       `parquet:"shaped_turns"`
+	InferAccuracy  *float64   `parquet:"infer_accuracy,optional"`
 	PolicyVersions []int32    `parquet:"policy_versions,list"`
 	TurnFlags      [][]string `parquet:"turn_flags,optional,list" parquet-element:",list"`
 }
@@ -99,6 +100,10 @@ func NewTrajectoryRow(t *selfplay.Trajectory) (TrajectoryRow, error) {
 		Tokens: t.Tokens, Mask: t.Mask, Logprobs: t.Logprobs, RawLogprobs: t.RawLogprobs,
 		TurnRewards: t.TurnRewards, Reward: t.Reward, ShapedTurns: t.ShapedTurns, TurnFlags: t.TurnFlags,
 	}
+	if t.InferAccuracy != nil {
+		a := *t.InferAccuracy
+		row.InferAccuracy = &a
+	}
 	var err error
 	if row.Seat, err = int32Of("seat", t.Seat); err != nil {
 		return row, err
@@ -133,6 +138,10 @@ func (r *TrajectoryRow) Trajectory() selfplay.Trajectory {
 		Logprobs: nonNil(r.Logprobs), RawLogprobs: nonNil(r.RawLogprobs),
 		TurnEnds: ints(r.TurnEnds), TurnRewards: nonNil(r.TurnRewards), Reward: r.Reward,
 		ShapedTurns: r.ShapedTurns, PolicyVersions: ints(r.PolicyVersions),
+	}
+	if r.InferAccuracy != nil {
+		a := *r.InferAccuracy
+		t.InferAccuracy = &a
 	}
 	if r.TurnFlags != nil {
 		t.TurnFlags = make([][]string, len(r.TurnFlags))

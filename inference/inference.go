@@ -34,11 +34,11 @@ type Message struct {
 // Sampling holds the sampler settings of one request. The zero value means
 // greedy decoding (temperature 0).
 type Sampling struct {
-	Temperature float32 `json:"temperature"`
-	TopK        int     `json:"top_k,omitempty"`
-	TopP        float32 `json:"top_p,omitempty"` // 0 or 1 disables
-	MinP        float32 `json:"min_p,omitempty"` // 0 disables
-	Seed        uint64  `json:"seed"`
+	Temperature float32 `json:"temperature" yaml:"temperature"`
+	TopK        int     `json:"top_k,omitempty" yaml:"top_k"`
+	TopP        float32 `json:"top_p,omitempty" yaml:"top_p"` // 0 or 1 disables
+	MinP        float32 `json:"min_p,omitempty" yaml:"min_p"` // 0 disables
+	Seed        uint64  `json:"seed" yaml:"-"`
 }
 
 // Temperature bounds: beyond them 1/T overflows or flattens every logit

@@ -121,6 +121,14 @@ func TestLoadErrors(t *testing.T) {
 			t.Fatalf("compile fake libllama: %v\n%s", err, out)
 		}
 		tests = append(tests, struct{ name, dir, want string }{"other version", old, `"0.4.2", want 0.5.0`})
+		// The CUDA package's names (libggml.cuda.v0.5.0.so, …) are found
+		// and opened: the version check is what refuses this one.
+		cudaNames := filepath.Join(tmp, "cuda")
+		os.MkdirAll(cudaNames, 0o755)
+		os.Symlink(filepath.Join(lib, "libggml-base.so"), filepath.Join(cudaNames, "libggml-base.so"))
+		os.Symlink(filepath.Join(lib, "libggml.v0.5.0.so"), filepath.Join(cudaNames, "libggml.cuda.v0.5.0.so"))
+		os.Symlink(filepath.Join(old, "libllama.v0.5.0.so"), filepath.Join(cudaNames, "libllama.cuda.v0.5.0.so"))
+		tests = append(tests, struct{ name, dir, want string }{"cuda package names", cudaNames, `"0.4.2", want 0.5.0`})
 	} else {
 		t.Log("no C compiler: the wrong-version case is not checked")
 	}

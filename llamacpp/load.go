@@ -156,8 +156,9 @@ func load(dir string) error {
 		names []string
 	}{
 		{&libs.ggmlBase, []string{"libggml-base.so"}},
-		{&libs.ggml, []string{"libggml.v0.5.0.so", "libggml.so"}},
-		{&libs.llama, []string{"libllama.v0.5.0.so", "libllama.so"}},
+		// The npm package's names, its CUDA package's, and a build's own.
+		{&libs.ggml, []string{"libggml.v0.5.0.so", "libggml.cuda.v0.5.0.so", "libggml.so"}},
+		{&libs.llama, []string{"libllama.v0.5.0.so", "libllama.cuda.v0.5.0.so", "libllama.so"}},
 	} {
 		h, err := dlopenFirst(dir, l.names)
 		if err != nil {

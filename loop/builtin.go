@@ -31,11 +31,11 @@ import (
 // BuiltinParams are the negotiation games' parameters the built-in model
 // is trained and played with: structured moves only (no free-text SAY
 // lines), 4 turns per seat, short enough for a small model, and the
-// compact texts (a seat stream about a third as long: the corpus trains
-// 2.5× faster per step, rollouts and PPO passes cost less) with their
-// hints (the standing offer's worth to the seat, preferences best first:
-// +0.033 and +0.046 held-out reward over the same recipe without them,
-// docs/models.md).
+// compact texts (a seat stream about a third as long, so the corpus, the
+// rollouts and the PPO passes cost less) with their hints (the standing
+// offer's worth to the seat, preferences best first), which raised the
+// held-out reward over the same recipe without them (docs/models.md, the
+// built-in model).
 func BuiltinParams() map[string]any {
 	return map[string]any{"structured_only": true, "rounds": 4, "compact": true, "hints": true}
 }
@@ -102,8 +102,9 @@ func DefaultBuiltin() BuiltinOptions {
 		Corpus: CorpusOptions{Envs: es, Seed: 1, MaxTokens: 64, Context: 4096},
 		Arch:   "llama", Preset: "base", Vocab: 1024, SplitDigits: true, PromptWeight: 0.2,
 		Steps: 4800, Batch: 8, Train: t, CheckpointEvery: 25, Seed: 1,
-		// Off: two rounds changed the held-out reward by +0.001 [−0.015,
-		// +0.017] (docs/models.md); `--dagger-rounds N` turns them on.
+		// Off: two rounds did not change the held-out reward
+		// (docs/results/2026-12-03-builtin-model-dagger.md);
+		// `--dagger-rounds N` turns them on.
 		Dagger: DaggerOptions{
 			Rounds: 0, Games: DaggerGames(), Episodes: 64, Steps: 600, LR: 5e-4, Weight: 2,
 		},

@@ -35,5 +35,5 @@
 //
 // Rollout (no training) and SFT (the supervised warm-up) are here too, on
 // the same options and the same bridge; the SOTOPIA judge's adapter over a
-// backend is package loop/judge.
+// backend is package judge.
 package loop

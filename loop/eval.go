@@ -162,26 +162,23 @@ func (r *Run) arenaOptions() arena.Options {
 	}
 	a.Episodes = e.Episodes
 	if e.Temperature != nil {
-		a.Temperature = *e.Temperature
+		a.Sampling.Temperature = *e.Temperature
 	}
 	return a
 }
 
 // rolloutArena are arena options that play model seats as ro's rollouts
-// do (seed, parallelism, reply budget, sampling, grammar, retries), with
-// seat streams of ctxLen tokens.
+// do (seed, parallelism, retries and the whole selfplay.Reply: budget,
+// sampling, grammar, legal-replies line, trace), with seat streams of
+// ctxLen tokens.
 func rolloutArena(ro RolloutOptions, ctxLen int) arena.Options {
 	a := arena.Options{}.Defaults()
 	a.Seed, a.Parallel = ro.Seed, ro.Parallel
-	a.MaxTokens, a.Context, a.MinReplyTokens = ro.MaxTokens, ctxLen, min(ro.MinReplyTokens, ro.MaxTokens)
-	a.Temperature, a.TopK, a.TopP, a.MinP = ro.Temperature, ro.TopK, ro.TopP, ro.MinP
-	if ro.Grammar != nil {
-		a.Grammar = *ro.Grammar
-	}
+	a.Reply = ro.Reply
+	a.Context, a.MinReplyTokens = ctxLen, min(ro.MinReplyTokens, ro.MaxTokens)
 	if ro.MaxRetries != nil {
 		a.MaxRetries = *ro.MaxRetries
 	}
-	a.Trace = ro.Trace
 	return a
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
-	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/internal/cpuuse"
 	"github.com/omar-selfplay/omar/internal/errclip"
@@ -59,6 +58,8 @@ type Options struct {
 	// Cluster plays the rollouts on workers that take their work from a
 	// NATS server (off by default: this process plays them).
 	Cluster ClusterOptions `yaml:"cluster"`
+	// Logging writes the metrics in other formats too (TensorBoard).
+	Logging LoggingOptions `yaml:"logging"`
 }
 
 // EarlyStop are the drift thresholds of a run.
@@ -275,27 +276,16 @@ type RolloutOptions struct {
 	Agents     map[string]string `yaml:"agents"`
 	OllamaHost string            `yaml:"ollama_host"`
 
-	MaxTokens      int     `yaml:"max_tokens"`
-	Context        int     `yaml:"context"`
-	MinReplyTokens int     `yaml:"min_reply_tokens"`
-	Temperature    float32 `yaml:"temperature"`
-	TopK           int     `yaml:"top_k"`
-	TopP           float32 `yaml:"top_p"`
-	MinP           float32 `yaml:"min_p"`
-	Grammar        *bool   `yaml:"grammar"`
-	BatchWindowMS  float64 `yaml:"batch_window_ms"`
+	// Reply is how model seats reply (max_tokens, context,
+	// min_reply_tokens, temperature, top_k, top_p, min_p, grammar,
+	// max_legal, trace): the evaluations play the policy with it too.
+	selfplay.Reply `yaml:",inline"`
+
+	BatchWindowMS float64 `yaml:"batch_window_ms"`
 	// FreeSchedule lets the llama backend decode requests as they arrive
 	// instead of on the deterministic schedule (selfplay.Options).
 	FreeSchedule bool `yaml:"free_schedule"`
 	MaxRetries   *int `yaml:"max_retries"`
-	// MaxLegal is the most legal replies a notification may have for the
-	// prompt to list them (0: selfplay.DefaultMaxLegal, -1: never).
-	MaxLegal int `yaml:"max_legal"`
-	// Trace is a reply format of model seats: "" (none) or "tom", the
-	// theory-of-mind trace INFER → ACT → ANTICIPATE, grammar-constrained;
-	// only ACT reaches the environment, the whole trace is trained. Give
-	// max_tokens room for it.
-	Trace string `yaml:"trace"`
 	// InferReward, with trace: tom, adds infer_reward × the seat's INFER
 	// accuracy (selfplay.InferAccuracy: how well the INFER line names the
 	// counterpart's private preferences) to its reward in the negotiation
@@ -336,12 +326,11 @@ type RolloutOptions struct {
 // cache and the rule-based turn guard.
 func (RolloutOptions) Defaults() RolloutOptions {
 	d := selfplay.Options{}.Defaults()
-	grammar, retries := d.Grammar, d.Engine.MaxRetries
+	retries := d.Engine.MaxRetries
 	guard := selfplay.GuardOptions{}.Defaults()
 	return RolloutOptions{
 		Episodes: 16, Parallel: d.Parallel, GroupSize: d.GroupSize, Seed: d.Seed,
-		MaxTokens: d.MaxTokens, Context: d.Context, MinReplyTokens: d.MinReplyTokens,
-		Temperature: d.Sampling.Temperature, Grammar: &grammar, MaxRetries: &retries,
+		Reply: d.Reply, MaxRetries: &retries,
 		Guard: &guard, Threads: 1, KVCache: "f16",
 	}
 }
@@ -390,7 +379,7 @@ func (c *RolloutOptions) validate() error {
 	}
 	// llama.cpp aborts on some sampler settings (an infinite temperature
 	// with a grammar): refuse them before any backend sees them.
-	if err := c.sampling().Validate(); err != nil {
+	if err := c.Sampling.Validate(); err != nil {
 		return err
 	}
 	if _, err := llama.ParseKVType(c.KVCache); err != nil {
@@ -405,10 +394,6 @@ func (c *RolloutOptions) validate() error {
 		return err
 	}
 	return nil
-}
-
-func (c *RolloutOptions) sampling() inference.Sampling {
-	return inference.Sampling{Temperature: c.Temperature, TopK: c.TopK, TopP: c.TopP, MinP: c.MinP}
 }
 
 // AbsPaths makes the options' file paths absolute (relative to the
@@ -442,17 +427,13 @@ func (c *RolloutOptions) RunnerOptions(named map[string]*selfplay.Player) (selfp
 	if c.MaxRetries != nil {
 		o.Engine.MaxRetries = *c.MaxRetries
 	}
-	o.MaxTokens, o.Context = c.MaxTokens, c.Context
+	o.Reply = c.Reply
 	// A reply budget above max_tokens would never fit: clamp it.
 	o.MinReplyTokens = min(c.MinReplyTokens, c.MaxTokens)
-	o.Sampling = c.sampling()
-	if c.Grammar != nil {
-		o.Grammar = *c.Grammar
-	}
 	o.BatchWindow = time.Duration(c.BatchWindowMS * float64(time.Millisecond))
 	o.FreeSchedule = c.FreeSchedule
 	o.Agents, o.Players = c.Agents, named
-	o.MaxLegal, o.Trace, o.InferReward = c.MaxLegal, c.Trace, c.InferReward
+	o.InferReward = c.InferReward
 	if c.Guard != nil && c.Guard.Enabled {
 		g, err := selfplay.NewRuleGuard(*c.Guard)
 		if err != nil {

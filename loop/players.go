@@ -10,8 +10,8 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/inference/ollama"
+	"github.com/omar-selfplay/omar/judge"
 	"github.com/omar-selfplay/omar/llamacpp"
-	"github.com/omar-selfplay/omar/loop/judge"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/sotopia"
 )

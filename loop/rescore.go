@@ -9,7 +9,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference/ollama"
-	"github.com/omar-selfplay/omar/loop/judge"
+	"github.com/omar-selfplay/omar/judge"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/sotopia"
 )

@@ -1,13 +1,11 @@
 package loop
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/internal/cpuuse"
+	"github.com/omar-selfplay/omar/internal/tensorboard"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -92,7 +91,7 @@ const (
 // runFiles are removed when a run starts afresh over a previous one
 // (reward.svg is the CLI's plot; nats and cluster package cluster's
 // server storage and worker cache).
-var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir, EvalFile, EvalDir, BestDir, LeagueDir, CompareDir, "nats", "cluster"}
+var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir, EvalFile, EvalDir, BestDir, LeagueDir, CompareDir, "nats", "cluster", DefaultTensorBoardDir}
 
 // State is a run's own part of a checkpoint (the trainer writes its own
 // files next to it).
@@ -132,6 +131,9 @@ type State struct {
 type Run struct {
 	// Hooks may be set any time between calls.
 	Hooks Hooks
+
+	// tb writes logging.tensorboard's event file, once opened.
+	tb *tensorboard.Writer
 
 	dir     string
 	opts    Options
@@ -495,6 +497,13 @@ func (r *Run) Step(ctx context.Context) (*Metrics, error) {
 	if err := appendFile(r.Path(MetricsFile), append(b, '\n')); err != nil {
 		return nil, err
 	}
+	var line map[string]any
+	if err := json.Unmarshal(b, &line); err != nil {
+		return nil, err
+	}
+	if err := r.logScalars(it, line); err != nil {
+		return nil, err
+	}
 	if r.Hooks.Iteration != nil {
 		r.Hooks.Iteration(m)
 	}
@@ -529,278 +538,10 @@ func (r *Run) phase(it int, name string) {
 // a GPU trainer, or when the CPU has a core beyond the rollout's threads
 // for the trainer's one (more would spin against them). The contexts
 // beyond the first do not count: one-thread loops share cores without
-// spinning, and with two contexts on 2 cores scoring beside them took 40 s
-// of 6 iterations against 51 s after them.
+// spinning, and scoring beside two contexts on 2 cores beat scoring after
+// them (docs/results/2026-12-05-two-llama-contexts.md).
 func (r *Run) scoreBeside() bool {
 	return r.opts.Train.Device == "cuda" || r.opts.Rollout.Threads+1 <= cpuuse.Usable()
-}
-
-// iteration runs rollout → score → estimate → update → swap and appends
-// the metrics.
-func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
-	wall := time.Now()
-	m := &Metrics{Iteration: it, Reward: map[string]float64{}, Seconds: map[string]float64{}, TokensPerSec: map[string]float64{}}
-	n := r.opts.Rollout.Episodes
-
-	// Rollout.
-	r.phase(it, "rollout")
-	start := time.Now()
-	r.threads.begin()
-	var before llama.Stats
-	lb, _ := r.swapper.(*llama.Backend)
-	if lb != nil {
-		before = lb.Stats()
-	}
-	var trajs []selfplay.Trajectory
-	var eps, trajBuf bytes.Buffer
-	tw := selfplay.NewTrajectoryWriter(&trajBuf)
-	enc := json.NewEncoder(&eps)
-	var tally Tally
-	var leagueStats map[string]*LeagueStat
-	if r.league != nil {
-		r.league.prepare(r.state.League)
-		leagueStats = map[string]*LeagueStat{}
-		tally.Agent = r.player.Label
-	}
-	// The scoring pass runs beside the rollout, episode by episode
-	// (scorer), when a core is left for it.
-	var sc *scorer
-	if r.scoreBeside() {
-		if err := r.threads.beside(r.trainer); err != nil {
-			return nil, err
-		}
-		sc = startScorer(ctx, r.trainer, n)
-		defer func() {
-			if sc != nil {
-				// The rollout failed: stop after the episode being
-				// scored, and leave the others.
-				sc.handOff()
-			}
-		}()
-	}
-	var seqs []train.Sequence
-	var keep []int
-	done, lagSum := 0, 0
-	episode := func(res *selfplay.EpisodeResult, record []byte) error {
-		if r.league != nil {
-			d, ok := r.draws[res.Index]
-			if !ok {
-				d.seat, d.op = r.league.draw(res.Index)
-			}
-			delete(r.draws, res.Index)
-			r.league.tally(res, d, leagueStats)
-		}
-		es, kept := Sequences(res.Trajectories)
-		for _, k := range kept {
-			keep = append(keep, len(trajs)+k)
-		}
-		seqs = append(seqs, es...)
-		if sc != nil && r.source != nil {
-			sc.add(res.Index, es)
-		}
-		trajs = append(trajs, res.Trajectories...)
-		tally.Add(res)
-		if r.opts.SaveTrajectories {
-			for i := range res.Trajectories {
-				if err := tw.Write(&res.Trajectories[i]); err != nil {
-					return err
-				}
-			}
-		}
-		done++
-		if r.Hooks.Episode != nil {
-			r.Hooks.Episode(it, done, n)
-		}
-		if record != nil {
-			eps.Write(record)
-			return eps.WriteByte('\n')
-		}
-		return enc.Encode(res.Record)
-	}
-	var st selfplay.Stats
-	var err error
-	if r.source != nil {
-		st, err = r.collect(ctx, it, func(res *selfplay.EpisodeResult, record []byte, lag int) error {
-			lagSum += lag
-			m.StalenessMax = max(m.StalenessMax, lag)
-			return episode(res, record)
-		})
-	} else {
-		// The scorer takes each episode as it ends, not in episode
-		// order: one that ends late no longer holds up the ones after it.
-		var finished func(*selfplay.EpisodeResult)
-		if sc != nil {
-			finished = func(res *selfplay.EpisodeResult) {
-				es, _ := Sequences(res.Trajectories)
-				sc.add(res.Index, es)
-			}
-		}
-		st, err = r.runner.RunEach(ctx, r.state.Cursor, n, finished, func(res *selfplay.EpisodeResult) error {
-			for i := range res.Trajectories {
-				for k := range res.Trajectories[i].PolicyVersions {
-					res.Trajectories[i].PolicyVersions[k] += r.versionOffset
-				}
-			}
-			return episode(res, nil)
-		})
-	}
-	if err != nil {
-		return nil, err
-	}
-	if done > 0 {
-		m.Staleness = float64(lagSum) / float64(done)
-	}
-	m.Seconds["rollout"] = time.Since(start).Seconds()
-	m.Episodes, m.Turns, m.GeneratedTokens = st.Episodes, st.Turns, st.GeneratedTokens
-	m.TokensPerSec["rollout"] = st.TokensPerSecond()
-	m.MeanBatch = st.MeanBatch() // requests per call when no llama backend counts its steps
-	if lb != nil {
-		after := lb.Stats()
-		if steps := after.Steps - before.Steps; steps > 0 {
-			m.MeanBatch = float64(after.GeneratedTokens-before.GeneratedTokens) / float64(steps)
-		}
-	}
-	tally.fill(m)
-	// From here on the iteration completes even when interrupted.
-	ctx = context.WithoutCancel(ctx)
-	if r.league != nil {
-		m.League = leagueStats
-		r.league.update(&r.state.League, leagueStats)
-	}
-	if err := tw.Flush(); err != nil {
-		return nil, err
-	}
-	if err := appendFile(r.Path(EpisodesFile), eps.Bytes()); err != nil {
-		return nil, err
-	}
-	if r.opts.SaveTrajectories {
-		if err := appendFile(r.Path(TrajectoriesFile), trajBuf.Bytes()); err != nil {
-			return nil, err
-		}
-	}
-	r.state.Cursor += n
-	m.Cursor = r.state.Cursor
-
-	// Score: values, current and reference logprobs.
-	r.phase(it, "score")
-	start = time.Now()
-	var scores []train.Score
-	var busy time.Duration
-	scored := []scoredEpisode{{seqs: seqs}}
-	if sc != nil {
-		// The scorer stops after its current episode; the episodes left
-		// are scored here, one at a time as it would have, on the
-		// training phase's threads.
-		scored, busy, err = sc.handOff()
-		sc = nil
-		if err != nil {
-			return nil, err
-		}
-	}
-	if m.TrainThreads, err = r.threads.apply(r.trainer); err != nil {
-		return nil, err
-	}
-	tail := time.Now()
-	for _, e := range scored {
-		if e.scores == nil && len(e.seqs) > 0 {
-			if e.scores, err = r.trainer.Evaluate(ctx, e.seqs); err != nil {
-				return nil, err
-			}
-		}
-		scores = append(scores, e.scores...)
-	}
-	busy += time.Since(tail)
-	if len(seqs) == 0 {
-		return nil, errors.New("no trajectories to train on (is any seat played by the policy?)")
-	}
-	if len(scores) != len(seqs) {
-		return nil, fmt.Errorf("trainer scored %d of %d sequences", len(scores), len(seqs))
-	}
-	// score is what the phase added to the iteration; score_busy the
-	// scoring pass's own time, most of it beside the rollout.
-	m.Seconds["score"] = time.Since(start).Seconds()
-	m.Seconds["score_busy"] = busy.Seconds()
-	seqTokens := 0
-	for _, s := range seqs {
-		seqTokens += len(s.Tokens)
-	}
-	m.TokensPerSec["score"] = float64(seqTokens) / busy.Seconds()
-	var gap, kl, vsum float64
-	var nGen int
-	for j, i := range keep {
-		t, sc := &trajs[i], &scores[j]
-		for k, on := range t.Mask {
-			if on {
-				gap += math.Abs(float64(t.RawLogprobs[k] - sc.Logprobs[k]))
-				kl += float64(sc.Logprobs[k] - sc.RefLogprobs[k])
-				vsum += float64(sc.Values[k])
-				nGen++
-			}
-		}
-	}
-	if nGen > 0 {
-		m.LogprobGap, m.KLRef, m.ValueMean = gap/float64(nGen), kl/float64(nGen), vsum/float64(nGen)
-	}
-
-	// Advantages.
-	start = time.Now()
-	in := selfplay.AdvantageInput{Samples: make([]selfplay.Sample, len(keep))}
-	for j, i := range keep {
-		in.Samples[j] = selfplay.SampleOf(&trajs[i], scores[j].Values)
-	}
-	adv, err := r.est.Estimate(in)
-	if err != nil {
-		return nil, err
-	}
-	var asum, asq float64
-	current := r.swapper.PolicyVersion() + r.versionOffset
-	for j := range seqs {
-		s := &seqs[j]
-		s.OldLogprobs, s.OldValues, s.RefLogprobs = oldLogprobs(&trajs[keep[j]], scores[j].Logprobs, current), scores[j].Values, scores[j].RefLogprobs
-		s.Advantages, s.Returns = adv.Advantages[j], adv.Returns[j]
-		for k, on := range s.Mask {
-			if on {
-				a := float64(adv.Advantages[j][k])
-				asum, asq = asum+a, asq+a*a
-			}
-		}
-	}
-	if nGen > 0 {
-		m.AdvantageMean = asum / float64(nGen)
-		m.AdvantageStd = math.Sqrt(math.Max(0, asq/float64(nGen)-m.AdvantageMean*m.AdvantageMean))
-	}
-	m.Seconds["estimate"] = time.Since(start).Seconds()
-
-	// Update.
-	r.phase(it, "update")
-	start = time.Now()
-	ts, err := r.trainer.Step(ctx, seqs)
-	if err != nil {
-		return nil, err
-	}
-	m.Seconds["update"] = time.Since(start).Seconds()
-	m.PolicyLoss, m.ValueLoss, m.KL = ts.Term(train.TermPolicy), ts.Term(train.TermValue), ts.Term(train.TermKL)
-	m.Entropy, m.ClipFrac, m.GradNorm = ts.Term(train.TermEntropy), ts.Term(train.TermClipFrac), ts.GradNorm
-	m.SequenceTokens, m.TrainedTokens, m.OptimizerSteps = ts.Tokens, ts.TrainedTokens, ts.OptimizerSteps
-	m.TokensPerSec["update"] = float64(ts.Tokens) / m.Seconds["update"]
-
-	// Swap the new adapter into the inference backend.
-	r.phase(it, "swap")
-	start = time.Now()
-	if err := r.trainer.SaveAdapter(r.Path(AdapterFile)); err != nil {
-		return nil, err
-	}
-	if _, err := r.swapper.SetAdapter(ctx, r.Path(AdapterFile), 1); err != nil {
-		return nil, err
-	}
-	r.state.Adapter = true
-	if err := r.snapshot(ctx, it); err != nil {
-		return nil, err
-	}
-	m.Seconds["swap"] = time.Since(start).Seconds()
-	m.Seconds["iteration"] = time.Since(wall).Seconds()
-	r.state.Iteration = it
-	return m, nil
 }
 
 // Sequences turns trajectories into training sequences: those with at

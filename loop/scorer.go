@@ -75,6 +75,14 @@ func (s *scorer) add(index int, seqs []train.Sequence) {
 	}
 }
 
+// stop ends a scorer whose iteration failed: it stops after the episode
+// being scored and leaves the others. A nil scorer does nothing.
+func (s *scorer) stop() {
+	if s != nil {
+		s.handOff()
+	}
+}
+
 // handOff stops the scorer after the episode it is scoring and returns
 // every episode it was given, in episode order, those it did not score
 // without scores, for the caller to score with the trainer's full thread

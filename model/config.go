@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -33,6 +34,10 @@ type Config struct {
 	QKVBias bool
 	// QKNorm adds per-head RMS norms of queries and keys (qwen3).
 	QKNorm bool
+	// RopeScaling, when set (Factor > 0), is Llama 3.x's RoPE scaling,
+	// written as the rope_freqs.weight tensor. ConfigFromGGUF leaves it
+	// unset: the tensor holds the factors, not the parameters.
+	RopeScaling Llama3RopeScaling
 }
 
 // PresetConfig returns the configuration of a preset for an architecture.
@@ -95,6 +100,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model: %d heads cannot share %d KV heads", c.HeadCount, c.HeadCountKV)
 	case c.HeadDim <= 0 || c.HeadDim%2 != 0:
 		return fmt.Errorf("model: head dimension %d must be positive and even (RoPE)", c.HeadDim)
+	case c.RopeScaling.Factor != 0 && (c.RopeScaling.Factor < 1 || c.RopeScaling.HighFreqFactor <= c.RopeScaling.LowFreqFactor || c.RopeScaling.OriginalContext <= 0):
+		return fmt.Errorf("model: rope scaling %+v is not a Llama 3 one", c.RopeScaling)
 	case c.Arch == "qwen2" && c.HeadDim*c.HeadCount != c.EmbeddingLength:
 		// llama.cpp's qwen2 sizes attn_output as [n_embd, n_embd].
 		return fmt.Errorf("model: qwen2 needs head_dim × heads = n_embd, got %d × %d ≠ %d", c.HeadDim, c.HeadCount, c.EmbeddingLength)
@@ -113,23 +120,40 @@ func (c Config) Params() int64 {
 
 // Options selects what Generate writes.
 type Options struct {
-	Arch   string // "llama" (default), "qwen2" or "qwen3"
-	Preset string // "tiny" (default) or "small"
+	Arch   string // "llama" (default), "qwen2" or "qwen3"; not with Shape
+	Preset string // "tiny" (default), "base", "deep" or "small"; not with Shape
+	// Shape, when set, is the name of a real model's shape (Shapes): the
+	// architecture and every dimension come from it. It needs Tokenizer,
+	// as a real vocabulary cannot be learnt from the built-in corpus.
+	Shape string
+	// Layers, when > 0, keeps only that many blocks (at most the shape's
+	// or preset's), so that a test can use a real shape cheaply.
+	Layers int
 	Seed   uint64
-	// ContextLength overrides the preset's context length when > 0.
+	// ContextLength overrides the shape's or preset's context length when > 0.
 	ContextLength int
 	// Type is the storage type of the weight matrices: gguf.F32 (default,
-	// what the trainer needs on CUDA) or gguf.F16. Norms are always F32.
+	// what the trainer needs on CUDA), gguf.F16 or gguf.Q8_0 (ggml's
+	// 8-bit blocks, the common type of released GGUFs). Norms and other
+	// vectors are always F32.
 	Type gguf.TensorType
 	// Merges, when set, are the tokenizer's BPE merges (TrainBPE on a
 	// corpus of one's own); the vocabulary size is then 256 + len(Merges)
 	// + the special tokens, whatever the preset says. Empty: merges
 	// learnt from the embedded corpus for the preset's vocabulary.
 	Merges []string
+	// Tokenizer, when set, is the vocabulary written instead of a
+	// generated one: a real model's tokenizer (ReadHFTokenizer) with its
+	// special tokens and chat template. With a preset, the vocabulary size
+	// becomes the tokenizer's; with a shape, it must fit the shape's.
+	Tokenizer *HFTokenizer
 }
 
 // Defaults fills unset fields.
 func (o Options) Defaults() Options {
+	if o.Shape != "" {
+		return o
+	}
 	if o.Arch == "" {
 		o.Arch = "llama"
 	}
@@ -141,17 +165,35 @@ func (o Options) Defaults() Options {
 
 // Validate checks the options (after Defaults).
 func (o Options) Validate() error {
-	if !slices.Contains(Architectures, o.Arch) {
-		return fmt.Errorf("model: unknown architecture %q (want one of %v)", o.Arch, Architectures)
-	}
-	if !slices.Contains(Presets, o.Preset) {
-		return fmt.Errorf("model: unknown preset %q (want one of %v)", o.Preset, Presets)
+	if o.Shape != "" {
+		if o.Arch != "" || o.Preset != "" {
+			return fmt.Errorf("model: shape %s sets the architecture and size; give no architecture or preset with it", o.Shape)
+		}
+		if _, err := FindShape(o.Shape); err != nil {
+			return err
+		}
+		if o.Tokenizer == nil {
+			return fmt.Errorf("model: shape %s needs the real model's tokenizer (tokenizer.json and tokenizer_config.json)", o.Shape)
+		}
+	} else {
+		if !slices.Contains(Architectures, o.Arch) {
+			return fmt.Errorf("model: unknown architecture %q (want one of %v)", o.Arch, Architectures)
+		}
+		if !slices.Contains(Presets, o.Preset) {
+			return fmt.Errorf("model: unknown preset %q (want one of %v)", o.Preset, Presets)
+		}
 	}
 	if o.ContextLength < 0 {
 		return fmt.Errorf("model: negative context length %d", o.ContextLength)
 	}
-	if o.Type != gguf.F32 && o.Type != gguf.F16 {
-		return fmt.Errorf("model: weight type %v not supported (F32 or F16)", o.Type)
+	if o.Layers < 0 {
+		return fmt.Errorf("model: negative layer count %d", o.Layers)
+	}
+	if o.Type != gguf.F32 && o.Type != gguf.F16 && o.Type != gguf.Q8_0 {
+		return fmt.Errorf("model: weight type %v not supported (F32, F16 or Q8_0)", o.Type)
+	}
+	if len(o.Merges) > 0 && o.Tokenizer != nil {
+		return fmt.Errorf("model: give merges or a tokenizer, not both")
 	}
 	return nil
 }
@@ -162,15 +204,44 @@ func (o Options) Config() (Config, error) {
 	if err := o.Validate(); err != nil {
 		return Config{}, err
 	}
-	c, err := PresetConfig(o.Arch, o.Preset)
-	if err != nil {
-		return c, err
+	var c Config
+	if o.Shape != "" {
+		s, err := FindShape(o.Shape)
+		if err != nil {
+			return c, err
+		}
+		c = s.Config()
+	} else {
+		var err error
+		if c, err = PresetConfig(o.Arch, o.Preset); err != nil {
+			return c, err
+		}
+	}
+	if o.Layers > 0 {
+		if o.Layers > c.BlockCount {
+			return c, fmt.Errorf("model: %d layers is more than the %d of %s", o.Layers, c.BlockCount, cmp.Or(o.Shape, o.Preset))
+		}
+		c.BlockCount = o.Layers
 	}
 	if o.ContextLength > 0 {
 		c.ContextLength = o.ContextLength
 	}
-	if len(o.Merges) > 0 {
+	switch {
+	case len(o.Merges) > 0:
 		c.VocabSize = len(BPEVocab(o.Merges)) + len(specialTokens)
+	case o.Tokenizer != nil && o.Shape != "":
+		if n := o.Tokenizer.Size(); n > c.VocabSize {
+			return c, fmt.Errorf("model: the tokenizer has %d tokens, more than the %d rows of shape %s", n, c.VocabSize, o.Shape)
+		}
+	case o.Tokenizer != nil:
+		c.VocabSize = o.Tokenizer.Size()
+	}
+	if o.Type == gguf.Q8_0 {
+		for _, t := range c.tensors() {
+			if t.matrix && t.shape[0]%q8Block != 0 {
+				return c, fmt.Errorf("model: Q8_0 needs rows of whole %d-element blocks; %s has rows of %d", q8Block, t.name, t.shape[0])
+			}
+		}
 	}
 	return c, c.Validate()
 }

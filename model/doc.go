@@ -12,6 +12,13 @@
 //
 //	err := model.WriteFile("tiny.gguf", model.Options{Arch: "llama", Preset: "tiny", Seed: 1})
 //
+// Stand-ins of real models: Options.Shape names a released model's exact
+// shape (Shapes, with the numbers of its config.json) and
+// Options.Tokenizer a Hugging Face tokenizer converted as llama.cpp's
+// converter does (ReadHFTokenizer), so that the file differs from the
+// real model only in its weights. Options.Type may also be Q8_0, encoded
+// here block by block as ggml does.
+//
 // Tokenizer is a pure-Go tokenizer for the vocabularies written
 // here (tests, scripted backends); at run time llama.cpp's own tokenizer is
 // used. Inspect summarises any GGUF model, including real ones.

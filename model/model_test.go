@@ -200,7 +200,9 @@ func TestPresetSizes(t *testing.T) {
 
 func TestOptionsErrors(t *testing.T) {
 	tests := []Options{
-		{Arch: "gpt5"}, {Preset: "huge"}, {ContextLength: -1}, {Type: gguf.Q8_0},
+		{Arch: "gpt5"}, {Preset: "huge"}, {ContextLength: -1}, {Type: gguf.Q4_0}, {Layers: -1}, {Layers: 3},
+		{Shape: "qwen3-0.6b"}, {Shape: "qwen3-0.6b", Arch: "qwen3", Tokenizer: &HFTokenizer{}},
+		{Shape: "gemma3-1b", Tokenizer: &HFTokenizer{}}, {Merges: []string{"a b"}, Tokenizer: &HFTokenizer{}},
 	}
 	for _, o := range tests {
 		t.Run(fmt.Sprintf("%+v", o), func(t *testing.T) {

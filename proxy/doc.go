@@ -5,7 +5,8 @@
 // that omar can train the policy on what the agent did.
 //
 // A call belongs to a session when it carries a key (the X-Omar-Session
-// header, else the request's user field). A session's token stream is its
+// header, else the request's user field; a call tied to a seat always has
+// its seat's key, which no other call may use). A session's token stream is its
 // previous prompt followed by the reply's sampled ids: when the next
 // call's rendered prompt extends that stream (as text, or as tokens), only
 // the new tokens are appended, the KV cache of the stream is reused, and
@@ -17,7 +18,9 @@
 // engine's HTTP server) receives that seat's reward when the episode ends;
 // its segments then become selfplay.Trajectory values, which
 // loop.Sequences turns into training sequences. Sessions without an
-// episode receive a reward through the management API.
+// episode receive a reward through the management API; they belong to
+// the client address that created them, within its budget of sessions and
+// bytes (docs/security.md).
 //
 // The wire types follow OpenAI's chat and legacy completions APIs. Fields
 // the proxy cannot honour (n > 1, penalties, tools, json_schema) are

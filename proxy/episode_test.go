@@ -288,8 +288,8 @@ func TestTieNeedsTheSeatToken(t *testing.T) {
 		{"a seat that is not a number", map[string]string{HeaderEpisode: info.ID, HeaderSeat: "x", HeaderSeatToken: "t"}, http.StatusBadRequest, HeaderSeat},
 		{"an unknown episode", map[string]string{HeaderEpisode: "ep999", HeaderSeat: "0", HeaderSeatToken: "t"}, http.StatusForbidden, HeaderSeatToken},
 		{"the seat's own token", tie("a", 0, info.Seats[0].Token), http.StatusOK, ""},
-		{"the same session, another seat", tie("a", 1, info.Seats[1].Token), http.StatusConflict, HeaderEpisode},
-		{"another session, the same seat", tie("b", 0, info.Seats[0].Token), http.StatusConflict, HeaderEpisode},
+		{"the seat's token, another key: the seat's session", tie("b", 0, info.Seats[0].Token), http.StatusOK, ""},
+		{"the tied seat, another seat's token", tie("", 0, info.Seats[1].Token), http.StatusForbidden, HeaderSeatToken},
 		{"no session key: one per seat", tie("", 1, info.Seats[1].Token), http.StatusOK, ""},
 	}
 	for _, tc := range tests {
@@ -303,5 +303,162 @@ func TestTieNeedsTheSeatToken(t *testing.T) {
 			}
 			checkError(t, code, resp, tc.status, tc.param)
 		})
+	}
+}
+
+// sessionCount is the number of sessions p holds.
+func sessionCount(p *Proxy) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sessions)
+}
+
+// TestNoTokenNoSeatData: a call without a seat's token cannot create,
+// name, append to or pre-create a seat's session, and a refused call
+// leaves no session (issue 52, defects 2 and 3). Before, X-Omar-Session:
+// episode/ID/seat/0 or the user field appended an attacker's calls to the
+// seat's trajectories, and 403s still created sessions.
+func TestNoTokenNoSeatData(t *testing.T) {
+	b := testBackend(t)
+	client, _ := engineServer(t)
+	p, ps := testProxy(t, b, client, nil)
+	ctx := t.Context()
+	info, err := client.Create(ctx, remote.CreateRequest{Env: "casino_v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seatKey := "episode/" + info.ID + "/seat/0"
+	msg := func(text string) map[string]any {
+		return map[string]any{"messages": []map[string]any{{"role": "user", "content": text}}, "max_tokens": 2}
+	}
+	url := ps.URL + "/v1/chat/completions"
+	seat0 := map[string]string{HeaderEpisode: info.ID, HeaderSeat: "0", HeaderSeatToken: info.Seats[0].Token}
+
+	attacks := []struct {
+		name    string
+		headers map[string]string
+		body    map[string]any
+		status  int
+	}{
+		{"the seat's key as X-Omar-Session", map[string]string{HeaderSession: seatKey}, msg("evil"), http.StatusBadRequest},
+		{"the seat's key as user", nil, func() map[string]any { m := msg("evil"); m["user"] = seatKey; return m }(), http.StatusBadRequest},
+		{"a future episode's seat", map[string]string{HeaderSession: "episode/ep-future/seat/0"}, msg("evil"), http.StatusBadRequest},
+		{"the seat with another seat's token", map[string]string{HeaderEpisode: info.ID, HeaderSeat: "0", HeaderSeatToken: info.Seats[1].Token}, msg("evil"), http.StatusForbidden},
+		{"the seat with a made-up token", map[string]string{HeaderEpisode: info.ID, HeaderSeat: "0", HeaderSeatToken: "0123456789abcdef"}, msg("evil"), http.StatusForbidden},
+		{"a made-up episode", map[string]string{HeaderEpisode: "ep-0123", HeaderSeat: "0", HeaderSeatToken: "0123456789abcdef"}, msg("evil"), http.StatusForbidden},
+	}
+	run := func(t *testing.T) {
+		for _, a := range attacks {
+			t.Run(a.name, func(t *testing.T) {
+				code, resp := post(t, url, a.headers, a.body)
+				if code != a.status {
+					t.Fatalf("got HTTP %d (%s), want %d", code, resp, a.status)
+				}
+			})
+		}
+	}
+	t.Run("before the seat's first call", func(t *testing.T) {
+		run(t)
+		if n := sessionCount(p); n != 0 {
+			t.Errorf("refused calls left %d sessions, want none", n)
+		}
+	})
+	if code, resp := post(t, url, seat0, msg("hello")); code != http.StatusOK {
+		t.Fatalf("the seat's own call: HTTP %d (%s)", code, resp)
+	}
+	t.Run("after the seat tied", func(t *testing.T) {
+		run(t)
+		if n := sessionCount(p); n != 1 {
+			t.Errorf("refused calls left %d sessions, want only the seat's", n)
+		}
+	})
+	if code, resp := post(t, url, seat0, msg("again")); code != http.StatusOK {
+		t.Fatalf("the seat's second call: HTTP %d (%s)", code, resp)
+	}
+	rec, err := p.Session(ctx, seatKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Calls) != 2 || rec.Tie == nil || rec.Tie.Seat != 0 {
+		t.Errorf("the seat's session has %d calls (tie %+v), want the seat's own 2", len(rec.Calls), rec.Tie)
+	}
+}
+
+// TestUntiedFloodKeepsSeats: a client that floods the proxy with untied
+// sessions evicts only its own, never a seat's session, and a refused
+// call does not count (issue 52, defect 3: 4,200 refused calls evicted
+// the honest seat's session).
+func TestUntiedFloodKeepsSeats(t *testing.T) {
+	b := testBackend(t)
+	client, _ := engineServer(t)
+	p, ps := testProxy(t, b, client, func(o *Options) { o.MaxSessions, o.MaxClientSessions = 4, 3 })
+	ctx := t.Context()
+	info, err := client.Create(ctx, remote.CreateRequest{Env: "casino_v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := ps.URL + "/v1/chat/completions"
+	body := map[string]any{"messages": []map[string]any{{"role": "user", "content": "Hi"}}, "max_tokens": 1}
+	seat0 := map[string]string{HeaderEpisode: info.ID, HeaderSeat: "0", HeaderSeatToken: info.Seats[0].Token}
+	if code, resp := post(t, url, seat0, body); code != http.StatusOK {
+		t.Fatalf("the seat's call: HTTP %d (%s)", code, resp)
+	}
+	for i := range 200 {
+		code, _ := post(t, url, map[string]string{HeaderEpisode: info.ID, HeaderSeat: "0", HeaderSeatToken: fmt.Sprintf("%032d", i)}, body)
+		if code != http.StatusForbidden {
+			t.Fatalf("a wrong token: HTTP %d, want 403", code)
+		}
+	}
+	for i := range 12 {
+		if code, resp := post(t, url, map[string]string{HeaderSession: fmt.Sprintf("flood-%d", i)}, body); code != http.StatusOK {
+			t.Fatalf("untied session %d: HTTP %d (%s)", i, code, resp)
+		}
+	}
+	rec, err := p.Session(ctx, "episode/"+info.ID+"/seat/0")
+	if err != nil {
+		t.Fatalf("the seat's session is gone after the flood: %v", err)
+	}
+	if len(rec.Calls) != 1 {
+		t.Errorf("the seat's session has %d calls, want 1", len(rec.Calls))
+	}
+	if n := sessionCount(p); n != 1+3 {
+		t.Errorf("got %d sessions, want the seat's and the flooding client's last 3", n)
+	}
+	if st := p.Stats(); st.Evicted != 9 {
+		t.Errorf("got %d evictions, want 9 (the flood's own sessions beyond 3)", st.Evicted)
+	}
+}
+
+// TestClientByteBudget: a client's untied sessions share MaxClientBytes;
+// a new session evicts the client's own older one, and a call that could
+// not fit at all is refused without evicting anything.
+func TestClientByteBudget(t *testing.T) {
+	b := testBackend(t)
+	p, ps := testProxy(t, b, nil, func(o *Options) { o.MaxClientBytes = 1000 }) // a small call records about 560 bytes
+	ctx := t.Context()
+	url := ps.URL + "/v1/chat/completions"
+	small := map[string]any{"messages": []map[string]any{{"role": "user", "content": "Hi"}}, "max_tokens": 1}
+	for _, key := range []string{"first", "second"} {
+		if code, resp := post(t, url, map[string]string{HeaderSession: key}, small); code != http.StatusOK {
+			t.Fatalf("session %s: HTTP %d (%s)", key, code, resp)
+		}
+	}
+	if _, err := p.Session(ctx, "first"); err == nil {
+		t.Error("the first session is still held: want it evicted for the second within the client's bytes")
+	}
+	if _, err := p.Session(ctx, "second"); err != nil {
+		t.Errorf("the second session: %v", err)
+	}
+	large := map[string]any{"messages": []map[string]any{{"role": "user", "content": "Hi"}}, "max_tokens": 64}
+	code, resp := post(t, url, map[string]string{HeaderSession: "third"}, large)
+	checkError(t, code, resp, http.StatusTooManyRequests, "")
+	if !strings.Contains(string(resp), "client_bytes") {
+		t.Errorf("got %s, want code client_bytes", resp)
+	}
+	if _, err := p.Session(ctx, "second"); err != nil {
+		t.Errorf("a refused call evicted the second session: %v", err)
+	}
+	if _, err := p.Session(ctx, "third"); err == nil {
+		t.Error("the refused call left its session")
 	}
 }

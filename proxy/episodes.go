@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,48 +18,33 @@ import (
 // ErrRunning is returned by EndEpisode for an episode that has not ended.
 var ErrRunning = errors.New("proxy: the episode is still running")
 
-// tie binds s to the seat t claims, after the engine server confirmed
-// that t's token is the seat's; a session already tied must claim the same
-// seat with the same token.
-func (p *Proxy) tie(ctx context.Context, s *session, t *tieRequest) *APIError {
-	conflict := func(format string, args ...any) *APIError {
-		return &APIError{Status: http.StatusConflict, Code: "session_tied", Param: HeaderEpisode, Message: fmt.Sprintf(format, args...)}
-	}
-	if old := s.tie; old != nil {
-		if old.Episode != t.episode || old.Seat != t.seat || subtle.ConstantTimeCompare([]byte(old.token), []byte(t.token)) != 1 {
-			return conflict("session %q is tied to episode %s seat %d", s.key, old.Episode, old.Seat)
-		}
-		return nil
-	}
+// verifyTie asks the engine server whether t's token is the seat's, and
+// returns the tie of a session that plays it. Nothing is created here: a
+// call the engine refuses leaves no trace in the proxy.
+func (p *Proxy) verifyTie(ctx context.Context, t *tieRequest) (*Tie, *APIError) {
 	if p.episodes == nil {
-		return badRequest(HeaderEpisode, "this proxy serves no engine episodes: %s cannot be used", HeaderEpisode)
+		return nil, badRequest(HeaderEpisode, "this proxy serves no engine episodes: %s cannot be used", HeaderEpisode)
 	}
 	// The seat's view from past its end: answers at once, and only to the
 	// seat's own token.
 	if _, err := p.episodes.Events(ctx, t.episode, t.seat, t.token, 1<<62, 0); err != nil {
 		var se *remote.StatusError
 		if errors.As(err, &se) && se.Code/100 == 4 {
-			return &APIError{Status: http.StatusForbidden, Code: "seat_token", Param: HeaderSeatToken,
+			return nil, &APIError{Status: http.StatusForbidden, Code: "seat_token", Param: HeaderSeatToken,
 				Message: fmt.Sprintf("episode %s seat %d: the engine server refused the seat token: %s", t.episode, t.seat, se.Message)}
 		}
-		return &APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("engine server: %v", err)}
+		return nil, &APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("engine server: %v", err)}
 	}
 	info, err := p.episodes.Episode(ctx, t.episode)
 	if err != nil {
-		return &APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("engine server: %v", err)}
+		return nil, &APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("engine server: %v", err)}
 	}
 	if info.Status != "running" {
-		return conflict("episode %s has ended (%s): no call can join it", t.episode, info.Status)
+		return nil, &APIError{Status: http.StatusConflict, Code: "session_tied", Param: HeaderEpisode,
+			Message: fmt.Sprintf("episode %s has ended (%s): no call can join it", t.episode, info.Status)}
 	}
 	if t.seat >= len(info.Seats) {
-		return badRequest(HeaderSeat, "episode %s has %d seats, not seat %d", t.episode, len(info.Seats), t.seat)
-	}
-	p.mu.Lock()
-	for _, o := range p.sessions {
-		if o != s && o.tie != nil && o.tie.Episode == t.episode && o.tie.Seat == t.seat {
-			p.mu.Unlock()
-			return conflict("episode %s seat %d is already played by session %q", t.episode, t.seat, o.key)
-		}
+		return nil, badRequest(HeaderSeat, "episode %s has %d seats, not seat %d", t.episode, len(info.Seats), t.seat)
 	}
 	tie := &Tie{Episode: t.episode, Seat: t.seat, SeatName: info.Seats[t.seat].Name, Env: info.Env, token: t.token}
 	if info.Seed != nil {
@@ -73,19 +57,17 @@ func (p *Proxy) tie(ctx context.Context, s *session, t *tieRequest) *APIError {
 			}
 		}
 	}
-	// Set under p.mu: the check above and endEpisode read other
-	// sessions' ties under it.
-	s.tie = tie
-	watch := p.opts.Poll > 0 && !p.watching[t.episode]
-	if watch {
-		p.watching[t.episode] = true
+	return tie, nil
+}
+
+// watchEpisode starts the watcher of an episode once; p.mu is held.
+func (p *Proxy) watchEpisode(id string) {
+	if p.opts.Poll <= 0 || p.watching[id] {
+		return
 	}
-	p.mu.Unlock()
-	if watch {
-		p.wg.Add(1)
-		go p.watch(t.episode)
-	}
-	return nil
+	p.watching[id] = true
+	p.wg.Add(1)
+	go p.watch(id)
 }
 
 // watch polls an episode until it ends, then buffers its sessions'

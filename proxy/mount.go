@@ -17,6 +17,10 @@ type PolicyOptions struct {
 	Model, Adapter, LibDir string
 	Threads, Slots         int
 	Context, MaxTokens     int
+	// APIKey, when set, is the bearer token every completion call needs
+	// (Options.APIKey); empty: completions are open to whoever reaches
+	// the server.
+	APIKey string
 }
 
 // policyServer is the rollout proxy and the backend it generates with.
@@ -61,6 +65,10 @@ func Mount(o PolicyOptions, engineURL, secret string, next http.Handler, log io.
 	if o.MaxTokens > 0 {
 		po.MaxTokens = o.MaxTokens
 	}
+	// No prompt longer than a sequence's context can be decoded: refuse it
+	// before tokenising more.
+	po.MaxPromptTokens = lo.Context
+	po.APIKey = o.APIKey
 	po.Secret = secret
 	po.Poll = time.Second
 	po.Games = envs.Find

@@ -36,7 +36,7 @@ func TestMount(t *testing.T) {
 	}
 	ts := httptest.NewUnstartedServer(nil)
 	url := "http://" + ts.Listener.Addr().String()
-	h, closer, err := Mount(PolicyOptions{Model: path, LibDir: lib, Threads: 1, Slots: 2, Context: 1024, MaxTokens: 32}, url, so.Secret, engineSrv, io.Discard)
+	h, closer, err := Mount(PolicyOptions{Model: path, LibDir: lib, Threads: 1, Slots: 2, Context: 1024, MaxTokens: 32, APIKey: "policy-key-0123"}, url, so.Secret, engineSrv, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +56,19 @@ func TestMount(t *testing.T) {
 	req.Header.Set("X-Omar-Seat", strconv.Itoa(0))
 	req.Header.Set("X-Omar-Seat-Token", info.Seats[0].Token)
 	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("chat completion without the API key: got HTTP %d, want 401", resp.StatusCode)
+	}
+	req, _ = http.NewRequest(http.MethodPost, url+"/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("X-Omar-Episode", info.ID)
+	req.Header.Set("X-Omar-Seat", strconv.Itoa(0))
+	req.Header.Set("X-Omar-Seat-Token", info.Seats[0].Token)
+	req.Header.Set("Authorization", "Bearer policy-key-0123")
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

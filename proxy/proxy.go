@@ -42,9 +42,23 @@ type Options struct {
 	MaxTokens int
 	// MaxBodyBytes bounds request bodies.
 	MaxBodyBytes int64
-	// MaxSessions bounds the sessions held; a new session beyond it evicts
-	// the least recently used idle one (its calls are lost).
+	// MaxSessions bounds the untied sessions held, and separately the
+	// seat-tied ones. Beyond it a new untied session evicts the least
+	// recently used idle session that has ended, else one of its own
+	// client's; a tied one evicts only ended tied sessions.
 	MaxSessions int
+	// MaxClientSessions and MaxClientBytes bound the untied sessions of
+	// one client address and the bytes they record; at either bound the
+	// client's own least recently used idle session is evicted.
+	MaxClientSessions int
+	MaxClientBytes    int64
+	// MaxBytes bounds what all sessions record; beyond it ended sessions
+	// are evicted, and a call that still does not fit is refused.
+	MaxBytes int64
+	// MaxMessages bounds a chat request's messages, MaxPromptTokens a
+	// call's whole prompt (the session's stream and what it appends).
+	MaxMessages     int
+	MaxPromptTokens int
 	// MaxCalls bounds the calls one session may record.
 	MaxCalls int
 	// MaxFinished bounds the trajectories held until Trajectories drains
@@ -70,9 +84,13 @@ type Options struct {
 }
 
 // Defaults returns 1024-token replies, 4 MiB bodies, 4096 sessions of at
-// most 4096 calls, 65536 finished trajectories and a poll every second.
+// most 4096 calls, 64 sessions and 256 MiB per client, 2 GiB in all,
+// 2048 messages and 32768 prompt tokens per call, 65536 finished
+// trajectories and a poll every second.
 func (Options) Defaults() Options {
-	return Options{Model: "omar", MaxTokens: 1024, MaxBodyBytes: 4 << 20, MaxSessions: 4096, MaxCalls: 4096, MaxFinished: 65536, Poll: time.Second}
+	return Options{Model: "omar", MaxTokens: 1024, MaxBodyBytes: 4 << 20, MaxSessions: 4096, MaxCalls: 4096,
+		MaxClientSessions: 64, MaxClientBytes: 256 << 20, MaxBytes: 2 << 30, MaxMessages: 2048, MaxPromptTokens: 32768,
+		MaxFinished: 65536, Poll: time.Second}
 }
 
 // Validate reports options that cannot work.
@@ -87,6 +105,10 @@ func (o Options) Validate() error {
 	if o.MaxTokens < 1 || o.MaxBodyBytes < 1 || o.MaxSessions < 1 || o.MaxCalls < 1 || o.MaxFinished < 1 {
 		errs = append(errs, fmt.Errorf("max tokens %d, body %d, sessions %d, calls %d, finished %d: want all ≥ 1",
 			o.MaxTokens, o.MaxBodyBytes, o.MaxSessions, o.MaxCalls, o.MaxFinished))
+	}
+	if o.MaxClientSessions < 1 || o.MaxClientBytes < 1 || o.MaxBytes < o.MaxClientBytes || o.MaxMessages < 1 || o.MaxPromptTokens < 1 {
+		errs = append(errs, fmt.Errorf("max client sessions %d, client bytes %d, bytes %d, messages %d, prompt tokens %d: want all ≥ 1 and bytes ≥ client bytes",
+			o.MaxClientSessions, o.MaxClientBytes, o.MaxBytes, o.MaxMessages, o.MaxPromptTokens))
 	}
 	if o.Poll < 0 {
 		errs = append(errs, fmt.Errorf("poll %v < 0", o.Poll))
@@ -110,6 +132,12 @@ type Episodes interface {
 	Events(ctx context.Context, id string, seat int, token string, after int64, wait time.Duration) (remote.EventsPage, error)
 }
 
+// clientUsage is what one client's untied sessions hold.
+type clientUsage struct {
+	sessions int
+	bytes    int64
+}
+
 // Stats count what the proxy did.
 type Stats struct {
 	Calls, Sessions, Segments, Evicted, Trajectories, Dropped int64
@@ -130,7 +158,11 @@ type Proxy struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	watching map[string]bool // episodes with a watcher
+	tied     int                    // tied sessions in sessions
+	clients  map[string]clientUsage // untied sessions' budget by client address
+	bytes    int64                  // recorded by all sessions
+	watching map[string]bool        // episodes with a watcher
+	split    splitter
 	finished []selfplay.Trajectory
 	calls    uint64 // calls so far, for seeds
 	ended    int    // episodes and sessions ended, for Trajectory.Episode
@@ -148,7 +180,7 @@ func New(b inference.Backend, tok inference.Tokenizer, episodes Episodes, opts O
 		return nil, errors.New("proxy: no backend or tokenizer")
 	}
 	p := &Proxy{backend: b, tok: tok, episodes: episodes, opts: opts, mux: http.NewServeMux(),
-		quit: make(chan struct{}), sessions: map[string]*session{}, watching: map[string]bool{}}
+		quit: make(chan struct{}), sessions: map[string]*session{}, clients: map[string]clientUsage{}, watching: map[string]bool{}}
 	p.mux.HandleFunc("POST /v1/chat/completions", p.chat)
 	p.mux.HandleFunc("POST /v1/completions", p.completions)
 	p.mux.HandleFunc("GET /v1/models", p.models)
@@ -258,7 +290,9 @@ type tieRequest struct {
 	seat           int
 }
 
-// sessionOf reads the call's session key and tie from its headers.
+// sessionOf reads the call's session key and tie from its headers. A
+// tied call's key is always its seat's (X-Omar-Session and user are not
+// read): a seat has one session, and no other call can name it.
 func sessionOf(r *http.Request, pl *plan) (key string, tie *tieRequest, e *APIError) {
 	key = r.Header.Get(HeaderSession)
 	if key == "" {
@@ -269,7 +303,15 @@ func sessionOf(r *http.Request, pl *plan) (key string, tie *tieRequest, e *APIEr
 		if r.Header.Get(HeaderSeat) != "" || r.Header.Get(HeaderSeatToken) != "" {
 			return "", nil, badRequest(HeaderEpisode, "%s and %s need %s", HeaderSeat, HeaderSeatToken, HeaderEpisode)
 		}
+		if key != "" {
+			if e := validKey(key); e != nil {
+				return "", nil, e
+			}
+		}
 		return key, nil, nil
+	}
+	if len(ep) > maxKeyLen {
+		return "", nil, badRequest(HeaderEpisode, "%s of %d bytes: at most %d", HeaderEpisode, len(ep), maxKeyLen)
 	}
 	seat, err := strconv.Atoi(r.Header.Get(HeaderSeat))
 	if err != nil || seat < 0 {
@@ -279,44 +321,7 @@ func sessionOf(r *http.Request, pl *plan) (key string, tie *tieRequest, e *APIEr
 	if tok == "" {
 		return "", nil, badRequest(HeaderSeatToken, "%s: a tie to a seat needs the seat's bearer token", HeaderSeatToken)
 	}
-	if key == "" {
-		key = "episode/" + ep + "/seat/" + strconv.Itoa(seat)
-	}
-	return key, &tieRequest{episode: ep, seat: seat, token: tok}, nil
-}
-
-// session returns the session of key, creating it (and evicting the least
-// recently used idle session when full).
-func (p *Proxy) session(key string) *session {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if s := p.sessions[key]; s != nil {
-		return s
-	}
-	if len(p.sessions) >= p.opts.MaxSessions {
-		var lru *session
-		for _, s := range p.sessions {
-			if !s.busy && (lru == nil || s.lastUsed.Before(lru.lastUsed)) {
-				lru = s
-			}
-		}
-		if lru != nil {
-			delete(p.sessions, lru.key)
-			p.stats.Evicted++
-		}
-	}
-	s := newSession(key)
-	s.lastUsed = time.Now()
-	p.sessions[key] = s
-	p.stats.Sessions++
-	return s
-}
-
-// setBusy marks s as running a call (not to be evicted) or idle since now.
-func (p *Proxy) setBusy(s *session, busy bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s.busy, s.lastUsed = busy, time.Now()
+	return tiedKey(ep, seat), &tieRequest{episode: ep, seat: seat, token: tok}, nil
 }
 
 // nextSeed is the seed of a call that gives none.
@@ -340,13 +345,21 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) {
 	ctx := r.Context()
 	var s *session
 	if key != "" {
-		s = p.session(key)
-		if err := s.acquire(ctx); err != nil {
+		client := clientOf(r)
+		s, e = p.lockSession(ctx, func() (*session, *APIError) {
+			if tie != nil {
+				return p.tiedSession(ctx, key, tie)
+			}
+			return p.untiedSession(key, client)
+		})
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		if s == nil {
 			return // the client went away while an earlier call of its session ran
 		}
-		defer s.release()
-		p.setBusy(s, true)
-		defer p.setBusy(s, false)
+		defer p.unlockSession(s)
 		if s.done {
 			writeError(w, &APIError{Status: http.StatusConflict, Code: "session_done", Message: fmt.Sprintf("session %q has ended (its reward is attached); use a new key", key)})
 			return
@@ -354,12 +367,6 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) {
 		if len(s.calls) >= p.opts.MaxCalls {
 			writeError(w, &APIError{Status: http.StatusTooManyRequests, Code: "session_full", Message: fmt.Sprintf("session %q has %d calls, the most one session may record", key, len(s.calls))})
 			return
-		}
-		if tie != nil {
-			if e := p.tie(ctx, s, tie); e != nil {
-				writeError(w, e)
-				return
-			}
 		}
 	}
 	res, e := p.generate(ctx, s, pl)
@@ -403,7 +410,10 @@ func (p *Proxy) generate(ctx context.Context, s *session, pl *plan) (*result, *A
 			return nil, &APIError{Status: http.StatusInternalServerError, Message: fmt.Sprintf("chat template: %v", err)}
 		}
 	}
-	tokenize := func(t string, addSpecial bool) ([]int32, error) { return p.tok.Tokenize(t, addSpecial, true) }
+	if err := ctx.Err(); err != nil {
+		return nil, &APIError{Status: http.StatusRequestTimeout, Message: "the client went away"}
+	}
+	tokenize := func(t string, addSpecial bool) ([]int32, error) { return p.tokenize(ctx, t, addSpecial) }
 	var prompt []int32
 	seg, fresh := 0, 0
 	var err error
@@ -415,11 +425,25 @@ func (p *Proxy) generate(ctx context.Context, s *session, pl *plan) (*result, *A
 		prompt, err = tokenize(text, true)
 		fresh = len(prompt)
 	}
+	if err != nil && ctx.Err() != nil {
+		return nil, &APIError{Status: http.StatusRequestTimeout, Message: "the client went away"}
+	}
 	if err != nil {
 		return nil, &APIError{Status: http.StatusInternalServerError, Message: fmt.Sprintf("tokenize: %v", err)}
 	}
 	if len(prompt) == 0 {
 		return nil, badRequest("prompt", "the prompt has no tokens")
+	}
+	if len(prompt) > p.opts.MaxPromptTokens {
+		param := "prompt"
+		if pl.chat {
+			param = "messages"
+		}
+		return nil, &APIError{Status: http.StatusBadRequest, Code: "prompt_too_long", Param: param,
+			Message: fmt.Sprintf("the prompt has %d tokens (with its session's stream), over the %d a call may have", len(prompt), p.opts.MaxPromptTokens)}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &APIError{Status: http.StatusRequestTimeout, Message: "the client went away"}
 	}
 	req := inference.Request{
 		Prompt: prompt, MaxTokens: pl.maxTokens, Sampling: pl.sampling, Grammar: pl.grammar,
@@ -429,6 +453,9 @@ func (p *Proxy) generate(ctx context.Context, s *session, pl *plan) (*result, *A
 		req.MaxTokens = p.opts.MaxTokens
 	}
 	if s != nil {
+		if e := p.admit(s, callBytes(len(prompt), fresh, req.MaxTokens)); e != nil {
+			return nil, e
+		}
 		// One KV sequence per segment: its next call decodes only what
 		// it appends.
 		req.Key = "proxy/" + s.key + "#" + strconv.Itoa(seg)
@@ -479,6 +506,7 @@ func (p *Proxy) generate(ctx context.Context, s *session, pl *plan) (*result, *A
 		tail = all[len(res.content):]
 	}
 	s.record(c, seg, text, isTokens, res.content, tail)
+	p.grow(s, callBytes(len(prompt), fresh, len(resp.Tokens)))
 	if newSeg {
 		p.mu.Lock()
 		p.stats.Segments++

@@ -46,6 +46,9 @@ func chatPlan(r *ChatRequest, o *Options) (*plan, *APIError) {
 	if len(r.Messages) == 0 {
 		return nil, badRequest("messages", "messages: want at least one message")
 	}
+	if len(r.Messages) > o.MaxMessages {
+		return nil, badRequest("messages", "messages: %d, at most %d in one request", len(r.Messages), o.MaxMessages)
+	}
 	for i, m := range r.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
 		role := m.Role

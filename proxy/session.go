@@ -98,9 +98,14 @@ type session struct {
 	done     bool
 	reward   *float64
 
+	// client is the address that created an untied session ("" tied).
+	client string
+
 	// Guarded by the proxy's mutex: eviction reads them.
 	lastUsed time.Time
 	busy     bool
+	gone     bool  // evicted or forgotten: calls must look the key up again
+	bytes    int64 // recorded, as callBytes counts
 }
 
 func newSession(key string) *session {

@@ -73,7 +73,7 @@ type EstimatorParams struct {
 }
 
 // Defaults returns our defaults: γ=λ=1 at token level, γ=0.99 λ=0.95 at turn
-// level (MISSION.md §1; the paper leaves them open), no whitening, GRPO
+// level (docs/mission.md §1; the paper leaves them open), no whitening, GRPO
 // with standard-deviation scaling, RAE decay 0.95 (SPIRAL).
 func (EstimatorParams) Defaults() EstimatorParams {
 	return EstimatorParams{Gamma: 1, Lambda: 1, TurnGamma: 0.99, TurnLambda: 0.95, GroupStd: true, BaselineDecay: 0.95}

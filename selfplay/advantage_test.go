@@ -367,7 +367,7 @@ func naiveGAE(r, v []float64, tail, gamma, lambda float64) []float64 {
 	return a
 }
 
-// naiveHierarchical follows MISSION.md §1 literally, one sample and turn
+// naiveHierarchical follows docs/mission.md §1 literally, one sample and turn
 // at a time.
 func naiveHierarchical(s Sample, p EstimatorParams) (adv, ret []float64) {
 	K := len(s.TurnEnds)

@@ -15,8 +15,8 @@ func TestOptionsBounds(t *testing.T) {
 	}{
 		{"parallel", func(o *Options) { o.Parallel = maxParallel + 1 }, "parallel"},
 		{"group size", func(o *Options) { o.GroupSize = maxParallel + 1 }, "group size"},
-		{"max tokens", func(o *Options) { o.MaxTokens = maxReplyTokens + 1 }, "max tokens"},
-		{"context", func(o *Options) { o.Context = maxContext + 1 }, "context"},
+		{"max tokens", func(o *Options) { o.MaxTokens = 1<<20 + 1 }, "max_tokens"},
+		{"context", func(o *Options) { o.Context = 1<<24 + 1 }, "context"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Options{}.Defaults()

@@ -14,12 +14,15 @@ import (
 // newline, and actions and acknowledgements are skipped (a seat's own reply
 // is its assistant message). started reports whether the conversation
 // already has messages. defang, when non-nil, rewrites each event's text
-// before it is added (see inference.Defanger).
+// before it is added (see inference.Defanger). A notification's legal
+// replies are listed when there are at most maxLegal of them
+// (Reply.MaxLegal: 0 is DefaultMaxLegal, -1 never): callers pass the
+// setting the policy was trained with, never a default of their own.
 //
 // It is the rule a model seat renders its prompt by, exported so that
-// dataset exports give a seat the same conversation it played.
-func RenderEvents(view []engine.Event, started bool, defang func(string) string) []inference.Message {
-	return renderEvents(view, started, defang, DefaultMaxLegal)
+// served seats and dataset exports give a seat the same conversation.
+func RenderEvents(view []engine.Event, started bool, defang func(string) string, maxLegal int) []inference.Message {
+	return renderEvents(view, started, defang, Reply{MaxLegal: maxLegal}.maxLegal())
 }
 
 // DefaultMaxLegal is how many legal replies a notification may have for a
@@ -70,11 +73,11 @@ func renderEvents(view []engine.Event, started bool, defang func(string) string,
 
 // SeatMessages returns seat's whole conversation in an episode's events
 // (a Record's log): only the events whose audience includes seat, rendered
-// as RenderEvents does, with each of the seat's own actions as an
+// as RenderEvents does (with maxLegal), with each of the seat's own actions as an
 // assistant message holding the reply text the engine received. A reply
 // that timed out has no action event, so it has no assistant message
 // either (the record's default event tells the seat what was applied).
-func SeatMessages(events []engine.Event, seat int, defang func(string) string) []inference.Message {
+func SeatMessages(events []engine.Event, seat int, defang func(string) string, maxLegal int) []inference.Message {
 	var out []inference.Message
 	var chunk []engine.Event
 	for _, e := range events {
@@ -82,7 +85,7 @@ func SeatMessages(events []engine.Event, seat int, defang func(string) string) [
 			continue
 		}
 		if e.Kind == engine.KindAction && e.Seat == seat {
-			out = append(out, RenderEvents(chunk, len(out) > 0, defang)...)
+			out = append(out, RenderEvents(chunk, len(out) > 0, defang, maxLegal)...)
 			chunk = chunk[:0]
 			// The reply is what the model wrote: it is not defanged, as it
 			// is not in the stream as text but as the sampled ids.
@@ -91,5 +94,5 @@ func SeatMessages(events []engine.Event, seat int, defang func(string) string) [
 		}
 		chunk = append(chunk, e)
 	}
-	return append(out, RenderEvents(chunk, len(out) > 0, defang)...)
+	return append(out, RenderEvents(chunk, len(out) > 0, defang, maxLegal)...)
 }

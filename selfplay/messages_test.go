@@ -1,6 +1,10 @@
 package selfplay
 
 import (
+	"context"
+	"github.com/omar-selfplay/omar/games/sealedbid"
+
+	"github.com/omar-selfplay/omar/werewolf"
 	"strings"
 	"testing"
 
@@ -13,17 +17,26 @@ import (
 // SeatMessages derives from the episode record, cut after the seat's last
 // reply, is exactly the seat's token stream decoded with its specials.
 func TestSeatMessagesIsTheStream(t *testing.T) {
+	// Werewolf's votes carry short legal menus (the living players and REJECT |
+	// abstain), so the legal-replies setting changes the prompt: the
+	// reference rendering must be given the setting the seats played with.
 	tests := []struct {
-		name string
-		tok  byteTokenizer
+		name     string
+		tok      byteTokenizer
+		game     engine.Game
+		maxLegal int
+		episodes int
 	}{
-		{"plain", byteTokenizer{renderSpecial: true}},
-		{"template trims replies", byteTokenizer{renderSpecial: true, trim: true}},
+		{"plain", byteTokenizer{renderSpecial: true}, sealedbid.New(), 0, 3},
+		{"template trims replies", byteTokenizer{renderSpecial: true, trim: true}, sealedbid.New(), 0, 3},
+		{"legal menus listed", byteTokenizer{renderSpecial: true}, werewolf.New(), 0, 1},
+		{"legal menus never", byteTokenizer{renderSpecial: true}, werewolf.New(), -1, 1},
+		{"legal menus up to 1", byteTokenizer{renderSpecial: true}, werewolf.New(), 1, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			lm := newFakeLM(tc.tok)
-			res, _ := runAll(t, lm, nil, testOptions(func(o *Options) { o.Context = 8192 }), 3)
+			res := runGame(t, tc.game, lm, testOptions(func(o *Options) { o.Context, o.MaxLegal = 1<<16, tc.maxLegal }), tc.episodes)
 			pl := &Player{Tokenizer: tc.tok}
 			checked := 0
 			for _, r := range res {
@@ -31,7 +44,7 @@ func TestSeatMessagesIsTheStream(t *testing.T) {
 					if tr.Segment != 0 {
 						t.Fatalf("episode %d seat %d: segment %d; the context should hold a whole episode", r.Index, tr.Seat, tr.Segment)
 					}
-					msgs := SeatMessages(r.Record.Events, tr.Seat, pl.defang)
+					msgs := SeatMessages(r.Record.Events, tr.Seat, pl.defang, tc.maxLegal)
 					last := -1
 					for i, m := range msgs {
 						if m.Role == "assistant" {
@@ -108,7 +121,7 @@ func TestSeatMessagesView(t *testing.T) {
 		{2, []inference.Message{{Role: "user", Content: "round 1\nseat 1 played B"}}},
 	}
 	for _, tc := range tests {
-		got := SeatMessages(events, tc.seat, nil)
+		got := SeatMessages(events, tc.seat, nil, 0)
 		if len(got) != len(tc.want) {
 			t.Fatalf("seat %d: got %d messages %q, want %d %q", tc.seat, len(got), got, len(tc.want), tc.want)
 		}
@@ -119,7 +132,24 @@ func TestSeatMessagesView(t *testing.T) {
 		}
 	}
 	up := func(s string) string { return strings.ToUpper(s) }
-	if got := SeatMessages(events[:6], 0, up); got[0].Content != "BRIEF 0\nRULES" || got[2].Content != "C" {
+	if got := SeatMessages(events[:6], 0, up, 0); got[0].Content != "BRIEF 0\nRULES" || got[2].Content != "C" {
 		t.Errorf("defang: got %q, want event texts rewritten and the reply kept", got)
 	}
+}
+
+// runGame plays n episodes of g with lm as the policy.
+func runGame(t *testing.T, g engine.Game, lm *fakeLM, opts Options, n int) []*EpisodeResult {
+	t.Helper()
+	r, err := NewRunner(g, &Player{Label: "fake", Backend: lm, Tokenizer: lm.tok}, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*EpisodeResult
+	if _, err := r.Run(context.Background(), 0, n, func(res *EpisodeResult) error {
+		out = append(out, res)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

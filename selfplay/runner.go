@@ -39,22 +39,17 @@ type Options struct {
 	Params engine.Params
 	// Engine are the runtime options (retries, timeout).
 	Engine engine.Options
-	// MaxTokens bounds one reply.
-	MaxTokens int
-	// Context is the token budget of one seat stream; when a turn would
-	// leave fewer than MinReplyTokens for the reply, a new segment starts.
-	Context        int
-	MinReplyTokens int
-	Sampling       inference.Sampling
-	// Grammar passes each notification's GBNF grammar to the backend.
-	Grammar bool
-	Stop    []string
+	// Reply is how model seats reply (max tokens, context, sampling,
+	// grammar, legal-replies line, trace): the settings a policy must be
+	// evaluated and served with too.
+	Reply
+	Stop []string
 	// BatchWindow is how long the batching aggregator waits for more
 	// requests before it calls the backend with what it has; it calls at
 	// once when every episode in flight is waiting. 0 (the default) calls
 	// the backend directly from each seat: the llama backend merges
 	// concurrent callers into its decode loop itself, and holding requests
-	// back cost it about 7% of the rollout rate (docs/performance.md). The
+	// back only slowed its rollouts (docs/performance.md, Rollout). The
 	// aggregator is for backends that do not merge.
 	BatchWindow time.Duration
 	// FreeSchedule lets a backend that keeps a deterministic schedule
@@ -82,12 +77,6 @@ type Options struct {
 	// Guard flags degenerate turns of the kept trajectories after each
 	// episode (Trajectory.TurnFlags); nil runs none.
 	Guard TurnGuard
-	// MaxLegal is the most legal replies a notification may have for a
-	// seat's prompt to list them (0: DefaultMaxLegal; -1: never).
-	MaxLegal int
-	// Trace is a reply format for model seats ("" none, TraceToM): the
-	// grammar is wrapped and only the trace's move reaches the engine.
-	Trace string
 	// InferReward, with the theory-of-mind trace, adds InferReward × the
 	// seat's INFER accuracy (InferAccuracy, the mean over its turns) to a
 	// policy seat's terminal reward where the scenario knows the
@@ -104,9 +93,7 @@ type Options struct {
 // Defaults returns the runner defaults.
 func (Options) Defaults() Options {
 	return Options{
-		Seed: 1, Parallel: 8, GroupSize: 1, Engine: engine.DefaultOptions(),
-		MaxTokens: 48, Context: 2048, MinReplyTokens: DefaultMinReplyTokens,
-		Sampling: inference.Sampling{Temperature: 1}, Grammar: true,
+		Seed: 1, Parallel: 8, GroupSize: 1, Engine: engine.DefaultOptions(), Reply: DefaultReply(),
 	}
 }
 
@@ -117,14 +104,6 @@ func (o Options) Validate() error {
 		return fmt.Errorf("selfplay: parallel %d: want 1..%d", o.Parallel, maxParallel)
 	case o.GroupSize < 1 || o.GroupSize > maxParallel:
 		return fmt.Errorf("selfplay: group size %d: want 1..%d", o.GroupSize, maxParallel)
-	case o.MaxTokens < 1 || o.MaxTokens > maxReplyTokens:
-		return fmt.Errorf("selfplay: max tokens %d: want 1..%d", o.MaxTokens, maxReplyTokens)
-	case o.Context > maxContext:
-		return fmt.Errorf("selfplay: context %d: want at most %d tokens", o.Context, maxContext)
-	case o.MinReplyTokens < 1 || o.MinReplyTokens > o.MaxTokens:
-		return fmt.Errorf("selfplay: min reply tokens %d not in 1..max tokens (%d)", o.MinReplyTokens, o.MaxTokens)
-	case o.Context < 2*o.MaxTokens:
-		return fmt.Errorf("selfplay: context %d < 2 × max tokens (%d)", o.Context, o.MaxTokens)
 	case o.BatchWindow < 0:
 		return fmt.Errorf("selfplay: batch window %v < 0", o.BatchWindow)
 	}
@@ -136,8 +115,8 @@ func (o Options) Validate() error {
 			return fmt.Errorf("selfplay: player %q has no backend", name)
 		}
 	}
-	if o.Trace != "" && !slices.Contains(Traces, o.Trace) {
-		return fmt.Errorf("selfplay: trace %q: want one of %v (or none)", o.Trace, Traces)
+	if err := o.Reply.Validate(); err != nil {
+		return fmt.Errorf("selfplay: %w", err)
 	}
 	if !(o.InferReward >= 0 && o.InferReward <= 1e6) || o.InferReward > 0 && o.Trace != TraceToM {
 		return fmt.Errorf("selfplay: infer reward %v: want a number ≥ 0, and not 0 only with trace %q", o.InferReward, TraceToM)
@@ -150,28 +129,13 @@ func (o Options) Validate() error {
 	return o.Engine.Validate()
 }
 
-// DefaultMinReplyTokens is MinReplyTokens' default.
-const DefaultMinReplyTokens = 16
-
-// Bounds of the options that size goroutines and token buffers (they
-// match loop's rollout bounds: docs/security-files.md).
-const (
-	maxParallel    = 1 << 16
-	maxReplyTokens = 1 << 20
-	maxContext     = 1 << 24
-)
+// maxParallel bounds Parallel and GroupSize, which size goroutines and
+// sequence slots (docs/security-files.md).
+const maxParallel = 1 << 16
 
 // reservedAgent reports whether v is one of the built-in agent kinds.
 func reservedAgent(v string) bool {
 	return v == AgentPolicy || v == AgentFrozen || v == AgentScripted || strings.HasPrefix(v, AgentScripted+":")
-}
-
-// maxLegal is MaxLegal with its default.
-func (o Options) maxLegal() int {
-	if o.MaxLegal == 0 {
-		return DefaultMaxLegal
-	}
-	return o.MaxLegal
 }
 
 // agentFor returns the agent kind of a seat.

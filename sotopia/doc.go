@@ -12,7 +12,7 @@
 // Scores come from a SOTOPIA-EVAL judge that reads the omniscient history.
 // The environment imports no model code: it declares the Completer interface
 // (prompt + grammar in, text out) and builds the judge prompts, the GBNF that
-// forces the score JSON and the parser on top of it; package loop/judge
+// forces the score JSON and the parser on top of it; package judge
 // adapts an inference.Backend to it. Without a judge an episode ends
 // "unjudged" with zero rewards (see docs/sotopia.md).
 package sotopia

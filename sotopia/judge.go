@@ -35,7 +35,7 @@ type Completion struct {
 }
 
 // Completer produces text for a prompt. The environment declares it and
-// never imports a model: package loop/judge adapts an
+// never imports a model: package judge adapts an
 // inference.Backend. An error means the completer failed (context done,
 // backend down), not that the text is bad: bad text is retried.
 type Completer interface {

@@ -190,6 +190,9 @@ func (t *Trainer) init() error {
 			return err
 		}
 	}
+	if err := t.checkCUDA(fills); err != nil {
+		return err
+	}
 	t.base = fills
 	for _, fl := range fills {
 		t.baseNames = append(t.baseNames, fl.info.Name)

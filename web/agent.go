@@ -16,32 +16,25 @@ import (
 
 // SeatOptions say how a model plays a served seat.
 type SeatOptions struct {
-	// MaxTokens bounds one reply.
-	MaxTokens int
-	// Context is the token budget of one seat's prompt and reply; the
-	// oldest turns are left out of the prompt when it would not fit (the
-	// briefing always stays). 0 never trims.
-	Context  int
-	Sampling inference.Sampling
-	// Grammar passes each notification's GBNF grammar to the backend.
-	Grammar bool
+	// Reply is how the model replies: the settings a policy was trained
+	// with (selfplay.Reply), so a served seat reads the prompt it learnt
+	// on — the legal-replies line included. Context is the token budget
+	// of one seat's prompt and reply; the oldest turns are left out of
+	// the prompt when it would not fit (the briefing always stays).
+	selfplay.Reply
 }
 
-// Defaults returns 64-token replies in a 2048-token context, temperature
-// 0.7 and grammars on.
+// Defaults returns self-play's reply defaults (selfplay.DefaultReply).
 func (SeatOptions) Defaults() SeatOptions {
-	return SeatOptions{MaxTokens: 64, Context: 2048, Sampling: inference.Sampling{Temperature: 0.7}, Grammar: true}
+	return SeatOptions{Reply: selfplay.DefaultReply()}
 }
 
 // Validate checks o.
 func (o SeatOptions) Validate() error {
-	switch {
-	case o.MaxTokens < 1:
-		return fmt.Errorf("web: seat max tokens %d < 1", o.MaxTokens)
-	case o.Context != 0 && o.Context < 2*o.MaxTokens:
-		return fmt.Errorf("web: seat context %d < 2 × max tokens (%d)", o.Context, o.MaxTokens)
+	if err := o.Reply.Validate(); err != nil {
+		return fmt.Errorf("web: seat: %w", err)
 	}
-	return o.Sampling.Validate()
+	return nil
 }
 
 // ModelAgents plays served seats with model players; it implements
@@ -131,7 +124,7 @@ func (a *modelAgent) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 			a.cursor = e.Seq
 		}
 	}
-	a.msgs = append(a.msgs, selfplay.RenderEvents(unseen, len(a.msgs) > 0, a.defang)...)
+	a.msgs = append(a.msgs, selfplay.RenderEvents(unseen, len(a.msgs) > 0, a.defang, a.opts.MaxLegal)...)
 	turn := a.turn.Add(1) - 1
 	req := inference.Request{Key: a.key, MaxTokens: a.opts.MaxTokens, Sampling: a.opts.Sampling, Adapter: a.player.Adapter}
 	req.Sampling.Seed = seeds.Derive(a.seed, uint64(turn))
@@ -187,7 +180,7 @@ func (a *modelAgent) prompt(tok inference.Tokenizer) ([]int32, error) {
 		if err != nil {
 			return nil, fmt.Errorf("web: tokenize: %w", err)
 		}
-		if a.opts.Context == 0 || len(ids)+a.opts.MaxTokens <= a.opts.Context {
+		if len(ids)+a.opts.MaxTokens <= a.opts.Context {
 			return ids, nil
 		}
 		first := 0

@@ -190,14 +190,17 @@ func AttachDashboard(run *loop.Run, addr, secret string) (*Dashboard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: dashboard: %w", err)
 	}
+	// The dashboard's requests are short: a minute bounds every response.
+	ho := HTTPOptions{}.Defaults()
+	ho.WriteTimeout = time.Minute
 	d := &Dashboard{URL: "http://" + ln.Addr().String() + "/ui/dashboard", errc: make(chan error, 1),
-		server: &http.Server{Handler: site, ReadHeaderTimeout: 10 * time.Second}}
+		server: NewHTTPServer(site, ho)}
 	if secret == "" {
 		// A drawn secret must be shown or nobody could open the page; a
 		// chosen one is not echoed (it may end up in a log).
 		d.URL += "#secret=" + site.Secret()
 	}
-	go func() { d.errc <- d.server.Serve(ln) }()
+	go func() { d.errc <- d.server.Serve(Listener(ln, ho)) }()
 	return d, nil
 }
 

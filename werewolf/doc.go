@@ -2,7 +2,7 @@
 // roles, a werewolf-only team channel, simultaneous night actions and day
 // votes, driven through the engine's event runtime.
 //
-// The rules follow MISSION.md §4; docs/werewolf.md documents every choice the
+// The rules follow docs/mission.md §4; docs/werewolf.md documents every choice the
 // sources left open (consensus, speaking order, night resolution, reward
 // discounting, shaping, probes) and how to reproduce the reported numbers.
 //

@@ -404,7 +404,7 @@ func TestScriptedGames(t *testing.T) {
 }
 
 // TestWinRates measures heuristic against random villagers (and the other
-// matchups) with the probes of MISSION.md §4; the tables in docs/werewolf.md
+// matchups) with the probes of docs/mission.md §4; the tables in docs/werewolf.md
 // come from go test ./werewolf -run TestWinRates -v.
 func TestWinRates(t *testing.T) {
 	const games = 300

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,20 +15,24 @@ import (
 )
 
 func init() {
-	register(command{name: "bench", summary: "measure throughput (bench decode)", run: runBench})
+	register(command{name: "bench", summary: "measure throughput (bench decode, bench train)", run: runBench})
 }
 
 const benchUsage = `usage: omar bench decode [flags]   decode throughput of the backend against raw llama_decode
-Run 'omar bench decode -h' for its flags.`
+       omar bench train [flags]    PPO step time of the trainer; --compare checks one device against another
+Run 'omar bench decode -h' or 'omar bench train -h' for their flags.`
 
 func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if isHelp(args) {
 		fmt.Fprintln(env.stderr, benchUsage)
 		return flag.ErrHelp
 	}
+	if len(args) > 0 && args[0] == "train" {
+		return runBenchTrain(ctx, env, args[1:])
+	}
 	if len(args) == 0 || args[0] != "decode" {
 		fmt.Fprintln(env.stderr, benchUsage)
-		return usagef("want 'omar bench decode [flags]'")
+		return usagef("want 'omar bench decode|train [flags]'")
 	}
 	fs := newFlags(env, "bench decode")
 	var lf llamaFlags
@@ -67,14 +72,24 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	o.Context = *promptTokens + *n + 1
-	// Fixed widths rather than a tabwriter: rows print as they finish.
-	fmt.Fprintf(env.stdout, "%8s %14s %12s %7s %14s %12s %13s\n", "parallel", "backend tok/s", "raw tok/s", "ratio", "backend tokens", "raw tokens", "decode share")
+	writeDecodeHeader(env.stdout)
 	for _, p := range ps {
 		r, err := llama.BenchDecode(ctx, o, p, *promptTokens, *n)
 		if err != nil {
 			return fmt.Errorf("parallel %d: %w", p, err)
 		}
-		fmt.Fprintf(env.stdout, "%8d %14.0f %12.0f %7.3f %14d %12d %13.3f\n", p, r.BackendRate(), r.RawRate(), r.Ratio(), r.BackendTokens, r.RawTokens, r.BackendDecodeShare)
+		writeDecodeRow(env.stdout, r)
 	}
 	return nil
+}
+
+// writeDecodeHeader and writeDecodeRow print bench decode's table, which
+// scripts/gpu-check.sh reads (the ratio is the fourth column). Fixed
+// widths rather than a tabwriter: rows print as they finish.
+func writeDecodeHeader(w io.Writer) {
+	fmt.Fprintf(w, "%8s %14s %12s %7s %14s %12s %13s\n", "parallel", "backend tok/s", "raw tok/s", "ratio", "backend tokens", "raw tokens", "decode share")
+}
+
+func writeDecodeRow(w io.Writer, r llama.DecodeBench) {
+	fmt.Fprintf(w, "%8d %14.0f %12.0f %7.3f %14d %12d %13.3f\n", r.Parallel, r.BackendRate(), r.RawRate(), r.Ratio(), r.BackendTokens, r.RawTokens, r.BackendDecodeShare)
 }

@@ -41,6 +41,8 @@ func bindEval(f *optionFlags[arena.Config]) {
 	f.Int("max-tokens", "most tokens of one reply", func(c *C) *int { return &c.MaxTokens })
 	f.Int("ctx", "tokens per model seat (prompt and reply)", func(c *C) *int { return &c.Context })
 	f.Float32("temperature", "sampling temperature of model players (0: greedy; default 1)", func(c *C) *float32 { return &c.Temperature })
+	f.Int("max-legal", "list a notification's legal replies in the prompt when it has at most this many (0: the default, 8; -1: never): the policy's training setting, rollout.max_legal", func(c *C) *int { return &c.MaxLegal })
+	f.String("trace", "reply trace of model players: tom, or none (the policy's training setting, rollout.trace)", func(c *C) *string { return &c.Trace })
 	f.Bool("records", "also write every played episode's record to the --out directory's episodes.jsonl", func(c *C) *bool { return &c.Records })
 	f.String("reference", "player the others are compared with (default: base, else the first)", func(c *C) *string { return &c.Reference })
 	f.Int("bootstrap", "bootstrap resamples per interval (default 1000)", func(c *C) *int { return &c.Bootstrap })

@@ -15,8 +15,8 @@ func init() {
 
 // exportFlags are omar export's flags.
 type exportFlags struct {
-	in, out, format, kind string
-	rowGroupRows          int
+	in, out, format, kind  string
+	rowGroupRows, maxLegal int
 }
 
 func runExport(ctx context.Context, env *cliEnv, args []string) error {
@@ -27,6 +27,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&f.format, "format", "", "parquet (episodes or trajectories) or chat (Hugging Face chat JSONL, one line per seat of each episode)")
 	fs.StringVar(&f.kind, "kind", "", "input kind: episodes or trajectories (default: detected from the first line)")
 	fs.IntVar(&f.rowGroupRows, "row-group-rows", export.Options{}.Defaults().RowGroupRows, "Parquet rows per row group at most")
+	fs.IntVar(&f.maxLegal, "max-legal", 0, "chat: list a notification's legal replies when it has at most this many (0: the default, 8; -1: never), as the policy was trained (rollout.max_legal)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,7 +97,7 @@ func (f exportFlags) options() (export.Options, error) {
 	if opts.Kind, err = export.ParseKind(f.kind); err != nil {
 		return opts, usagef("--kind: %v", err)
 	}
-	opts.RowGroupRows = f.rowGroupRows
+	opts.RowGroupRows, opts.MaxLegal = f.rowGroupRows, f.maxLegal
 	opts = opts.Defaults()
 	if err := opts.Validate(); err != nil {
 		return opts, usagef("%v", err)

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/judge"
+	"github.com/omar-selfplay/omar/judge/judgetest"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
-	"github.com/omar-selfplay/omar/loop/judge"
-	"github.com/omar-selfplay/omar/loop/judge/judgetest"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/sotopia"
 )

@@ -16,6 +16,7 @@ func init() {
 }
 
 const modelUsage = `usage: omar model init --out FILE.gguf [flags]   write a random test model
+       omar model init --shape NAME --tokenizer DIR --out FILE.gguf   a random stand-in of a real model
        omar model default --out FILE.gguf      write the built-in model (--rebuild: train it anew)
        omar model info [flags] FILE.gguf       describe a GGUF file
 Run 'omar model init -h', 'omar model default -h' or 'omar model info -h' for their flags.`
@@ -42,21 +43,57 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 
 func runModelInit(env *cliEnv, args []string) error {
 	fs := newFlags(env, "model init")
-	arch := fs.String("arch", "llama", "architecture: "+strings.Join(model.Architectures, ", "))
-	preset := fs.String("preset", "tiny", "size: "+strings.Join(model.Presets, ", "))
+	arch := fs.String("arch", "llama", "architecture: "+strings.Join(model.Architectures, ", ")+" (not with --shape)")
+	preset := fs.String("preset", "tiny", "size: "+strings.Join(model.Presets, ", ")+" (not with --shape)")
+	shape := fs.String("shape", "", "a real model's exact shape (needs --tokenizer): "+strings.Join(model.ShapeNames(), ", "))
+	tokDir := fs.String("tokenizer", "", "directory with a Hugging Face tokenizer.json and tokenizer_config.json to import (byte-level BPE: Qwen2/Qwen3, Llama 3)")
+	layers := fs.Int("layers", 0, "keep only this many layers of the shape or preset (0: all)")
 	seed := fs.Uint64("seed", 1, "seed of the random weights")
 	out := fs.String("out", "", "output GGUF file (required)")
-	ctxLen := fs.Int("ctx", 0, "context length to record (0: the preset's)")
-	f16 := fs.Bool("f16", false, "store weight matrices as F16 instead of F32")
+	ctxLen := fs.Int("ctx", 0, "context length to record (0: the shape's or preset's)")
+	typ := fs.String("type", "f32", "storage type of the weight matrices: f32, f16 or q8_0")
+	f16 := fs.Bool("f16", false, "store weight matrices as F16 (same as --type f16)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *out == "" || fs.NArg() > 0 {
 		return usagef("need --out and no positional arguments")
 	}
-	opts := model.Options{Arch: *arch, Preset: *preset, Seed: *seed, ContextLength: *ctxLen}
-	if *f16 {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	opts := model.Options{Shape: *shape, Layers: *layers, Seed: *seed, ContextLength: *ctxLen}
+	if *shape != "" {
+		if set["arch"] || set["preset"] {
+			return usagef("--shape sets the architecture and size: give no --arch or --preset with it")
+		}
+	} else {
+		opts.Arch, opts.Preset = *arch, *preset
+	}
+	switch t := strings.ToLower(*typ); {
+	case *f16 && set["type"] && t != "f16":
+		return usagef("--f16 and --type %s: give one", *typ)
+	case *f16 || t == "f16":
 		opts.Type = gguf.F16
+	case t == "f32":
+		opts.Type = gguf.F32
+	case t == "q8_0":
+		opts.Type = gguf.Q8_0
+	default:
+		return usagef("--type %q: want f32, f16 or q8_0", *typ)
+	}
+	if *shape != "" {
+		// An unknown or unsupported shape is reported before the tokenizer
+		// is read (a large file, perhaps of a refused model too).
+		if _, err := model.FindShape(*shape); err != nil {
+			return usageError{err}
+		}
+	}
+	if *tokDir != "" {
+		tok, err := model.ReadHFTokenizer(*tokDir)
+		if err != nil {
+			return err
+		}
+		opts.Tokenizer = tok
 	}
 	opts = opts.Defaults()
 	if err := opts.Validate(); err != nil {
@@ -64,13 +101,24 @@ func runModelInit(env *cliEnv, args []string) error {
 	}
 	c, err := opts.Config()
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	if err := model.WriteFile(*out, opts); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "wrote %s: %s %s, %s parameters, vocabulary %d, context %d, seed %d\n",
-		*out, c.Arch, opts.Preset, model.Count(uint64(c.Params())), c.VocabSize, c.ContextLength, opts.Seed)
+	what := c.Arch + " " + opts.Preset
+	if opts.Shape != "" {
+		what = "the " + opts.Shape + " shape (" + c.Arch + ")"
+		if opts.Layers > 0 {
+			what += fmt.Sprintf(" with %d layers", opts.Layers)
+		}
+	}
+	tokenizer := "generated tokenizer"
+	if opts.Tokenizer != nil {
+		tokenizer = "tokenizer of " + *tokDir + " (pre-tokenizer " + opts.Tokenizer.Pre + ")"
+	}
+	fmt.Fprintf(env.stdout, "wrote %s: %s, %s parameters, %v weights, vocabulary %d, %s, context %d, seed %d\n",
+		*out, what, model.Count(uint64(c.Params())), opts.Type, c.VocabSize, tokenizer, c.ContextLength, opts.Seed)
 	return nil
 }
 

@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/omar-selfplay/omar/envs"
 	"net"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine/remote"
+	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/proxy"
 	"github.com/omar-selfplay/omar/web"
 )
@@ -22,6 +23,9 @@ func init() {
 
 // serveSecretEnv names the environment variable with the server's secret.
 const serveSecretEnv = "OMAR_SERVE_SECRET"
+
+// policyKeyEnv names the environment variable with the proxy's API key.
+const policyKeyEnv = "OMAR_POLICY_KEY"
 
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "serve")
@@ -43,15 +47,25 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs.IntVar(&so.Slots, "slots", 8, "model sequences decoded together per backend")
 	fs.IntVar(&so.Context, "context", 2048, "tokens per model seat (prompt and reply)")
 	fs.IntVar(&so.Seat.MaxTokens, "max-tokens", so.Seat.MaxTokens, "longest model reply in tokens")
+	fs.IntVar(&so.Seat.MaxLegal, "max-legal", so.Seat.MaxLegal, "list a notification's legal replies in the prompt when it has at most this many (0: the default, 8; -1: never): the policy's training setting, rollout.max_legal")
 	fs.StringVar(&so.OllamaHost, "ollama", os.Getenv("OLLAMA_HOST"), "Ollama server of ollama: players (default $OLLAMA_HOST, else Ollama's default)")
 	policy := fs.String("policy", "", "policy model (GGUF) also served on OpenAI-compatible /v1/chat/completions and /v1/completions; calls are recorded for training (docs/proxy.md)")
 	policyAdapter := fs.String("policy-adapter", "", "LoRA adapter of --policy")
+	policyKey := fs.String("policy-key", "", "bearer token the proxy's completion calls need (default: $"+policyKeyEnv+", else none: open to whoever reaches the server)")
+	ho := web.HTTPOptions{}.Defaults()
+	fs.DurationVar(&ho.ReadHeaderTimeout, "read-header-timeout", ho.ReadHeaderTimeout, "time a client has to send a request's headers")
+	fs.DurationVar(&ho.ReadTimeout, "read-timeout", ho.ReadTimeout, "time a client has to send a whole request, body included")
+	fs.DurationVar(&ho.WriteTimeout, "write-timeout", ho.WriteTimeout, "time a response may take from its request's headers (above --max-wait and the longest proxy call; 0 none)")
+	fs.DurationVar(&ho.IdleTimeout, "idle-timeout", ho.IdleTimeout, "an idle keep-alive connection is closed after this")
+	fs.IntVar(&ho.MaxConns, "max-conns", ho.MaxConns, "open connections at most (beyond: 503); lowered to fit the open-file limit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected arguments %q", fs.Args())
 	}
+	// A served seat's prompt budget is the backend's per-seat context.
+	so.Seat.Context = so.Context
 	if *secret == "" {
 		*secret = os.Getenv(serveSecretEnv)
 	}
@@ -67,6 +81,16 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if err := so.Validate(); err != nil {
 		return usageError{err}
+	}
+	if ho.WriteTimeout > 0 && ho.WriteTimeout <= so.API.MaxWait {
+		return usagef("--write-timeout %v must exceed --max-wait %v, or every long-poll would be cut", ho.WriteTimeout, so.API.MaxWait)
+	}
+	if err := ho.Validate(); err != nil {
+		return usageError{err}
+	}
+	if n := connsForFiles(); n > 0 && ho.MaxConns > n {
+		fmt.Fprintf(env.stderr, "omar serve: --max-conns %d lowered to %d to fit the open-file limit\n", ho.MaxConns, n)
+		ho.MaxConns = n
 	}
 	srv, closeModels, err := web.Serve(ctx, so)
 	if err != nil {
@@ -91,8 +115,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var handler http.Handler = srv
 	if *policy != "" {
+		if *policyKey == "" {
+			*policyKey = os.Getenv(policyKeyEnv)
+		}
 		po := proxy.PolicyOptions{Model: *policy, Adapter: *policyAdapter, LibDir: so.LlamaLib, Threads: so.Threads,
-			Slots: so.Slots, Context: so.Context, MaxTokens: so.Seat.MaxTokens}
+			Slots: so.Slots, Context: so.Context, MaxTokens: so.Seat.MaxTokens, APIKey: *policyKey}
 		h, closer, err := proxy.Mount(po, "http://"+ln.Addr().String(), srv.Secret(), srv, env.stdout)
 		if err != nil {
 			return err
@@ -100,9 +127,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		defer closer.Close()
 		handler = h
 	}
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	hs := web.NewHTTPServer(handler, ho)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(web.Listener(ln, ho)) }()
 	select {
 	case err := <-errc:
 		return err
@@ -114,4 +141,16 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		return nil
 	}
+}
+
+// connsForFiles is how many connections fit the process's open-file
+// limit, keeping 64 descriptors for models, records and logs; 0 when the
+// limit is unknown or too small to matter. A cap above it would let idle
+// clients take the last descriptors and the server refuse everyone.
+func connsForFiles() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > 1<<30 {
+		return 0
+	}
+	return max(int(lim.Cur)-64, 16)
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -150,4 +153,231 @@ func TestServeWebFlags(t *testing.T) {
 			t.Errorf("%v: got %v, want a usage error", args, err)
 		}
 	}
+}
+
+// startServe runs omar serve with args on a loopback port and returns its
+// base URL; the server stops when the test ends.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, &cliEnv{stdout: &out, stderr: &errb}, append([]string{"--addr", "127.0.0.1:0"}, args...))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	addr := regexp.MustCompile(`listening on (http://\S+)`)
+	for range 300 {
+		if m := addr.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended: %v; stderr %q", err, errb.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no address printed; stdout %q, stderr %q", out.String(), errb.String())
+	return ""
+}
+
+// closedWithin reports whether the server closes c (after answering
+// whatever it answers) within d.
+func closedWithin(c net.Conn, d time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	return err == nil || !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestServeClosesSlowAndIdleClients: omar serve drops a client that sends
+// its headers too slowly, a request body too slowly, or keeps a
+// connection idle, and answers 503 beyond its connection cap — before,
+// 300 idle connections under a 256-file limit made it refuse everyone
+// (issue 52, defect 6).
+func TestServeClosesSlowAndIdleClients(t *testing.T) {
+	base := startServe(t, "--secret", "operator-secret-1234", "--read-header-timeout", "200ms", "--read-timeout", "400ms",
+		"--idle-timeout", "300ms", "--max-conns", "3")
+	host := strings.TrimPrefix(base, "http://")
+	dial := func(t *testing.T) net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	t.Run("slow headers", func(t *testing.T) {
+		c := dial(t)
+		if _, err := io.WriteString(c, "GET /v1/envs HTTP/1.1\r\nHost: x\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if !closedWithin(c, 5*time.Second) {
+			t.Error("a client that never ends its headers is still connected after 5 s, want closed after 200 ms")
+		}
+	})
+	t.Run("slow body", func(t *testing.T) {
+		c := dial(t)
+		if _, err := io.WriteString(c, "POST /v1/episodes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer operator-secret-1234\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"env\":"); err != nil {
+			t.Fatal(err)
+		}
+		if !closedWithin(c, 5*time.Second) {
+			t.Error("a client that never ends its body is still connected after 5 s, want closed after 400 ms")
+		}
+	})
+	t.Run("idle keep-alive", func(t *testing.T) {
+		c := dial(t)
+		if _, err := io.WriteString(c, "GET /v1/envs HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /v1/envs: got HTTP %d, want 200", resp.StatusCode)
+		}
+		if !closedWithin(c, 5*time.Second) {
+			t.Error("an idle keep-alive connection is still open after 5 s, want closed after 300 ms")
+		}
+	})
+	t.Run("connection cap", func(t *testing.T) {
+		// Its own server, whose idle connections outlive a loaded
+		// machine's scheduling delays.
+		base := startServe(t, "--read-header-timeout", "1s", "--read-timeout", "2s", "--idle-timeout", "1s", "--max-conns", "3")
+		host := strings.TrimPrefix(base, "http://")
+		for range 3 {
+			c, err := net.Dial("tcp", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+		// The listener counts a connection when it accepts it: let it.
+		time.Sleep(100 * time.Millisecond)
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("the connection beyond the cap: %v, want a 503 answer", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("the connection beyond the cap: got HTTP %d, want 503", resp.StatusCode)
+		}
+		// The idle ones time out; then new clients are served again.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			resp, err := http.Get(base + "/v1/envs")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no client served 5 s after the idle connections: last %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	t.Run("write timeout below max wait", func(t *testing.T) {
+		err := runServe(context.Background(), &cliEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, []string{"--addr", "127.0.0.1:0", "--write-timeout", "10s"})
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--max-wait") {
+			t.Errorf("got %v, want a usage error naming --max-wait", err)
+		}
+	})
+}
+
+// TestServeLoad is a bounded load test of omar serve on loopback: 16
+// clients send 480 requests in all — creating scripted episodes with the
+// secret, reading them and their omniscient logs, and unauthenticated
+// probes that must be refused — within a 60 s budget, every answer the
+// expected one, and the server serves a new client afterwards. It guards
+// the connection handling and the limits, not a speed (docs/security.md).
+func TestServeLoad(t *testing.T) {
+	const (
+		clients  = 16
+		requests = 480
+		secret   = "operator-secret-1234"
+	)
+	base := startServe(t, "--secret", secret)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	operator := &remote.Client{BaseURL: base, Secret: secret}
+	anon := &remote.Client{BaseURL: base}
+	jobs := make(chan int)
+	errs := make(chan error, requests)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for i := range jobs {
+				errs <- loadStep(ctx, operator, anon, base, i)
+			}
+		})
+	}
+	for i := range requests / 4 {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	failed := 0
+	for err := range errs {
+		if err != nil {
+			if failed++; failed <= 5 {
+				t.Error(err)
+			}
+		}
+	}
+	if failed > 0 || ctx.Err() != nil {
+		t.Fatalf("%d of %d steps failed; budget: %v", failed, requests/4, ctx.Err())
+	}
+	resp, err := http.Get(base + "/v1/envs")
+	if err != nil {
+		t.Fatalf("after the load: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("after the load: GET /v1/envs answered %d", resp.StatusCode)
+	}
+}
+
+// loadStep sends four requests: a create, a read of the episode with the
+// secret, one without any token, and a read of its log with a wrong token.
+func loadStep(ctx context.Context, operator, anon *remote.Client, base string, i int) error {
+	seed := uint64(i)
+	info, err := operator.Create(ctx, remote.CreateRequest{Env: "sealedbid", Seed: &seed, Agents: []string{"scripted"}})
+	if err != nil {
+		return fmt.Errorf("step %d: create: %w", i, err)
+	}
+	if _, err := operator.Episode(ctx, info.ID); err != nil {
+		return fmt.Errorf("step %d: read: %w", i, err)
+	}
+	pub, err := anon.Episode(ctx, info.ID)
+	if err != nil {
+		return fmt.Errorf("step %d: read without a token: %w", i, err)
+	}
+	if pub.Outcome != nil || pub.Seed != nil {
+		return fmt.Errorf("step %d: a caller without a token read the outcome or seed", i)
+	}
+	var se *remote.StatusError
+	if _, err := anon.Events(ctx, info.ID, 0, "0123456789abcdef0123456789abcdef", 0, 0); !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+		return fmt.Errorf("step %d: events with a wrong token: got %v, want HTTP 401", i, err)
+	}
+	return nil
 }

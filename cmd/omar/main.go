@@ -35,6 +35,10 @@ type cliEnv struct {
 	stdin          io.Reader
 	// interactive reports whether stderr is a terminal (progress bars).
 	interactive bool
+	// flags is the command's flag set once it made one (newFlags), so
+	// that runMain can print its usage: on -h in full, after a parse
+	// error as one line with a suggestion.
+	flags *flag.FlagSet
 }
 
 var commands = map[string]command{}
@@ -116,7 +120,16 @@ func runMain(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if err := c.run(ctx, env, args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			if env.flags != nil {
+				fmt.Fprintf(env.stderr, "Usage of omar %s:\n", c.name)
+				env.flags.SetOutput(env.stderr)
+				env.flags.PrintDefaults()
+			}
 			return 0
+		}
+		if env.flags != nil && isFlagError(err) {
+			fmt.Fprintf(env.stderr, "omar %s: %s%s\nRun 'omar %s -h' for its flags.\n", c.name, err, suggestFlag(env.flags, err), c.name)
+			return 2
 		}
 		fmt.Fprintf(env.stderr, "omar %s: %s\n", c.name, errorText(err))
 		if errors.Is(err, errUsage) {
@@ -144,7 +157,11 @@ func usage(w io.Writer) {
 // of exiting and prints its usage to env.stderr.
 func newFlags(env *cliEnv, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("omar "+name, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	// runMain prints the usage and the error: the flag package would dump
+	// every flag after any mistake.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	env.flags = fs
 	return fs
 }
 

@@ -35,14 +35,20 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{[]string{"model", "default", "--rebuild", "--corpus-scale", "0", "--out", "x.gguf"}, 2, "--corpus-scale 0: want a factor in (0, 1000]"},
 		{[]string{"model", "default", "--rebuild", "--steps", "0", "--out", "x.gguf"}, 2, "--steps 0: want 1 or more"},
 		{[]string{"model", "default", "--rebuild", "--dagger-steps", "-3", "--out", "x.gguf"}, 2, "--dagger-steps -3: want 1 or more"},
-		{[]string{"bench", "encode"}, 2, "want 'omar bench decode [flags]'"},
+		{[]string{"bench", "encode"}, 2, "want 'omar bench decode|train [flags]'"},
+		{[]string{"bench", "train", "-h"}, 0, "-compare"},
+		{[]string{"bench", "train", "--device", "tpu"}, 2, `--device "tpu": want cpu or cuda`},
+		{[]string{"bench", "train", "--min-len", "9", "--max-len", "3"}, 2, "want 2 ≤ min ≤ max"},
 		{[]string{"bench", "decode", "--parallel", "0"}, 2, "want positive integers"},
 		{[]string{"play"}, 2, "no environment"},
 		{[]string{"play", "--env", "casino", "--episodes", "0"}, 2, "episodes 0 < 1"},
 		{[]string{"worker", "-h"}, 0, "-nats"},
 		{[]string{"worker"}, 2, "a server URL"},
-		{[]string{"worker", "--nats", "nats://127.0.0.1:1", "--gpu-layers", "-3"}, 1, "want -1 (all)"},
+		{[]string{"worker", "--nats", "nats://127.0.0.1:1", "--gpu-layers", "-3"}, 2, "want -1 (all)"},
 		{[]string{"worker", "--nats", "nats://127.0.0.1:1", "--name", "a.b"}, 1, "--name"},
+		{[]string{"selfplay", "--iteratons", "3"}, 2, "flag provided but not defined: -iteratons (did you mean --iterations?)\nRun 'omar selfplay -h' for its flags."},
+		{[]string{"eval", "--episodes"}, 2, "flag needs an argument: -episodes"},
+		{[]string{"play", "--env", "casin", "--episodes", "1"}, 1, "did you mean casino?"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -55,6 +61,10 @@ func TestHelpAndUsageErrors(t *testing.T) {
 			}
 			if strings.Contains(errb.String(), ": usage") {
 				t.Errorf("stderr %q ends an error in the usage marker", errb.String())
+			}
+			// A mistake gets its error, not every flag's help.
+			if tc.code != 0 && strings.Count(errb.String(), "\n  -") > 0 {
+				t.Errorf("stderr lists flags after an error:\n%s", errb.String())
 			}
 		})
 	}

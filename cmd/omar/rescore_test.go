@@ -14,7 +14,7 @@ import (
 )
 
 // This file recomputes every negotiation reward from `omar play` records
-// with the formulas of the design (MISSION.md §3, docs/negotiation.md),
+// with the formulas of the design (docs/mission.md §3, docs/negotiation.md),
 // written afresh: no game package is imported, every reference m is
 // derived here by brute force from the private values in the record
 // (the recorded reference is not read), and the records are decoded as

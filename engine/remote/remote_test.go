@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -225,6 +226,7 @@ func TestRemoteEpisode(t *testing.T) {
 		{"bad json", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, "{", 400},
 		{"unknown field", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, `{"notification_id":"n1","action":"x","seat":1}`, 400},
 		{"no notification id", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, `{"action":"BID 1"}`, 400},
+		{"observer cannot act", "POST", "/v1/episodes/" + info.ID + "/actions", info.ObserverToken, `{"notification_id":"n1","action":"BID 1"}`, 403},
 		{"scripted seat cannot act", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[2].Token, `{"notification_id":"n1","action":"BID 1"}`, 403},
 		{"episode over", "POST", "/v1/episodes/" + info.ID + "/actions", info.Seats[0].Token, `{"notification_id":"n1","action":"BID 1"}`, 409},
 		{"too large", "POST", "/v1/episodes", testSecret, `{"env":"` + strings.Repeat("x", 70<<10) + `"}`, 413},
@@ -422,6 +424,14 @@ func TestCloneAttack(t *testing.T) {
 				t.Errorf("create: got %v, want HTTP 401", err)
 			}
 			got, err := attacker.Episode(ctx, info.ID)
+			if tc.name == "wrong secret" {
+				// A token that is neither the secret nor one of the
+				// episode's is refused, not read as no token.
+				if !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+					t.Errorf("GET with a wrong secret: got %v, want HTTP 401", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -570,5 +580,91 @@ func TestServerAgentsAndCatalog(t *testing.T) {
 	var se *StatusError
 	if _, err := c.Events(ctx, info.ID, 0, info.Seats[1].Token, 0, 0); !errors.As(err, &se) || se.Code != http.StatusForbidden {
 		t.Errorf("seat 1's token reading seat 0: got %v, want HTTP 403", err)
+	}
+}
+
+// TestEpisodeIDsUnguessable: ids are random, so a caller without the
+// secret cannot enumerate episodes or name a future one (issue 52's
+// defect 2); they were "ep1", "ep2", ….
+func TestEpisodeIDsUnguessable(t *testing.T) {
+	c, _ := newTestServer(t, ServerOptions{}.Defaults())
+	ctx := context.Background()
+	seen := map[string]bool{}
+	for range 8 {
+		info, err := c.Create(ctx, CreateRequest{Env: "sealedbid", Agents: []string{"remote"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[info.ID] {
+			t.Fatalf("id %s drawn twice", info.ID)
+		}
+		seen[info.ID] = true
+		hexPart, ok := strings.CutPrefix(info.ID, "ep-")
+		if !ok || len(hexPart) < 24 {
+			t.Errorf("got id %q, want ep- and at least 96 random bits in hex", info.ID)
+		}
+		for _, guess := range []string{"ep1", "ep2", "ep" + strconv.Itoa(len(seen))} {
+			if info.ID == guess {
+				t.Errorf("got id %q: a sequential id", info.ID)
+			}
+		}
+	}
+}
+
+// TestGetEpisodeOutcomeNeedsToken: GET /v1/episodes/{id} shows the
+// outcome only to the secret or a token of the episode; without a token
+// it answers the status alone, and an unknown token is refused.
+func TestGetEpisodeOutcomeNeedsToken(t *testing.T) {
+	c, ts := newTestServer(t, ServerOptions{}.Defaults())
+	ctx := context.Background()
+	seed := uint64(3)
+	info, err := c.Create(ctx, CreateRequest{Env: "sealedbid", Seed: &seed, Agents: []string{"scripted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitDone(t, c, info.ID)
+	if done.Outcome == nil {
+		t.Fatalf("the episode ended %s without an outcome", done.Status)
+	}
+	get := func(token string) (int, EpisodeInfo) {
+		req, _ := http.NewRequest("GET", ts.URL+"/v1/episodes/"+info.ID, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var got EpisodeInfo
+		_ = json.NewDecoder(resp.Body).Decode(&got)
+		return resp.StatusCode, got
+	}
+	for _, tc := range []struct {
+		name, token string
+		code        int
+		outcome     bool
+	}{
+		{"no token", "", http.StatusOK, false},
+		{"an unknown token", "0123456789abcdef0123456789abcdef", http.StatusUnauthorized, false},
+		{"a seat's token", info.Seats[0].Token, http.StatusOK, true},
+		{"the observer's token", info.ObserverToken, http.StatusOK, true},
+		{"the secret", testSecret, http.StatusOK, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, got := get(tc.token)
+			if code != tc.code {
+				t.Fatalf("got HTTP %d, want %d", code, tc.code)
+			}
+			if code != http.StatusOK {
+				return
+			}
+			if got.Status != "done" {
+				t.Errorf("got status %q, want done", got.Status)
+			}
+			if (got.Outcome != nil) != tc.outcome {
+				t.Errorf("got outcome %+v, want shown: %v", got.Outcome, tc.outcome)
+			}
+		})
 	}
 }

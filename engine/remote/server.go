@@ -12,7 +12,9 @@
 // hidden role. The secret's holder is the creator of every episode: it
 // also reads any episode's omniscient log and seat views with the secret
 // and gets the tokens back from GET /v1/episodes/{id} (the web page of
-// package web lives on that).
+// package web lives on that). Episode ids are random (crypto/rand), so
+// nobody can enumerate them, and GET /v1/episodes/{id} shows the outcome
+// only to a token of the episode or the secret (docs/security.md).
 package remote
 
 import (
@@ -27,7 +29,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -181,7 +182,6 @@ type Server struct {
 	mu       sync.Mutex
 	episodes map[string]*episode
 	order    []string
-	nextID   int
 }
 
 type episode struct {
@@ -270,6 +270,15 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool 
 	return true
 }
 
+// newEpisodeID draws an episode id nobody can guess: sequential ids let
+// anyone enumerate episodes and name a future one's seats (docs/security.md).
+// Ids are names only: no seed or game content derives from them.
+func newEpisodeID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b) // crypto/rand never fails on Linux
+	return "ep-" + hex.EncodeToString(b)
+}
+
 func newToken() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // crypto/rand never fails on Linux
@@ -310,10 +319,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		client: clientOf(r),
 		info:   EpisodeInfo{Env: g.ID(), Seed: &seed, Status: "running"},
 	}
-	s.mu.Lock()
-	s.nextID++
-	id := "ep" + strconv.Itoa(s.nextID)
-	s.mu.Unlock()
+	id := newEpisodeID()
 	agents := make([]engine.Agent, len(seats))
 	for i, seat := range seats {
 		name := "remote"
@@ -465,32 +471,55 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *episode {
 	return e
 }
 
+// get answers an episode's info by what the caller holds: the secret gets
+// everything (seed and tokens), a seat's or the observer's token gets the
+// public info with the outcome, and a caller with no token only the
+// status and seats — no outcome, no error text — so that nobody without a
+// token of the episode learns how it ended. A token that is neither is
+// refused.
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	if e := s.lookup(w, r); e != nil {
-		// A closed log means the game has ended and its seats have been
-		// told so; wait the moment until the outcome is recorded, so that
-		// a client which saw "done" never reads the episode as running.
-		select {
-		case <-e.ready:
-			if e.log.Closed() {
-				select {
-				case <-e.finished:
-				case <-r.Context().Done():
-				}
-			}
-		default:
-		}
-		creator := s.isCreator(r)
-		s.mu.Lock()
-		info := e.public(creator)
-		if creator {
-			// The secret's holder created the episode and had its tokens
-			// already; a page reloaded by the creator takes them back.
-			info.Seats, info.ObserverToken = slices.Clone(e.info.Seats), e.info.ObserverToken
-		}
-		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, info)
+	e := s.lookup(w, r)
+	if e == nil {
+		return
 	}
+	creator := s.isCreator(r)
+	member := false
+	if !creator {
+		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			if _, member = e.tokens[strings.TrimSpace(tok)]; !member {
+				fail(w, http.StatusUnauthorized, "unknown bearer token for episode %s", e.info.ID)
+				return
+			}
+		} else if r.Header.Get("Authorization") != "" {
+			fail(w, http.StatusUnauthorized, "the Authorization header must be a bearer token")
+			return
+		}
+	}
+	// A closed log means the game has ended and its seats have been
+	// told so; wait the moment until the outcome is recorded, so that
+	// a client which saw "done" never reads the episode as running.
+	select {
+	case <-e.ready:
+		if e.log.Closed() {
+			select {
+			case <-e.finished:
+			case <-r.Context().Done():
+			}
+		}
+	default:
+	}
+	s.mu.Lock()
+	info := e.public(creator)
+	if creator {
+		// The secret's holder created the episode and had its tokens
+		// already; a page reloaded by the creator takes them back.
+		info.Seats, info.ObserverToken = slices.Clone(e.info.Seats), e.info.ObserverToken
+	}
+	s.mu.Unlock()
+	if !creator && !member {
+		info.Outcome, info.Error = nil, ""
+	}
+	writeJSON(w, http.StatusOK, info)
 }
 
 // authorize returns the seat of the request's bearer token (-1 for the

@@ -25,7 +25,7 @@ func TestRewards(t *testing.T) {
 		return negotiation.Result[negotiation.Split]{Status: negotiation.StatusDeal, Walker: -1,
 			Deal: &negotiation.Offer[negotiation.Split]{Proposer: 0, Terms: negotiation.Split(aGets)}}
 	}
-	// Calibrated values computed independently (Python) from MISSION.md's formula.
+	// Calibrated values computed independently (Python) from docs/mission.md's formula.
 	tests := []struct {
 		name     string
 		s        Scenario

@@ -1,5 +1,5 @@
 // Package negotiation holds what the six bargaining games of omar's
-// negotiation suite (MISSION.md §3) really share: the move protocol a model
+// negotiation suite (docs/mission.md §3) really share: the move protocol a model
 // writes (SAY / PROPOSE / ACCEPT / REJECT / WALK) with its parser and GBNF
 // grammar, the alternating-offers episode loop on the engine runtime, the
 // reward formulas (calibrated sigmoid, price corridor, calendar min-max),

@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// Temperature is T of the calibrated sigmoid reward (MISSION.md §3).
+// Temperature is T of the calibrated sigmoid reward (docs/mission.md §3).
 const Temperature = 0.2
 
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }

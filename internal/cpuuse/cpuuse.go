@@ -62,9 +62,10 @@ func (s Sample) Free(later Sample) (cores float64, ok bool) {
 }
 
 // Threads is the thread count for free cores: free rounded to the nearest
-// core, at least 1 and at most Usable(). Rounding, not truncating: measured
-// with the trainer on 2 cores, two threads beat one while another process
-// keeps up to about half a core busy, and lose beyond (docs/performance.md).
+// core, at least 1 and at most Usable(). Rounding, not truncating: two
+// trainer threads beat one while another process keeps up to about half a
+// core busy, and lose beyond
+// (docs/results/2026-12-03-selfplay-iteration-issue-14.md).
 func Threads(free float64) int {
 	return max(1, min(Usable(), int(free+0.5)))
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/ollama"
-	"github.com/omar-selfplay/omar/loop/judge/judgetest"
+	"github.com/omar-selfplay/omar/judge/judgetest"
 	"github.com/omar-selfplay/omar/sotopia"
 )
 

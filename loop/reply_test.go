@@ -1,0 +1,45 @@
+package loop
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/selfplay"
+)
+
+// TestReplyReachesEveryPlay guards the one reply-settings struct: every
+// field of selfplay.Reply set in a run's rollout section must reach its
+// rollouts and its held-out evaluations unchanged (a field copied by
+// hand elsewhere once fell back to its default there: max_legal). Each
+// field is set to a value unlike its default in turn.
+func TestReplyReachesEveryPlay(t *testing.T) {
+	odd := selfplay.Reply{
+		MaxTokens: 40, Context: 4096, MinReplyTokens: 12,
+		Sampling: inference.Sampling{Temperature: 0.5, TopK: 7, TopP: 0.9, MinP: 0.05},
+		Grammar:  false, MaxLegal: -1, Trace: selfplay.TraceToM,
+	}
+	oddV := reflect.ValueOf(odd)
+	typ := oddV.Type()
+	for f := range typ.NumField() {
+		name := typ.Field(f).Name
+		t.Run(name, func(t *testing.T) {
+			ro := RolloutOptions{}.Defaults()
+			reflect.ValueOf(&ro.Reply).Elem().Field(f).Set(oddV.Field(f))
+			if reflect.DeepEqual(ro.Reply, RolloutOptions{}.Defaults().Reply) {
+				t.Fatalf("%s: the odd value equals the default; the test cannot see it", name)
+			}
+			want := ro.Reply
+			runner, err := ro.RunnerOptions(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(runner.Reply, want) {
+				t.Errorf("rollouts: got %+v, want %+v", runner.Reply, want)
+			}
+			if got := rolloutArena(ro, ro.Context).Reply; !reflect.DeepEqual(got, want) {
+				t.Errorf("evaluations: got %+v, want %+v", got, want)
+			}
+		})
+	}
+}
