@@ -186,6 +186,11 @@ func (c *Config) Run(ctx context.Context, lo llama.Options, h Hooks, warn io.Wri
 		return nil, nil, err
 	}
 	oo := ollama.Options{Host: c.OllamaHost, Parallel: c.Parallel}
+	// The reply settings' chat template override renders the players'
+	// prompts as it rendered them in training.
+	if lo.ChatTemplate, err = c.ChatTemplateSource(); err != nil {
+		return nil, nil, err
+	}
 	lineup, err := Open(ctx, ps, qs, OpenOptions{Model: c.Model, Llama: lo, Slots: slots, Context: c.Context, AdapterScale: c.AdapterScale, Ollama: oo})
 	if err != nil {
 		return nil, nil, err
@@ -230,7 +235,8 @@ func (c *Config) attachJudge(warn io.Writer, lo llama.Options, oo ollama.Options
 	case c.JudgeModel != "" && c.JudgeOllama != "":
 		return nop, errors.New("judge_model and judge_ollama both set")
 	case c.JudgeModel != "":
-		lo.Model, lo.Adapter = c.JudgeModel, ""
+		// A judge model renders with its own template, not the players'.
+		lo.Model, lo.Adapter, lo.ChatTemplate = c.JudgeModel, "", ""
 		lo.Parallel, lo.Batch = c.Parallel, max(lo.Batch, c.Parallel)
 		lo.Contexts = min(lo.Contexts, lo.Parallel)
 		lb, err := llama.New(lo)

@@ -239,6 +239,36 @@ type Tokenizer interface {
 	EOG(token int32) bool
 }
 
+// ChatOptions are a chat template's settings besides the messages.
+type ChatOptions struct {
+	// AddAssistant appends the opening of an assistant turn.
+	AddAssistant bool
+	// Thinking, when not nil, sets the template's enable_thinking
+	// variable: false renders a thinking model's no-reasoning form (Qwen3:
+	// an empty <think></think> block after the opening). Nil is the
+	// template's default.
+	Thinking *bool
+}
+
+// ChatRenderer is implemented by tokenizers whose chat template takes
+// ChatOptions (a Jinja template: the llama backend).
+type ChatRenderer interface {
+	RenderChat(msgs []Message, o ChatOptions) (string, error)
+}
+
+// RenderChat renders msgs with t's chat template and o: through
+// ChatRenderer when t implements it, else through ChatTemplate, which
+// cannot set Thinking.
+func RenderChat(t Tokenizer, msgs []Message, o ChatOptions) (string, error) {
+	if r, ok := t.(ChatRenderer); ok {
+		return r.RenderChat(msgs, o)
+	}
+	if o.Thinking != nil {
+		return "", errors.New("inference: this tokenizer's chat template cannot switch thinking on or off")
+	}
+	return t.ChatTemplate(msgs, o.AddAssistant)
+}
+
 // SpecialTexter is implemented by tokenizers that can list the texts of
 // their special tokens: the strings that Tokenize turns into control tokens
 // when parseSpecial is true (e.g. "<|im_start|>"). Callers that render text

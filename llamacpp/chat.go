@@ -35,7 +35,10 @@ type ChatMessage struct {
 var ErrUnknownTemplate = errors.New("llamacpp: chat template not supported by llama.cpp")
 
 // ApplyChatTemplate renders msgs with tmpl (usually Model.ChatTemplate).
-// addAssistant appends the opening of an assistant turn.
+// addAssistant appends the opening of an assistant turn. It is the
+// fallback of the llama backend, for templates the Jinja engine (package
+// chattemplate) refuses: it has no enable_thinking, and it renders
+// Qwen3's template as ChatML, keeping earlier replies' reasoning.
 func ApplyChatTemplate(tmpl string, msgs []ChatMessage, addAssistant bool) (string, error) {
 	ctmpl := cString(tmpl)
 	// Keep every C string reachable from Go until the call returns.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"unsafe"
+
+	"github.com/omar-selfplay/omar/inference/gbnf"
 )
 
 // TokenData mirrors llama_token_data { llama_token id; float logit; float p; }.
@@ -87,7 +89,10 @@ func init() {
 
 // Sampler is a llama.cpp sampler or sampler chain. A sampler added to a
 // chain belongs to the chain: close only the chain.
-type Sampler struct{ ptr uintptr }
+type Sampler struct {
+	ptr     uintptr
+	grammar *grammarView // a grammar sampler's state reader (grammar_state.go); nil: none
+}
 
 // NewSamplerChain returns an empty chain.
 func NewSamplerChain() (*Sampler, error) {
@@ -120,16 +125,38 @@ func NewMinPSampler(p float32, minKeep int) *Sampler {
 // NewTempSampler divides the logits by t (t ≤ 0 keeps only the maximum).
 func NewTempSampler(t float32) *Sampler { return &Sampler{ptr: llamaSamplerInitTemp(t)} }
 
-// ErrGrammar is returned for GBNF grammars llama.cpp cannot parse.
+// ErrGrammar is returned for GBNF grammars llama.cpp cannot parse and for
+// those gbnf.Check refuses (beyond its limits, left-recursive).
 var ErrGrammar = errors.New("llamacpp: invalid GBNF grammar")
 
 // NewGrammarSampler masks candidates that the GBNF grammar (start rule
 // root) does not allow. It holds the parse state: accept every chosen token,
-// and use one per sequence.
+// and use one per sequence. The grammar is checked in Go first, within
+// gbnf's default limits: llama.cpp's parser recurses without bound and a
+// deep or explosive grammar kills the process.
 func NewGrammarSampler(v *Vocab, grammar, root string) (*Sampler, error) {
+	return NewGrammarSamplerLimits(v, grammar, root, gbnf.Limits{}.Defaults())
+}
+
+// NewGrammarSamplerLimits is NewGrammarSampler within lim.
+func NewGrammarSamplerLimits(v *Vocab, grammar, root string, lim gbnf.Limits) (*Sampler, error) {
 	if grammar == "" {
 		return nil, fmt.Errorf("%w: empty grammar", ErrGrammar)
 	}
+	g, err := gbnf.Check(grammar, root, lim)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrGrammar, err)
+	}
+	s, err := initGrammar(v, grammar, root)
+	if err != nil {
+		return nil, err
+	}
+	s.grammar = newGrammarView(s, v, grammar, root, g)
+	return s, nil
+}
+
+// initGrammar calls llama_sampler_init_grammar on an unchecked grammar.
+func initGrammar(v *Vocab, grammar, root string) (*Sampler, error) {
 	g, r := cString(grammar), cString(root)
 	p := llamaSamplerInitGrammar(v.ptr, &g[0], &r[0])
 	runtime.KeepAlive(g)

@@ -377,6 +377,12 @@ func (c *RolloutOptions) validate() error {
 	case !finite(c.InferReward) || c.InferReward < 0 || c.InferReward > 0 && c.Trace != selfplay.TraceToM:
 		return fmt.Errorf("infer_reward %v: want a number ≥ 0, and not 0 only with trace: %s", c.InferReward, selfplay.TraceToM)
 	}
+	if _, err := c.ThinkingSettings(); err != nil {
+		return err
+	}
+	if _, err := c.ChatTemplateSource(); err != nil {
+		return err
+	}
 	// llama.cpp aborts on some sampler settings (an infinite temperature
 	// with a grammar): refuse them before any backend sees them.
 	if err := c.Sampling.Validate(); err != nil {
@@ -403,6 +409,9 @@ func (c *RolloutOptions) AbsPaths() error {
 	paths := []*string{&c.Model, &c.Adapter, &c.FrozenModel, &c.LlamaLib, &c.JudgeModel}
 	if c.Judge != nil {
 		paths = append(paths, &c.Judge.Model)
+	}
+	if t := c.ChatTemplate; t != "" && !strings.Contains(t, "{{") && !strings.Contains(t, "{%") {
+		paths = append(paths, &c.ChatTemplate)
 	}
 	for _, p := range paths {
 		if *p == "" {

@@ -63,6 +63,9 @@ func (c *RolloutOptions) LlamaOptions(path, adapter string, parallel, context in
 		// A quantized V cache exists only inside flash attention.
 		o.FlashAttention = llamacpp.FlashAttentionEnabled
 	}
+	if o.ChatTemplate, err = c.ChatTemplateSource(); err != nil {
+		return o, err
+	}
 	return o, nil
 }
 
@@ -91,6 +94,10 @@ func OpenPlayers(c *RolloutOptions, seatsPerEpisode int) (*Players, error) {
 		if err != nil {
 			p.Close()
 			return nil, err
+		}
+		if c.Thinking != "" && !b.ChatTemplateJinja() {
+			p.Close()
+			return nil, fmt.Errorf("thinking %q: %s's chat template is not rendered by the Jinja engine (%s), which thinking needs; set chat_template", c.Thinking, filepath.Base(c.Model), b.ChatTemplateSource())
 		}
 		p.Llama = b
 		p.Policy = &selfplay.Player{Label: "llama:" + filepath.Base(c.Model), Backend: b, Tokenizer: b}
@@ -172,7 +179,13 @@ func (c *RolloutOptions) OpenJudge(jc JudgeOptions, parallel int, policyBackend 
 	if ctx == 0 {
 		ctx = DefaultJudgeContext
 	}
-	b, err := c.openLlama(path, "", parallel, ctx)
+	// The chat_template override is the policy's; a judge model of its
+	// own renders with its own template.
+	jo := *c
+	if path != policyModel {
+		jo.ChatTemplate = ""
+	}
+	b, err := jo.openLlama(path, "", parallel, ctx)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("judge: %w", err)
 	}

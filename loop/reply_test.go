@@ -18,6 +18,8 @@ func TestReplyReachesEveryPlay(t *testing.T) {
 		MaxTokens: 40, Context: 4096, MinReplyTokens: 12,
 		Sampling: inference.Sampling{Temperature: 0.5, TopK: 7, TopP: 0.9, MinP: 0.05},
 		Grammar:  false, MaxLegal: -1, Trace: selfplay.TraceToM,
+		ChatTemplate: "{{ messages[0].content }}", Thinking: "budget 8", ThinkingLoss: selfplay.ThinkingMask,
+		ThinkingHistory: selfplay.HistoryStream,
 	}
 	oddV := reflect.ValueOf(odd)
 	typ := oddV.Type()
@@ -26,6 +28,9 @@ func TestReplyReachesEveryPlay(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ro := RolloutOptions{}.Defaults()
 			reflect.ValueOf(&ro.Reply).Elem().Field(f).Set(oddV.Field(f))
+			if name == "ThinkingLoss" || name == "ThinkingHistory" {
+				ro.Thinking = selfplay.ThinkingOn // they are refused without a thinking mode
+			}
 			if reflect.DeepEqual(ro.Reply, RolloutOptions{}.Defaults().Reply) {
 				t.Fatalf("%s: the odd value equals the default; the test cannot see it", name)
 			}

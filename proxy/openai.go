@@ -35,6 +35,10 @@ type ChatRequest struct {
 	// Grammar is llama.cpp's server extension: a GBNF grammar (root rule
 	// "root") the reply must match.
 	Grammar string `json:"grammar,omitempty"`
+	// ChatTemplateKwargs are extra chat template variables (the vLLM and
+	// llama.cpp server extension); only enable_thinking (a boolean, Qwen3:
+	// false renders the no-reasoning form) is taken.
+	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs,omitempty"`
 	neutral
 }
 

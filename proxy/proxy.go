@@ -406,7 +406,7 @@ func (p *Proxy) generate(ctx context.Context, s *session, pl *plan) (*result, *A
 	text, ids, isTokens := pl.prompt.Text, pl.prompt.Tokens, pl.prompt.IsTokens
 	if pl.chat {
 		var err error
-		if text, err = p.tok.ChatTemplate(pl.messages, true); err != nil {
+		if text, err = inference.RenderChat(p.tok, pl.messages, inference.ChatOptions{AddAssistant: true, Thinking: pl.thinking}); err != nil {
 			return nil, &APIError{Status: http.StatusInternalServerError, Message: fmt.Sprintf("chat template: %v", err)}
 		}
 	}

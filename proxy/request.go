@@ -32,6 +32,7 @@ type plan struct {
 	top       int // top logprobs per position
 	user      string
 	grammar   string
+	thinking  *bool // chat_template_kwargs.enable_thinking
 }
 
 // chatPlan validates a chat request.
@@ -73,6 +74,17 @@ func chatPlan(r *ChatRequest, o *Options) (*plan, *APIError) {
 			return nil, badRequest(param+".content", "%s: content is null", param)
 		}
 		p.messages = append(p.messages, inference.Message{Role: role, Content: m.Content.Text})
+	}
+	for k, v := range r.ChatTemplateKwargs {
+		param := "chat_template_kwargs." + k
+		var on bool
+		if k != "enable_thinking" {
+			return nil, badRequest(param, "%s: not supported (only enable_thinking)", param)
+		}
+		if err := json.Unmarshal(v, &on); err != nil {
+			return nil, badRequest(param, "%s: want true or false", param)
+		}
+		p.thinking = &on
 	}
 	if r.Logprobs != nil {
 		p.logprobs = *r.Logprobs

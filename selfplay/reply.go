@@ -2,7 +2,9 @@ package selfplay
 
 import (
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/omar-selfplay/omar/inference"
 )
@@ -32,6 +34,63 @@ type Reply struct {
 	// Trace is a reply format for model seats ("" none, TraceToM): the
 	// grammar is wrapped and only the trace's move reaches the engine.
 	Trace string `yaml:"trace" json:"trace,omitempty"`
+	// ChatTemplate overrides the model's chat template: a Jinja template
+	// inline (it holds "{{" or "{%") or the path of a file holding one
+	// (ChatTemplateSource). Empty: the GGUF's tokenizer.chat_template,
+	// rendered by the Jinja engine (llama.cpp's built-in renderer as the
+	// fallback). It is applied where the model is loaded.
+	ChatTemplate string `yaml:"chat_template" json:"chat_template,omitempty"`
+	// Thinking is a reasoning model's reply mode: "" (the template's
+	// default), "off", "on" or "budget N" (at most N reasoning tokens);
+	// ThinkingLoss trains the reasoning ("train", the default) or masks it
+	// ("mask"); ThinkingHistory keeps the conversation as the template
+	// renders it ("template", the default: a new segment when the
+	// rendering drops earlier reasoning) or as sampled ("stream"). See
+	// Thinking and docs/real-models.md.
+	Thinking        string `yaml:"thinking" json:"thinking,omitempty"`
+	ThinkingLoss    string `yaml:"thinking_loss" json:"thinking_loss,omitempty"`
+	ThinkingHistory string `yaml:"thinking_history" json:"thinking_history,omitempty"`
+}
+
+// ThinkingSettings returns the thinking keys parsed, naming a bad one by
+// its YAML key.
+func (r Reply) ThinkingSettings() (Thinking, error) {
+	th, err := ParseThinking(r.Thinking)
+	if err != nil {
+		return th, err
+	}
+	th.Loss, th.History = r.ThinkingLoss, r.ThinkingHistory
+	if (th.Loss != "" || th.History != "") && th.Mode == "" {
+		return th, fmt.Errorf("thinking_loss and thinking_history need thinking: off, on or budget N")
+	}
+	if err := th.Validate(); err != nil {
+		return th, fmt.Errorf("thinking: %w", err)
+	}
+	return th, nil
+}
+
+// thinking is ThinkingSettings of a validated Reply.
+func (r Reply) thinking() Thinking {
+	th, _ := r.ThinkingSettings()
+	return th
+}
+
+// ChatTemplateSource returns the chat_template override's Jinja text: the
+// value itself when it holds "{{" or "{%", else the file it names ("" when
+// unset).
+func (r Reply) ChatTemplateSource() (string, error) {
+	v := r.ChatTemplate
+	if v == "" || strings.Contains(v, "{{") || strings.Contains(v, "{%") {
+		return v, nil
+	}
+	b, err := os.ReadFile(v)
+	if err != nil {
+		return "", fmt.Errorf("chat_template: neither a template (no {{ or {%%) nor a readable file: %w", err)
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return "", fmt.Errorf("chat_template: %s is empty", v)
+	}
+	return string(b), nil
 }
 
 // DefaultMinReplyTokens is MinReplyTokens' default.
@@ -57,6 +116,12 @@ func (r Reply) Validate() error {
 		return fmt.Errorf("max_legal %d: want -1 (never), 0 (the default) or a count", r.MaxLegal)
 	case r.Trace != "" && !slices.Contains(Traces, r.Trace):
 		return fmt.Errorf("trace %q: want one of %v (or none)", r.Trace, Traces)
+	}
+	if _, err := r.ThinkingSettings(); err != nil {
+		return err
+	}
+	if _, err := r.ChatTemplateSource(); err != nil {
+		return err
 	}
 	return r.Sampling.Validate()
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/omar-selfplay/omar/chattemplate"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/seeds"
@@ -124,9 +125,10 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 	if err != nil {
 		return engine.Action{}, err
 	}
-	if ms.run.opts.Context-len(ms.traj.Tokens)-len(prompt) < ms.run.opts.MinReplyTokens && len(ms.traj.Tokens) > 0 {
-		// The prefix would break: start a new segment holding the system
-		// message and the new messages only.
+	if ms.run.opts.Context-len(ms.traj.Tokens)-len(prompt) < ms.run.opts.MinReplyTokens && (len(ms.traj.Tokens) > 0 || ms.hasHistory()) {
+		// The prefix would break (or a re-rendered conversation does not
+		// fit): start a new segment holding the system message and the
+		// new messages only.
 		ms.restart()
 		if prompt, err = ms.extend(newMsgs); err != nil {
 			return engine.Action{}, err
@@ -149,14 +151,31 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 		Adapter:   ms.player.Adapter,
 	}
 	req.Sampling.Seed = seeds.Derive(ms.run.samplingSeed, uint64(ms.seat.Index), uint64(ms.turn))
+	th := ms.run.opts.thinking()
+	moveGrammar := ""
 	if ms.run.opts.Grammar {
-		req.Grammar = t.Notification.Grammar
+		moveGrammar = t.Notification.Grammar
 		if ms.run.opts.Trace == TraceToM {
-			req.Grammar = traceGrammar(req.Grammar)
+			moveGrammar = traceGrammar(moveGrammar)
+		}
+		if th.Mode != "" {
+			moveGrammar = noMarkup(moveGrammar)
+		}
+		req.Grammar = moveGrammar
+		if th.Mode == ThinkingOn {
+			req.Grammar = thinkingGrammar(moveGrammar)
 		}
 	}
 	submitted = true
-	resp, err := ms.run.moves.generate(ctx, ms.seat.Index, ms.player, req)
+	var r turnReply
+	if th.Mode == ThinkingBudget {
+		r, err = ms.think(ctx, req, moveGrammar)
+	} else {
+		var resp inference.Response
+		resp, err = ms.run.moves.generate(ctx, ms.seat.Index, ms.player, req)
+		r.add(resp.Tokens, true, resp.Logprobs, resp.RawLogprobs)
+		r.last, r.reused = resp, resp.ReusedTokens
+	}
 	if err != nil {
 		// The stream now ends with an opened assistant turn: record it as
 		// an empty reply so the next turn's delta closes it (a timed-out
@@ -167,7 +186,7 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 		return engine.Action{}, err
 	}
 	ms.turn++
-	reply := resp.Tokens
+	reply := r.tokens
 	ms.lastEOG = -1
 	if n := len(reply); n > 0 && tok.EOG(reply[n-1]) {
 		ms.lastEOG = reply[n-1]
@@ -177,25 +196,56 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 	if err != nil {
 		return engine.Action{}, fmt.Errorf("selfplay: detokenize reply: %w", err)
 	}
-	if len(resp.Tokens) > 0 {
-		ms.appendTokens(resp.Tokens, true, resp.Logprobs, resp.RawLogprobs)
+	if th.reasons() && th.Loss == ThinkingMask {
+		if err := ms.maskReasoning(&r); err != nil {
+			return engine.Action{}, err
+		}
+	}
+	// The turn ends on its last sampled token: under a thinking budget
+	// the tokens written for the model may come last (no room was left
+	// for the move), and with the reasoning masked a reply that never
+	// closed it has no trained token at all — then the turn stays in the
+	// stream as context and is not a turn of the trajectory.
+	end := -1
+	for i := len(r.gen) - 1; i >= 0; i-- {
+		if r.gen[i] {
+			end = i
+			break
+		}
+	}
+	if len(r.tokens) > 0 {
+		ms.appendReply(r)
+	}
+	if end >= 0 {
 		tr := ms.traj
-		tr.TurnEnds = append(tr.TurnEnds, len(tr.Tokens)-1)
+		tr.TurnEnds = append(tr.TurnEnds, len(tr.Tokens)-len(r.tokens)+end)
 		tr.TurnRewards = append(tr.TurnRewards, 0)
-		tr.PolicyVersions = append(tr.PolicyVersions, resp.PolicyVersion)
+		tr.PolicyVersions = append(tr.PolicyVersions, r.last.PolicyVersion)
 		tr.meta = append(tr.meta, turnMeta{
-			notification: t.Notification, text: text, stop: resp.Stop, maxTokens: maxTok, eog: ms.lastEOG >= 0,
+			notification: t.Notification, text: text, stop: r.last.Stop, maxTokens: maxTok,
+			eog: ms.lastEOG >= 0 && end == len(r.tokens)-1,
 		})
 	}
 	ms.msgs = append(ms.msgs, newMsgs...)
 	ms.msgs = append(ms.msgs, inference.Message{Role: "assistant", Content: text})
 	ms.consumed += text
-	ms.run.stats.addTurn(len(prompt), len(resp.Tokens), resp.ReusedTokens)
+	ms.run.stats.addTurn(len(prompt), len(r.tokens), r.reused)
 	move := text
+	if th.Mode != "" {
+		// The move follows the reasoning; a reply that reasons and never
+		// closes it has no move (an invalid move: the engine asks again).
+		_, answer, closed := chattemplate.SplitThinking(text)
+		switch {
+		case closed:
+			move = answer
+		case th.reasons():
+			move = ""
+		}
+	}
 	if ms.run.opts.Trace == TraceToM {
 		// A trace without its move line is an invalid move: the engine
 		// rejects the empty reply and asks again.
-		move, _ = traceAction(text)
+		move, _ = traceAction(move)
 	}
 	return engine.Action{NotificationID: t.Notification.ID, Text: move}, nil
 }
@@ -203,15 +253,18 @@ func (ms *modelSeat) Act(ctx context.Context, t engine.Turn) (engine.Action, err
 // extend renders newMsgs after the segment's messages and returns only the
 // tokens of the new text. The stream stands for ms.consumed; when the new
 // rendering extends it, only the difference is tokenised. When a template
-// rewrites earlier text (trimming a reply, for example), the difference to
-// the template's own rendering of the earlier messages is used instead;
-// when even that breaks, a new segment starts.
+// rewrites earlier text (trimming a reply, dropping an earlier reply's
+// reasoning), the template's text after the last reply is used instead
+// (history "stream", and outside thinking modes when the rest of the
+// rendering still agrees); otherwise a new segment starts: with the whole
+// conversation re-rendered under thinking's history "template", with the
+// system messages only outside thinking modes.
 func (ms *modelSeat) extend(newMsgs []inference.Message) ([]int32, error) {
-	tok := ms.player.Tokenizer
+	th := ms.run.opts.thinking()
 	all := append(append([]inference.Message{}, ms.msgs...), newMsgs...)
-	full, err := tok.ChatTemplate(all, true)
+	full, err := ms.renderChat(all, true)
 	if err != nil {
-		return nil, fmt.Errorf("selfplay: chat template: %w", err)
+		return nil, err
 	}
 	if len(ms.traj.Tokens) == 0 {
 		ms.consumed = full
@@ -221,10 +274,20 @@ func (ms *modelSeat) extend(newMsgs []inference.Message) ([]int32, error) {
 	switch {
 	case strings.HasPrefix(full, ms.consumed):
 		delta = full[len(ms.consumed):]
+	case th.Mode != "" && th.History == HistoryStream:
+		if delta, err = ms.afterReply(all, len(ms.msgs)); err != nil {
+			return nil, err
+		}
+	case th.Mode != "":
+		// History "template": a segment of the conversation as the
+		// template renders it now.
+		ms.run.stats.addBreak()
+		ms.resegment()
+		return ms.extend(newMsgs)
 	default:
-		prev, err := tok.ChatTemplate(ms.msgs, false)
+		prev, err := ms.renderChat(ms.msgs, false)
 		if err != nil {
-			return nil, fmt.Errorf("selfplay: chat template: %w", err)
+			return nil, err
 		}
 		if !strings.HasPrefix(full, prev) {
 			ms.run.stats.addBreak()
@@ -253,9 +316,41 @@ func (ms *modelSeat) extend(newMsgs []inference.Message) ([]int32, error) {
 	return ids, nil
 }
 
+// renderChat renders msgs with the seat's chat template and thinking
+// setting.
+func (ms *modelSeat) renderChat(msgs []inference.Message, addAssistant bool) (string, error) {
+	text, err := inference.RenderChat(ms.player.Tokenizer, msgs, ms.run.opts.thinking().chatOptions(addAssistant))
+	if err != nil {
+		return "", fmt.Errorf("selfplay: chat template: %w", err)
+	}
+	return text, nil
+}
+
 // replySentinel stands in for a reply's content when replyClosing renders
 // it; no template trims or rewrites it.
 const replySentinel = "\x1eOMAR-REPLY\x1e"
+
+// afterReply returns the template's text after the reply at all[n-1]
+// (the segment's last message) when all is rendered with the opening of
+// the next reply: the reply's end-of-turn marker, the new messages and
+// the opening. The reply is rendered as a sentinel, so the text does not
+// depend on how the template rewrites it.
+func (ms *modelSeat) afterReply(all []inference.Message, n int) (string, error) {
+	if n == 0 || all[n-1].Role != "assistant" {
+		return "", fmt.Errorf("selfplay: seat %d: the stream does not end with a reply", ms.seat.Index)
+	}
+	msgs := append([]inference.Message{}, all...)
+	msgs[n-1] = inference.Message{Role: "assistant", Content: replySentinel}
+	text, err := ms.renderChat(msgs, true)
+	if err != nil {
+		return "", err
+	}
+	i := strings.LastIndex(text, replySentinel)
+	if i < 0 {
+		return "", fmt.Errorf("selfplay: seat %d: the chat template drops a reply", ms.seat.Index)
+	}
+	return text[i+len(replySentinel):], nil
+}
 
 // replyClosing returns the text the chat template puts after the content
 // of the segment's last message when that is a reply (the end-of-turn
@@ -266,9 +361,9 @@ func (ms *modelSeat) replyClosing() (string, error) {
 		return "", nil
 	}
 	msgs := append(append([]inference.Message{}, ms.msgs[:n-1]...), inference.Message{Role: "assistant", Content: replySentinel})
-	text, err := ms.player.Tokenizer.ChatTemplate(msgs, false)
+	text, err := ms.renderChat(msgs, false)
 	if err != nil {
-		return "", fmt.Errorf("selfplay: chat template: %w", err)
+		return "", err
 	}
 	i := strings.LastIndex(text, replySentinel)
 	if i < 0 {
@@ -302,6 +397,28 @@ func (ms *modelSeat) restart() {
 	ms.run.stats.addSegment()
 }
 
+// hasHistory reports whether the segment's messages hold more than the
+// system messages.
+func (ms *modelSeat) hasHistory() bool {
+	for _, m := range ms.msgs {
+		if m.Role != "system" {
+			return true
+		}
+	}
+	return false
+}
+
+// resegment closes the current segment and opens a new one that keeps the
+// whole conversation, to be rendered afresh by the template.
+func (ms *modelSeat) resegment() {
+	if len(ms.traj.TurnEnds) > 0 {
+		ms.segments = append(ms.segments, ms.traj)
+	}
+	ms.traj = ms.newTrajectory(ms.traj.Segment + 1)
+	ms.consumed, ms.lastEOG = "", -1
+	ms.run.stats.addSegment()
+}
+
 // appendTokens appends ids to the stream; generated marks them as the
 // model's (lp and raw may be nil or short for backends that report no
 // logprobs; missing entries are 0).
@@ -320,6 +437,17 @@ func (ms *modelSeat) appendTokens(ids []int32, generated bool, lp, raw []float32
 		tr.Logprobs = append(tr.Logprobs, a)
 		tr.RawLogprobs = append(tr.RawLogprobs, b)
 	}
+}
+
+// appendReply appends a turn's reply: sampled tokens as generated, tokens
+// written for the model (a closed reasoning budget) or masked reasoning as
+// context.
+func (ms *modelSeat) appendReply(r turnReply) {
+	tr := ms.traj
+	tr.Tokens = append(tr.Tokens, r.tokens...)
+	tr.Mask = append(tr.Mask, r.gen...)
+	tr.Logprobs = append(tr.Logprobs, r.lp...)
+	tr.RawLogprobs = append(tr.RawLogprobs, r.raw...)
 }
 
 // trajectories returns the seat's segments that contain turns, with the

@@ -45,10 +45,12 @@ const FormatHelp = `Reply with exactly one action on a single line, in one of th
 // maxChars characters (root rule "root"). Characters are listed as
 // positive ranges of valid code points (no controls, no surrogates, nothing
 // above U+10FFFF) because a negated class would let llama.cpp's loose UTF-8
-// decoder accept invalid lead bytes.
+// decoder accept invalid lead bytes. '<' is left out: every chat control
+// token is spelt with it (<think>, <|im_end|>), and none may appear in a
+// move as text.
 func MoveGrammar(maxChars int) string {
 	return fmt.Sprintf(`root ::= "none" | "leave" | "speak: " content | "non-verbal: " content | "action: " content
-content ::= [!-~%[2]s] [ -~%[2]s]{0,%[1]d}
+content ::= [!-;=-~%[2]s] [ -;=-~%[2]s]{0,%[1]d}
 `, maxChars-1, nonASCII)
 }
 

@@ -105,10 +105,12 @@ type Speech struct {
 	Text string `json:"text"`
 }
 
-// speechGrammar is the GBNF grammar of a speech: one non-empty line. The
-// length bound is left to the token limit and Parse, because a bounded
-// repetition of hundreds of characters makes a large grammar.
-const speechGrammar = `root ::= [^\r\n]+`
+// speechGrammar is the GBNF grammar of a speech: one non-empty line
+// without '<', which every chat control token is spelt with (<think>,
+// <|im_end|>), so a speech never holds one as text. The length bound is
+// left to the token limit and Parse, because a bounded repetition of
+// hundreds of characters makes a large grammar.
+const speechGrammar = `root ::= [^\r\n<]+`
 
 // parseSpeech returns the speech parser for speeches of at most max
 // characters. Whitespace runs (newlines included) collapse to one space.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/omar-selfplay/omar/inference/gbnf"
 )
 
 var voteLegal = []string{"VOTE p2", "VOTE p3", "VOTE p10", "ABSTAIN"}
@@ -180,5 +182,34 @@ func TestSpeechPhrases(t *testing.T) {
 				t.Errorf("accusations: got %v, want %v", got, tc.accused)
 			}
 		})
+	}
+}
+
+// TestSpeechGrammarRefusesControlText: a speech is one line without '<',
+// the first character of every chat control token (<think>, <|im_end|>).
+func TestSpeechGrammarRefusesControlText(t *testing.T) {
+	g, err := gbnf.Check(speechGrammar, "root", gbnf.Limits{}.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	excluded := map[uint32]bool{}
+	for _, r := range g.Rules {
+		negated := false // inside a [^…] class
+		for _, e := range r {
+			switch {
+			case e.Type == gbnf.CharNot:
+				negated = true
+				excluded[e.Value] = true
+			case e.Type == gbnf.CharAlt && negated:
+				excluded[e.Value] = true
+			default:
+				negated = false
+			}
+		}
+	}
+	for _, c := range []rune{'<', '\n', '\r'} {
+		if !excluded[uint32(c)] {
+			t.Errorf("speech grammar %q allows %q", speechGrammar, c)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/inference/gbnf"
 	"github.com/omar-selfplay/omar/inference/llama"
 )
 
@@ -98,6 +99,12 @@ func runGenerate(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 		g = string(b)
+	}
+	if g != "" {
+		// Before the model loads: a bad grammar fails in milliseconds.
+		if _, err := gbnf.Check(g, "root", gbnf.Limits{}.Defaults()); err != nil {
+			return fmt.Errorf("--grammar: %w", err)
+		}
 	}
 	b, err := llama.New(o)
 	if err != nil {

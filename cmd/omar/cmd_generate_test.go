@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -111,5 +112,19 @@ func TestBenchCommand(t *testing.T) {
 	}
 	if _, _, code := llamaCLI(t, "bench", "encode"); code != 2 {
 		t.Errorf("bench encode: exit %d, want 2", code)
+	}
+}
+
+// TestGenerateRefusesDeepGrammar: a grammar beyond the limits is refused
+// before the model loads (18,000 nested groups killed llama.cpp).
+func TestGenerateRefusesDeepGrammar(t *testing.T) {
+	m := tinyGGUF(t)
+	g := filepath.Join(t.TempDir(), "deep.gbnf")
+	if err := os.WriteFile(g, []byte("root ::= "+strings.Repeat("(", 18000)+`"a"`+strings.Repeat(")", 18000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := llamaCLI(t, "generate", "--model", m, "--prompt", "hi", "--grammar", "@"+g)
+	if code == 0 || !strings.Contains(stderr, "nested more than 64") {
+		t.Errorf("exit %d, stderr %q: want a refusal naming the nesting limit", code, stderr)
 	}
 }

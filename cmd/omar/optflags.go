@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/omar-selfplay/omar/loop"
 )
@@ -20,7 +24,51 @@ type optionFlags[T any] struct {
 	given []string
 }
 
-func newOptionFlags[T any](fs *flag.FlagSet) *optionFlags[T] { return &optionFlags[T]{fs: fs} }
+// newOptionFlags returns the flags of an options value, with --set
+// KEY=VALUE: a dotted YAML key of the config (train.lr=1e-4) set as the
+// config file would set it, checked as strictly (setYAML).
+func newOptionFlags[T any](fs *flag.FlagSet) *optionFlags[T] {
+	f := &optionFlags[T]{fs: fs}
+	f.Func("set", "set a config key, dotted, as the YAML file would (repeatable): --set train.lr=1e-4 --set rollout.env=casino", func(o *T, v string) error {
+		return setYAML(o, v)
+	})
+	return f
+}
+
+// setYAML decodes KEY=VALUE onto o as the one-key YAML document that sets
+// it: KEY's dots nest mappings and VALUE is a YAML value (a scalar, or a
+// flow list or map such as [a, b]), decoded strictly like a config file,
+// so an unknown key or a wrong type is refused with the key's name.
+func setYAML(o any, kv string) error {
+	key, val, ok := strings.Cut(kv, "=")
+	if !ok || key == "" {
+		return fmt.Errorf("want KEY=VALUE, e.g. train.lr=1e-4")
+	}
+	parts := strings.Split(key, ".")
+	for _, p := range parts {
+		if p == "" || strings.ContainsAny(p, " \t:#{}[],&*!|>'\"%@`") {
+			return fmt.Errorf("key %q: want dotted YAML keys such as train.lr", key)
+		}
+	}
+	var value yaml.Node
+	if err := yaml.Unmarshal([]byte(val), &value); err != nil || len(value.Content) != 1 {
+		// Not a YAML value on its own: the text itself.
+		value = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: val}}}
+	}
+	node := value.Content[0]
+	for i := len(parts) - 1; i >= 0; i-- {
+		node = &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: parts[i]}, node}}
+	}
+	doc, err := yaml.Marshal(node)
+	if err != nil {
+		return err
+	}
+	if err := loop.DecodeYAML(bytes.NewReader(doc), o); err != nil {
+		// The line is the generated document's, not the user's.
+		return errors.New(strings.TrimPrefix(err.Error(), "line "+strconv.Itoa(len(parts))+": "))
+	}
+	return nil
+}
 
 // Func binds a flag whose value set parses into o.
 func (f *optionFlags[T]) Func(name, usage string, set func(o *T, v string) error) {

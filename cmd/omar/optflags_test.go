@@ -45,3 +45,43 @@ func TestSelfplayFlags(t *testing.T) {
 		t.Errorf("a negative temperature validates: %v", err)
 	}
 }
+
+func TestSetYAML(t *testing.T) {
+	tests := []struct {
+		kv      string
+		check   func(o *loop.Options) bool
+		wantErr string
+	}{
+		{"train.lr=1e-4", func(o *loop.Options) bool { return o.Train.LR == float32(1e-4) }, ""},
+		{"rollout.env=casino", func(o *loop.Options) bool { return o.Rollout.Env == "casino" }, ""},
+		{"rollout.max_legal=-1", func(o *loop.Options) bool { return o.Rollout.MaxLegal == -1 }, ""},
+		{"rollout.agents={seat0: scripted}", func(o *loop.Options) bool { return o.Rollout.Agents["seat0"] == "scripted" }, ""},
+		{"iterations=7", func(o *loop.Options) bool { return o.Iterations == 7 }, ""},
+		{"train.lrr=1", nil, `unknown key "lrr"`},
+		{"train.lr=abc", nil, "is not a number"},
+		{"nokey", nil, "want KEY=VALUE"},
+		{"train..lr=1", nil, "want dotted YAML keys"},
+		{"=1", nil, "want KEY=VALUE"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.kv, func(t *testing.T) {
+			o := loop.Options{}.Defaults()
+			err := setYAML(&o, tc.kv)
+			switch {
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("got error %v, want one containing %q", err, tc.wantErr)
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("got error %v", err)
+			case tc.check != nil && !tc.check(&o):
+				t.Errorf("the key was not set: %+v", o)
+			}
+		})
+	}
+	// Other keys keep their values: a set nests, it does not replace a
+	// section.
+	o := loop.Options{}.Defaults()
+	want := o.Train.Epochs
+	if err := setYAML(&o, "train.lr=0.5"); err != nil || o.Train.Epochs != want {
+		t.Errorf("train.epochs %d after setting train.lr (err %v), want %d", o.Train.Epochs, err, want)
+	}
+}

@@ -249,7 +249,9 @@ func Grammar(terms, extra string, canAccept, structuredOnly bool) string {
 		b.WriteString("root ::= say | say \"\\n\" move | move\n")
 		// The first character is visible ASCII so the parser never sees an
 		// empty message; 241 characters of at most 4 bytes stay under MaxSay.
-		b.WriteString("say ::= \"SAY: \" [!-~] [^\\n]{0,240}\n")
+		// No '<': chat control tokens (<think>, <|im_end|>) are spelt
+		// with it, and none may appear in a message as text.
+		b.WriteString("say ::= \"SAY: \" [!-;=-~] [^\\n<]{0,240}\n")
 	}
 	b.WriteString("move ::= " + strings.Join(moves, " | ") + "\n")
 	b.WriteString("terms ::= " + terms + "\n")

@@ -32,7 +32,7 @@ type Backend struct {
 	contexts []*Backend
 	lctx     *llamacpp.LlamaContext
 	nCtx     int // KV cells per sequence
-	tmpl     string
+	tmpl     *chatTemplate
 
 	submit    chan []*job
 	sessionCh chan sessionMsg
@@ -57,6 +57,7 @@ type Backend struct {
 
 	// Owned by the loop goroutine.
 	batch    *llamacpp.Batch
+	masks    *maskCache // grammar masks by state, shared by the contexts of one model; nil: none
 	scratch  []*scratch // one per sampling goroutine
 	inBatch  []*job     // reused by step: no allocation per decode
 	sampling []*job
@@ -154,8 +155,14 @@ func newContext(o Options, m *llamacpp.Model, owner bool, tablesOf *Backend) (*B
 	if tablesOf != nil {
 		// The same model: its tables are read-only and shared.
 		b.tmpl, b.pieces, b.eog, b.specials = tablesOf.tmpl, tablesOf.pieces, tablesOf.eog, tablesOf.specials
+		b.masks = tablesOf.masks
 	} else {
 		b.tables()
+		budget := o.GrammarCacheBytes
+		if budget == 0 {
+			budget = defaultGrammarCacheBytes
+		}
+		b.masks = newMaskCache(budget)
 	}
 	for range min(runtime.GOMAXPROCS(0), o.Parallel) {
 		nv := m.Vocab().NTokens()
@@ -184,7 +191,8 @@ func newContext(o Options, m *llamacpp.Model, owner bool, tablesOf *Backend) (*B
 // end-of-generation flag once, instead of two C calls per sampled token.
 func (b *Backend) tables() {
 	m := b.model
-	b.tmpl, _ = m.ChatTemplate("")
+	gguf, _ := m.ChatTemplate("")
+	b.tmpl = newChatTemplate(b.vocab, gguf, b.opts.ChatTemplate)
 	nv := m.Vocab().NTokens()
 	b.pieces, b.eog = make([][]byte, nv), make([]bool, nv)
 	for t := range int32(nv) {
@@ -383,14 +391,7 @@ func (b *Backend) ChatTemplate(msgs []inference.Message, addAssistant bool) (str
 }
 
 func (b *Backend) applyTemplate(msgs []inference.Message, addAssistant bool) (string, error) {
-	if b.tmpl == "" {
-		return "", fmt.Errorf("llama: model %s has no chat template", b.opts.Model)
-	}
-	cm := make([]llamacpp.ChatMessage, len(msgs))
-	for i, m := range msgs {
-		cm[i] = llamacpp.ChatMessage{Role: m.Role, Content: m.Content}
-	}
-	return llamacpp.ApplyChatTemplate(b.tmpl, cm, addAssistant)
+	return b.tmpl.render(b.opts.Model, msgs, inference.ChatOptions{AddAssistant: addAssistant})
 }
 
 // EOG implements inference.Tokenizer (from a table made at New, so it

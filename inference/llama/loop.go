@@ -48,7 +48,8 @@ type job struct {
 	adapter  string  // the adapter key the sequence decodes under
 	pending  []int32 // tokens still to decode (prompt suffix, then the last sampled token)
 	chain    *llamacpp.Sampler
-	rng      *rand.Rand // the seeded draw; nil: greedy (temperature 0)
+	grammar  *grammarState // the grammar sampler when masks come by state (grammar.go); else it is in chain
+	rng      *rand.Rand    // the seeded draw; nil: greedy (temperature 0)
 	invTemp  float64
 	text     []byte
 	logitIdx int // batch index of this step's logits, -1 when none
@@ -63,6 +64,7 @@ type drawn struct {
 	token               int32
 	logprob, rawLogprob float32
 	none                bool                     // no candidate had any probability
+	err                 error                    // the draw failed: the request ends with it
 	top                 []inference.TokenLogprob // Request.TopLogprobs (toplogprobs.go)
 }
 
@@ -73,6 +75,10 @@ func (j *job) finish(err error) {
 	}
 	j.chain.Close()
 	j.chain = nil
+	if j.grammar != nil {
+		j.grammar.sampler.Close()
+		j.grammar = nil
+	}
 	if j.slot != nil {
 		j.slot.job = nil
 		j.slot = nil
@@ -564,7 +570,9 @@ func (b *Backend) samplers(j *job) error {
 			chain.Close()
 			return err
 		}
-		chain.Add(g)
+		if j.grammar = b.newGrammarState(g, j.req.Grammar); j.grammar == nil {
+			chain.Add(g)
+		}
 	}
 	if sp.Temperature > 0 {
 		if sp.TopK > 0 {
@@ -774,6 +782,8 @@ const minSampleWork = 65536
 type scratch struct {
 	cand       *llamacpp.Candidates
 	candLogits []float32
+	masked     []float32 // the logits under a grammar's mask
+	key        []byte    // a grammar state's cache key
 	exps       []float64
 }
 
@@ -786,7 +796,7 @@ func (b *Backend) draw(j *job, sc *scratch) {
 	rawLSE := rawMax + math.Log(rawSum)
 	var tok int32
 	var lp float64
-	if j.chain == nil {
+	if j.chain == nil && j.grammar == nil {
 		// Every token is a candidate: work on the logits in place.
 		if j.rng == nil {
 			tok, lp = int32(argmax(logits)), 0
@@ -799,22 +809,46 @@ func (b *Backend) draw(j *job, sc *scratch) {
 			tok, lp = int32(i), float64(logits[i])*j.invTemp-m-math.Log(s)
 		}
 	} else {
-		c := sc.cand
-		c.Fill(logits)
-		c.Apply(j.chain)
-		cd := c.Data()
-		ls := sc.candLogits[:0]
-		for _, t := range cd {
-			ls = append(ls, t.Logit)
+		// The candidates the grammar leaves (by its cached mask, or by
+		// the grammar sampler at the head of the chain), then what the
+		// filters keep.
+		var mask []uint64
+		in := logits
+		if j.grammar != nil {
+			var err error
+			if mask, err = b.grammarMask(j, sc, len(logits)); err != nil {
+				d.err = err
+				return
+			}
+			sc.masked = maskLogits(sc.masked, logits, mask)
+			in = sc.masked
 		}
-		sc.candLogits = ls
+		var cd []llamacpp.TokenData
+		ls := in
+		if j.chain != nil {
+			c := sc.cand
+			c.Fill(in)
+			c.Apply(j.chain)
+			cd = c.Data()
+			ls = sc.candLogits[:0]
+			for _, t := range cd {
+				ls = append(ls, t.Logit)
+			}
+			sc.candLogits = ls
+		}
+		id := func(i int) int32 {
+			if cd == nil {
+				return int32(i)
+			}
+			return cd[i].ID
+		}
 		if j.rng == nil {
 			i := argmax(ls)
 			if len(ls) == 0 || math.IsInf(float64(ls[i]), -1) {
 				d.none = true // the grammar allows no token at all
 				return
 			}
-			tok, lp = cd[i].ID, 0
+			tok, lp = id(i), 0
 		} else {
 			m, s := maxSumExp(ls, j.invTemp, sc.exps)
 			if math.IsInf(m, -1) || s == 0 {
@@ -822,9 +856,20 @@ func (b *Backend) draw(j *job, sc *scratch) {
 				return
 			}
 			i := draw(sc.exps[:len(ls)], s, j.rng.Float64())
-			tok, lp = cd[i].ID, float64(ls[i])*j.invTemp-m-math.Log(s)
+			tok, lp = id(i), float64(ls[i])*j.invTemp-m-math.Log(s)
 		}
-		j.chain.Accept(tok)
+		if mask != nil {
+			if !allowed(mask, tok) {
+				// Only non-finite logits get here; accepting the token
+				// would abort inside llama.cpp.
+				d.err = fmt.Errorf("llama: drew token %d, which the grammar forbids (are the logits finite?)", tok)
+				return
+			}
+			j.grammar.sampler.Accept(tok)
+		}
+		if j.chain != nil {
+			j.chain.Accept(tok)
+		}
 	}
 	d.token, d.logprob, d.rawLogprob = tok, float32(lp), float32(float64(logits[tok])-rawLSE)
 	if n := j.req.TopLogprobs; n > 0 {
@@ -837,6 +882,10 @@ func (b *Backend) draw(j *job, sc *scratch) {
 func (b *Backend) record(j *job) {
 	j.logits = nil
 	d := j.drawn
+	if d.err != nil {
+		j.finish(d.err)
+		return
+	}
 	if d.none {
 		// No token is allowed: the reply ends here.
 		b.retire(j, inference.StopEOG)

@@ -18,6 +18,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/omar-selfplay/omar/chattemplate"
 	"github.com/omar-selfplay/omar/internal/cpuuse"
 	"github.com/omar-selfplay/omar/llamacpp"
 )
@@ -75,6 +76,15 @@ type Options struct {
 	// llama.cpp allocates anything. Not checked when layers are offloaded
 	// to a GPU (GPULayers ≠ 0): that memory is the device's.
 	MemoryLimit int64
+	// GrammarCacheBytes bounds the allowed-token masks kept per grammar
+	// state (grammar.go): a state met again costs no grammar pass over the
+	// vocabulary. 0: 64 MiB; negative: no cache (llama.cpp masks every
+	// step, as before). Tokens and log-probabilities are the same either
+	// way.
+	GrammarCacheBytes int64
+	// ChatTemplate, when not empty, is a Jinja chat template used instead
+	// of the GGUF's tokenizer.chat_template (see chat.go).
+	ChatTemplate string
 
 	// ignoreEOG keeps generating past end-of-generation tokens (benchmarks
 	// need equal lengths).
@@ -147,6 +157,11 @@ func (o Options) Validate() error {
 	}
 	if o.MemoryLimit < 0 {
 		errs = append(errs, fmt.Errorf("memory limit %d < 0", o.MemoryLimit))
+	}
+	if o.ChatTemplate != "" {
+		if _, err := chattemplate.Parse(o.ChatTemplate); err != nil {
+			errs = append(errs, fmt.Errorf("chat template: %w", err))
+		}
 	}
 	// n_ctx is a uint32 in llama.cpp: a product beyond it wraps.
 	if o.Parallel > 0 && o.Context > 0 && int64(o.Parallel)*int64(o.Context) > math.MaxInt32 {

@@ -22,7 +22,8 @@ const module = "github.com/omar-selfplay/omar/"
 var layers = map[string]int{
 	// Leaves: no repository imports, or only other leaves.
 	"seeds": 0, "gguf": 0, "internal": 0, "chart": 0, "model/builtin": 0,
-	"llamacpp/cpuvariant": 0, "judge/judgetest": 0,
+	"llamacpp/cpuvariant": 0, "judge/judgetest": 0, "inference/gbnf": 0,
+	"chattemplate": 0,
 	// The runtime, the bindings, the model writer.
 	"engine": 1, "llamacpp": 1, "model": 1,
 	// Environments' shared parts and the inference seam.
