@@ -364,6 +364,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"episodes", func(o *Options) { o.Episodes = 0 }, "episodes 0"},
 		{"parallel", func(o *Options) { o.Parallel = 0 }, "parallel 0"},
 		{"bootstrap", func(o *Options) { o.Bootstrap = 10 }, "bootstrap 10"},
+		{"bootstrap huge", func(o *Options) { o.Bootstrap = 1e12 }, "bootstrap 1000000000000: want 100..1000000"},
+		{"parallel huge", func(o *Options) { o.Parallel = 1 << 40 }, "parallel 1099511627776: want 1..4096"},
 		{"confidence", func(o *Options) { o.Confidence = 1 }, "confidence"},
 		{"reply", func(o *Options) { o.MaxTokens = 0 }, "max_tokens"},
 		{"trace", func(o *Options) { o.Trace = "cot" }, "trace"},
@@ -748,6 +750,36 @@ func TestImport(t *testing.T) {
 	} {
 		if n, err := Import(t.TempDir(), tc.src, tc.o, "policy", trained); err != nil || n != 0 {
 			t.Errorf("%s: imported %d, err %v; want 0", tc.name, n, err)
+		}
+	}
+}
+
+// TestFileOrder: results.jsonl and episodes.jsonl hold the same lines in
+// the same order whatever the parallelism (episodes of Werewolf and
+// Craigslist finish in a different order than they start).
+func TestFileOrder(t *testing.T) {
+	files := func(parallel int) (results, records []byte) {
+		o := scriptedOptions(6, Env{Name: "craigslist"}, Env{Name: "werewolf"})
+		o.Parallel, o.Records = parallel, true
+		dir := t.TempDir()
+		evaluate(t, o, dir, []Player{ScriptedPlayer("random"), ScriptedPlayer("scripted")}, []Player{ScriptedPlayer("random")})
+		var err error
+		if results, err = os.ReadFile(filepath.Join(dir, ResultsFile)); err != nil {
+			t.Fatal(err)
+		}
+		if records, err = os.ReadFile(filepath.Join(dir, RecordsFile)); err != nil {
+			t.Fatal(err)
+		}
+		return results, records
+	}
+	res1, rec1 := files(1)
+	for _, parallel := range []int{16, 16} {
+		res, rec := files(parallel)
+		if !bytes.Equal(res, res1) {
+			t.Errorf("parallel %d: %s differs from parallel 1's (%d and %d bytes)", parallel, ResultsFile, len(res), len(res1))
+		}
+		if !bytes.Equal(rec, rec1) {
+			t.Errorf("parallel %d: %s differs from parallel 1's (%d and %d bytes)", parallel, RecordsFile, len(rec), len(rec1))
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/internal/jsonl"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -178,16 +179,20 @@ type work struct {
 }
 
 // play runs todo with o.Parallel episodes in flight and returns the
-// results (in the order they finished), appending each to dir's results
-// file first. prior is the number of results already in that file.
+// results in todo's order, appending each to dir's results file first.
+// Episodes finish in any order, but a result is written only once every
+// result before it in todo has been: the files' line order is then fixed
+// by the seed, whatever the parallelism or the timing, and an interrupted
+// file holds a prefix of todo (a resumed evaluation plays the rest in the
+// same order). prior is the number of results already in that file.
 func play(ctx context.Context, o Options, dir string, prior int, todo []work, h Hooks) ([]Result, error) {
 	if len(todo) == 0 {
 		return nil, nil
 	}
-	var out, records *engine.JSONLWriter
+	var out, records *jsonl.Writer
 	if dir != "" {
 		var err error
-		if out, _, err = engine.AppendJSONL(filepath.Join(dir, ResultsFile)); err != nil {
+		if out, _, err = jsonl.Append(filepath.Join(dir, ResultsFile)); err != nil {
 			return nil, err
 		}
 		if o.Records {
@@ -197,7 +202,7 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 			// episode is played again now. Drop it, so that the file
 			// keeps one record per result.
 			if err = keepLines(path, prior); err == nil {
-				records, _, err = engine.AppendJSONL(path)
+				records, _, err = jsonl.Append(path)
 			}
 			if err != nil {
 				out.Close()
@@ -208,6 +213,7 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type done struct {
+		i   int // the episode's place in todo
 		res Result
 		rec *engine.Record
 		err error
@@ -237,7 +243,7 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 				}
 				res, rec, err := playOne(wctx, o, todo[i])
 				select {
-				case finished <- done{res, rec, err}:
+				case finished <- done{i, res, rec, err}:
 				case <-ctx.Done():
 					return
 				}
@@ -249,37 +255,59 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 		close(finished)
 	}()
 	var results []Result
-	var firstErr error
-	for d := range finished {
-		if firstErr != nil {
-			continue
-		}
-		if d.err == nil && records != nil {
+	write := func(d done) error {
+		if records != nil {
 			// Before the result: a resumed evaluation replays what has
 			// no result, so a record is never missing (and keepLines
 			// drops the copy an interrupt left).
-			if d.err = records.Write(d.rec); d.err == nil {
-				d.err = records.Flush()
+			if err := records.Write(d.rec); err != nil {
+				return err
+			}
+			if err := records.Flush(); err != nil {
+				return err
 			}
 		}
-		if d.err == nil && out != nil {
-			if d.err = out.Write(d.res); d.err == nil {
-				// Flushed per episode: an interrupt loses only the
-				// episodes in flight.
-				d.err = out.Flush()
+		if out != nil {
+			// Flushed per episode: an interrupt loses only the episodes
+			// in flight or waiting for an earlier one.
+			if err := out.Write(d.res); err != nil {
+				return err
 			}
-		}
-		if d.err != nil {
-			firstErr = d.err
-			cancel()
-			continue
+			if err := out.Flush(); err != nil {
+				return err
+			}
 		}
 		results = append(results, d.res)
 		if h.Episode != nil {
 			h.Episode(d.res)
 		}
+		return nil
 	}
-	for _, w := range []*engine.JSONLWriter{out, records} {
+	var firstErr error
+	// Finished episodes wait here until the ones before them in todo are
+	// written: at most those that finished ahead of the slowest in flight.
+	waiting := map[int]done{}
+	next := 0
+	for f := range finished {
+		if firstErr != nil {
+			continue
+		}
+		if f.err != nil {
+			firstErr = f.err
+			cancel()
+			continue
+		}
+		waiting[f.i] = f
+		for d, ok := waiting[next]; ok && firstErr == nil; d, ok = waiting[next] {
+			delete(waiting, next)
+			next++
+			firstErr = write(d)
+		}
+		if firstErr != nil {
+			cancel()
+		}
+	}
+	for _, w := range []*jsonl.Writer{out, records} {
 		if w != nil {
 			if err := w.Close(); firstErr == nil {
 				firstErr = err

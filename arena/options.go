@@ -9,6 +9,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/internal/errclip"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -118,11 +119,11 @@ func (o Options) Validate() error {
 	case o.Episodes > maxEpisodes:
 		errs = append(errs, fmt.Errorf("episodes %d > %d", o.Episodes, maxEpisodes))
 	}
-	if o.Parallel < 1 {
-		errs = append(errs, fmt.Errorf("parallel %d < 1", o.Parallel))
+	if o.Parallel < 1 || o.Parallel > maxParallel {
+		errs = append(errs, fmt.Errorf("parallel %d: want 1..%d", o.Parallel, maxParallel))
 	}
-	if o.Bootstrap < 100 {
-		errs = append(errs, fmt.Errorf("bootstrap %d < 100 resamples", o.Bootstrap))
+	if o.Bootstrap < 100 || o.Bootstrap > maxBootstrap {
+		errs = append(errs, fmt.Errorf("bootstrap %d: want 100..%d resamples", o.Bootstrap, maxBootstrap))
 	}
 	if !(o.Confidence > 0.5 && o.Confidence < 1) {
 		errs = append(errs, fmt.Errorf("confidence %v: want 0.5 < c < 1", o.Confidence))
@@ -131,13 +132,22 @@ func (o Options) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("arena: options: %w", err)
+		// Bounded: an env name or spec echoed here may be megabytes.
+		return errclip.Clip(fmt.Errorf("arena: options: %w", err))
 	}
 	return nil
 }
 
 // maxEpisodes bounds Episodes: eval indices stay far below 2^63.
 const maxEpisodes = 1 << 30
+
+// maxBootstrap bounds the resamples, each a pass over a pairing's
+// episodes kept in one float64 slice per cell; maxParallel the episodes in
+// flight (loop's rollout bound).
+const (
+	maxBootstrap = 1_000_000
+	maxParallel  = 4096
+)
 
 // runnerOptions are the selfplay options every pairing shares.
 func (o Options) runnerOptions() selfplay.Options {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/internal/jsonl"
 )
 
 // Files an evaluation writes in its directory.
@@ -235,7 +236,7 @@ func Import(dir, src string, o Options, from string, to Player) (int, error) {
 			return 0, nil
 		}
 	}
-	w, _, err := engine.AppendJSONL(filepath.Join(dir, ResultsFile))
+	w, _, err := jsonl.Append(filepath.Join(dir, ResultsFile))
 	if err != nil {
 		return 0, err
 	}

@@ -1,57 +1,84 @@
 package engine
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strings"
+
+	"github.com/omar-selfplay/omar/internal/jsonl"
 )
 
-// ReadRecords calls f with each record of the episode-record JSONL files
-// at paths, in order, one record in memory at a time. A corrupt line is an
-// error naming its file and line; so is an error f returns.
-func ReadRecords(paths []string, f func(*Record) error) error {
-	for _, path := range paths {
-		if err := readRecordFile(path, f); err != nil {
-			return err
+// Validate checks what every record the engine writes has: an env id, at
+// least one seat, seats numbered 0, 1, … in order, no more rewards than
+// seats (one each, or none) and events about seats that exist. It is what
+// tells a stray `{}` or `null` line from a record.
+func (r *Record) Validate() error {
+	if r.Env == "" {
+		return errors.New("not an episode record: no env")
+	}
+	if len(r.Seats) == 0 {
+		return errors.New("not an episode record: no seats")
+	}
+	for i, s := range r.Seats {
+		if s.Index != i {
+			return fmt.Errorf("seat %d has index %d", i, s.Index)
+		}
+	}
+	if n := len(r.Outcome.Rewards); n != 0 && n != len(r.Seats) {
+		return fmt.Errorf("%d rewards for %d seats", n, len(r.Seats))
+	}
+	for i, e := range r.Events {
+		if e.Seat < -1 || e.Seat >= len(r.Seats) {
+			return fmt.Errorf("event %d (seq %d) is about seat %d of %d", i, e.Seq, e.Seat, len(r.Seats))
 		}
 	}
 	return nil
 }
 
-func readRecordFile(path string, f func(*Record) error) error {
-	fh, err := os.Open(path)
-	if err != nil {
-		return err
+// DecodeRecord decodes and validates one line of an episode-record file.
+func DecodeRecord(line []byte) (*Record, error) {
+	var rec Record
+	if err := json.Unmarshal(line, &rec); err != nil {
+		return nil, err
 	}
-	defer fh.Close()
-	r := bufio.NewReaderSize(fh, 1<<20)
-	for line := 1; ; line++ {
-		b, err := r.ReadBytes('\n')
-		if strings.TrimSpace(string(b)) != "" {
-			var rec Record
-			if jerr := json.Unmarshal(b, &rec); jerr != nil {
-				return fmt.Errorf("%s:%d: %w", path, line, jerr)
-			}
-			if ferr := f(&rec); ferr != nil {
-				return fmt.Errorf("%s:%d: %w", path, line, ferr)
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
+	if err := rec.Validate(); err != nil {
+		return nil, err
 	}
+	return &rec, nil
 }
 
-// LoadRecords reads every record of the files at paths into memory.
-func LoadRecords(paths ...string) ([]*Record, error) {
+// ReadRecords calls f with each record of the episode-record JSONL files
+// at paths, in order, one record in memory at a time. A line that is not
+// a record (corrupt JSON, `{}`, `null`) is an error naming its file and
+// line; so is an error f returns. A torn last line (no newline, not JSON:
+// a write cut short) is skipped and passed to warn; with warn nil it is an
+// error too.
+func ReadRecords(paths []string, warn func(error), f func(*Record) error) error {
+	for _, path := range paths {
+		torn, err := jsonl.ReadFile(path, 0, func(l jsonl.Line) error {
+			rec, err := DecodeRecord(l.Bytes)
+			if err != nil {
+				return err
+			}
+			return f(rec)
+		})
+		if err != nil {
+			return err
+		}
+		if torn != nil {
+			if warn == nil {
+				return torn
+			}
+			warn(torn)
+		}
+	}
+	return nil
+}
+
+// LoadRecords reads every record of the files at paths into memory (see
+// ReadRecords for warn).
+func LoadRecords(warn func(error), paths ...string) ([]*Record, error) {
 	var recs []*Record
-	err := ReadRecords(paths, func(r *Record) error { recs = append(recs, r); return nil })
+	err := ReadRecords(paths, warn, func(r *Record) error { recs = append(recs, r); return nil })
 	return recs, err
 }

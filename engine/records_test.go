@@ -7,17 +7,51 @@ import (
 	"testing"
 )
 
+const testRecord = `{"env":"x_v1","seed":%d,"seats":[{"index":0,"name":"a"}]}`
+
+func rec(seed string) string { return strings.Replace(testRecord, "%d", seed, 1) }
+
 func TestReadRecords(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, "a.jsonl")
-	os.WriteFile(good, []byte(`{"env":"x_v1","seed":1}`+"\n\n"+`{"env":"x_v1","seed":2}`+"\n"), 0o644)
-	recs, err := LoadRecords(good)
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("a.jsonl", rec("1")+"\n\n"+rec("2")+"\n")
+	recs, err := LoadRecords(nil, good)
 	if err != nil || len(recs) != 2 || recs[1].Seed != 2 {
 		t.Fatalf("got %d records, %v", len(recs), err)
 	}
-	bad := filepath.Join(dir, "b.jsonl")
-	os.WriteFile(bad, []byte(`{"env":"x_v1"}`+"\n"+`{"env":`+"\n"), 0o644)
-	if _, err := LoadRecords(good, bad); err == nil || !strings.Contains(err.Error(), "b.jsonl:2") {
-		t.Errorf("got %v, want an error naming b.jsonl:2", err)
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"corrupt", rec("1") + "\n" + `{"env":` + "\n", "b.jsonl:2"},
+		{"empty object", rec("1") + "\n{}\n" + rec("3") + "\n", "b.jsonl:2: not an episode record: no env"},
+		{"null", "null\n" + rec("2") + "\n", "b.jsonl:1: not an episode record: no env"},
+		{"no seats", `{"env":"x_v1"}` + "\n", "b.jsonl:1: not an episode record: no seats"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := write("b.jsonl", tc.body)
+			if _, err := LoadRecords(nil, good, bad); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
 	}
+	t.Run("torn last line", func(t *testing.T) {
+		torn := write("c.jsonl", rec("1")+"\n"+rec("2")+"\n"+`{"env":"x_v1","se`)
+		if _, err := LoadRecords(nil, torn); err == nil || !strings.Contains(err.Error(), "c.jsonl:3: skipped a torn last line") {
+			t.Errorf("without warn: got %v, want an error naming c.jsonl:3", err)
+		}
+		var warned []error
+		recs, err := LoadRecords(func(err error) { warned = append(warned, err) }, torn)
+		if err != nil || len(recs) != 2 {
+			t.Fatalf("got %d records, %v; want 2 and no error", len(recs), err)
+		}
+		if len(warned) != 1 || !strings.Contains(warned[0].Error(), "c.jsonl:3") {
+			t.Errorf("got warnings %v, want one naming c.jsonl:3", warned)
+		}
+	})
 }

@@ -49,6 +49,9 @@ type Options struct {
 	// Progress, when non-nil, is called every ProgressEvery records and
 	// once at the end.
 	Progress func(Stats)
+	// Warn, when non-nil, is told of a torn last line that was skipped
+	// (Stats.TornLine has its number too).
+	Warn func(error)
 	// MaxLegal is the legal-replies setting of the policy whose
 	// conversations a chat export writes (selfplay.Reply.MaxLegal: 0 the
 	// default, -1 never), so each seat's messages are the prompt that
@@ -104,12 +107,18 @@ type Stats struct {
 	Rows int
 	// RowGroups is the number of Parquet row groups written.
 	RowGroups int
+	// TornLine is the number of a torn last line that was skipped (the
+	// input's last line, without its newline and not valid JSON: a write
+	// cut short by a full disk or a kill); 0 when there was none.
+	TornLine int
 }
 
 // Export reads the JSONL records of in and writes them to out in
 // opts.Format. A record that cannot be decoded or breaks its invariants
-// stops the export with a *LineError naming its line. out receives a
-// complete file only when Export returns nil.
+// stops the export with a *LineError naming its line — except a torn last
+// line (a write cut short), which is skipped and reported through
+// opts.Warn and Stats.TornLine, so that the records before it still
+// export. out receives a complete file only when Export returns nil.
 func Export(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Stats, error) {
 	opts = opts.Defaults()
 	if err := opts.Validate(); err != nil {
@@ -126,6 +135,10 @@ func Export(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Sta
 			return st, fmt.Errorf("export: read: %w", err)
 		}
 		if st.Kind, err = DetectKind(line); err != nil {
+			if lr.torn(line) {
+				st.TornLine = n
+				return st, fmt.Errorf("export: the input is empty but for a torn last line %d (a write cut short): %w", n, err)
+			}
 			return st, fmt.Errorf("export: %w", &LineError{Line: n, Err: err})
 		}
 		if opts.Format == Chat && st.Kind == Trajectories {
@@ -153,6 +166,13 @@ func Export(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Sta
 			return st, fmt.Errorf("export: read line %d: %w", n, err)
 		}
 		rows, err := sink.add(st.Records, line)
+		if err != nil && lr.torn(line) {
+			st.TornLine = n
+			if opts.Warn != nil {
+				opts.Warn(fmt.Errorf("export: line %d: skipped a torn last line (no newline: a write cut short): %w", n, err))
+			}
+			break
+		}
 		if err != nil {
 			if k, derr := DetectKind(line); derr == nil && k != st.Kind {
 				err = fmt.Errorf("%w (the line holds %s, not %s)", err, k, st.Kind)

@@ -531,6 +531,57 @@ func FuzzExport(f *testing.F) {
 	})
 }
 
+// TestExportTornLastLine: a file whose last line a full disk or a kill
+// cut short exports every whole record before it, with a warning naming
+// the torn line; a bad line anywhere else still stops the export.
+func TestExportTornLastLine(t *testing.T) {
+	traj := string(jsonl(t, syntheticTrajectories(2)))
+	rec := string(jsonl(t, play(t, goldenEpisodes[:2])))
+	for _, tc := range []struct {
+		name     string
+		in       string
+		format   Format
+		want     int // records exported
+		wantTorn int
+	}{
+		{"trajectories", traj + traj[:40], Parquet, 2, 3},
+		{"episodes to parquet", rec + rec[:100], Parquet, 2, 3},
+		{"episodes to chat", rec + rec[:100], Chat, 2, 3},
+		{"whole last line without newline", strings.TrimSuffix(traj, "\n"), Parquet, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var warned []error
+			st, err := Export(context.Background(), strings.NewReader(tc.in), &bytes.Buffer{},
+				Options{Format: tc.format, Warn: func(err error) { warned = append(warned, err) }})
+			if err != nil {
+				t.Fatalf("got %v, want the whole records exported", err)
+			}
+			if st.Records != tc.want || st.TornLine != tc.wantTorn {
+				t.Errorf("got %d records, torn line %d; want %d, %d", st.Records, st.TornLine, tc.want, tc.wantTorn)
+			}
+			if tc.wantTorn > 0 && (len(warned) != 1 || !strings.Contains(warned[0].Error(), fmt.Sprintf("line %d: skipped a torn last line", tc.wantTorn))) {
+				t.Errorf("got warnings %v, want one naming line %d", warned, tc.wantTorn)
+			}
+		})
+	}
+	// The same cut in the middle of the file is corruption, not a torn write.
+	if _, err := Export(context.Background(), strings.NewReader(traj[:40]+"\n"+traj), &bytes.Buffer{}, Options{Format: Parquet}); err == nil {
+		t.Error("a cut line in the middle: got no error, want one")
+	}
+}
+
+// TestExportNegativeTokenID: a trajectory with a negative token id is
+// refused, naming its line.
+func TestExportNegativeTokenID(t *testing.T) {
+	trs := syntheticTrajectories(2)
+	trs[1].Tokens[0] = -5
+	_, err := Export(context.Background(), bytes.NewReader(jsonl(t, trs)), &bytes.Buffer{}, Options{Format: Parquet})
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 2 || !strings.Contains(err.Error(), "id -5 < 0") {
+		t.Errorf("got %v, want a line 2 error naming id -5", err)
+	}
+}
+
 // TestParquetCoversEveryTrajectoryField guards the round trip against a
 // field added to selfplay.Trajectory but not to TrajectoryRow: the
 // synthetic trajectories must set every exported field somewhere (else

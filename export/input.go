@@ -42,6 +42,10 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e
 
 func (e *LineError) Unwrap() error { return e.Err }
 
+// torn reports whether line, just returned by lr, is a write cut short:
+// the stream's last line, without its newline, and not even valid JSON.
+func (lr *lineReader) torn(line []byte) bool { return lr.unterminated && !json.Valid(line) }
+
 // DetectKind tells from one line which kind of record it is: a trajectory
 // has tokens and a mask, an episode record has seats and events.
 func DetectKind(line []byte) (Kind, error) {
@@ -76,6 +80,9 @@ type lineReader struct {
 	peeked    []byte
 	peekedAt  int
 	hasPeeked bool
+	// unterminated: the line last returned ended the stream without its
+	// newline (it may be a write cut short).
+	unterminated, peekedUnterminated bool
 }
 
 func newLineReader(r io.Reader) *lineReader { return &lineReader{r: bufio.NewReaderSize(r, 1<<16)} }
@@ -84,6 +91,7 @@ func newLineReader(r io.Reader) *lineReader { return &lineReader{r: bufio.NewRea
 func (lr *lineReader) next() ([]byte, int, error) {
 	if lr.hasPeeked {
 		lr.hasPeeked = false
+		lr.unterminated = lr.peekedUnterminated
 		return lr.peeked, lr.peekedAt, nil
 	}
 	for {
@@ -96,6 +104,7 @@ func (lr *lineReader) next() ([]byte, int, error) {
 			return nil, lr.line, err
 		}
 		if t := bytes.TrimSpace(b); len(t) > 0 {
+			lr.unterminated = err != nil
 			return t, lr.line, nil
 		}
 		if err != nil {
@@ -110,7 +119,7 @@ func (lr *lineReader) peek() ([]byte, int, error) {
 	if err != nil {
 		return nil, n, err
 	}
-	lr.peeked, lr.peekedAt, lr.hasPeeked = b, n, true
+	lr.peeked, lr.peekedAt, lr.hasPeeked, lr.peekedUnterminated = b, n, true, lr.unterminated
 	return b, n, nil
 }
 

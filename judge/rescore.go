@@ -2,12 +2,12 @@ package judge
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/internal/jsonl"
 	"github.com/omar-selfplay/omar/sotopia"
 )
 
@@ -51,7 +51,7 @@ func Rescore(ctx context.Context, j *sotopia.Judge, recs []*engine.Record, paral
 		})
 	}
 	wg.Wait()
-	enc := json.NewEncoder(w)
+	out := jsonl.NewWriter(w)
 	for i, rec := range recs {
 		sum.Episodes++
 		if errs[i] != nil {
@@ -69,11 +69,11 @@ func Rescore(ctx context.Context, j *sotopia.Judge, recs []*engine.Record, paral
 		default:
 			sum.Invalid++
 		}
-		if err := enc.Encode(rec); err != nil {
+		if err := out.Write(rec); err != nil {
 			return sum, err
 		}
 	}
-	return sum, nil
+	return sum, out.Flush()
 }
 
 // Count is the number of records of env.

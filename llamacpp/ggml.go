@@ -10,6 +10,7 @@ package llamacpp
 import (
 	"errors"
 	"fmt"
+	"syscall"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -315,12 +316,43 @@ func NewContext(maxTensors, graphs, graphSize int, grads bool) (Context, error) 
 	if ggmlInit == nil {
 		return 0, ErrNotLoaded
 	}
-	size := uintptr(maxTensors)*ggmlTensorOverhead() + uintptr(graphs)*ggmlGraphOverheadCustom(uintptr(graphSize), grads)
+	if maxTensors < 0 || graphs < 0 || graphSize < 0 {
+		return 0, fmt.Errorf("llamacpp: ggml context of %d tensors and %d graphs of %d nodes", maxTensors, graphs, graphSize)
+	}
+	tensors, graph := uint64(ggmlTensorOverhead()), uint64(ggmlGraphOverheadCustom(uintptr(graphSize), grads))
+	if tensors != 0 && uint64(maxTensors) > maxContextBytes/tensors || graph != 0 && uint64(graphs) > maxContextBytes/graph ||
+		uint64(maxTensors)*tensors+uint64(graphs)*graph > maxContextBytes {
+		return 0, fmt.Errorf("llamacpp: a ggml context of %d tensors and %d graphs of %d nodes needs more than %d bytes of headers", maxTensors, graphs, graphSize, uint64(maxContextBytes))
+	}
+	size := uintptr(uint64(maxTensors)*tensors + uint64(graphs)*graph)
+	// ggml_init aborts the process (GGML_ASSERT(ctx->mem_buffer != NULL))
+	// when its malloc fails, as it does under an address-space limit
+	// (ulimit -v): map the same size first and give an error instead.
+	if err := canMap(size); err != nil {
+		return 0, fmt.Errorf("llamacpp: a ggml context of %d tensors and %d graphs of %d nodes needs %d bytes, which the process cannot map now (an address-space or memory limit?): %w", maxTensors, graphs, graphSize, size, err)
+	}
 	c := ggmlInit(initParams{MemSize: size, NoAlloc: true})
 	if c == 0 {
 		return 0, errors.New("llamacpp: ggml_init failed")
 	}
 	return Context(c), nil
+}
+
+// maxContextBytes bounds a ggml context's header memory: far above any
+// graph this project builds, and it keeps the size arithmetic exact.
+const maxContextBytes = 1 << 40
+
+// canMap reports whether size bytes can be mapped now, by mapping them
+// (untouched pages cost nothing) and unmapping them again.
+func canMap(size uintptr) error {
+	if size == 0 {
+		return nil
+	}
+	b, err := syscall.Mmap(-1, 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return err
+	}
+	return syscall.Munmap(b)
 }
 
 // Free releases the context and every tensor header in it.

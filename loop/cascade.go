@@ -14,6 +14,7 @@ import (
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/internal/jsonl"
 )
 
 // CascadeOptions are Cascade RL (SocialRL-Neg): one policy trained on one
@@ -264,26 +265,23 @@ func CascadeTable(w io.Writer, rs []CascadeStageResult) {
 	}
 }
 
+// readCascade reads cascade.jsonl (none: nil). A torn last line (a kill
+// mid-write) is dropped: its evaluation is done again, and the next append
+// cuts the line (jsonl.Append).
 func readCascade(path string) ([]CascadeStageResult, error) {
-	b, err := os.ReadFile(path)
+	var out []CascadeStageResult
+	_, err := jsonl.ReadFile(path, 0, func(l jsonl.Line) error {
+		var r CascadeStageResult
+		if err := json.Unmarshal(l.Bytes, &r); err != nil {
+			return err
+		}
+		out = append(out, r)
+		return nil
+	})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	var out []CascadeStageResult
-	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if line == "" {
-			continue
-		}
-		var r CascadeStageResult
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return out, err
 }
 
 func appendJSONLine(path string, v any) error {

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
+	"github.com/omar-selfplay/omar/internal/jsonl"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -54,6 +56,9 @@ func (r *Run) outputs() []struct {
 // continuing would leave a hole in it.
 func (r *Run) restore() error {
 	b, err := r.trainer.LoadCheckpoint(r.Path(CheckpointDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("resume: %s has no checkpoint: the run stopped before its first one (every %d iterations) was written — an interrupt, or a full disk — so there is nothing to continue from; free space if the disk is full and start it again with --overwrite", r.dir, r.opts.CheckpointEvery)
+	}
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
@@ -113,20 +118,7 @@ func fileSize(path string) (int64, error) {
 	return st.Size(), nil
 }
 
-// appendFile appends b to path. A failed or short write cuts the file back
-// to its length before, so it never ends in a partial line.
-func appendFile(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	if _, werr := f.Write(b); werr != nil {
-		return errors.Join(werr, f.Truncate(st.Size()), f.Close())
-	}
-	return f.Close()
-}
+// appendFile appends b, whole lines, to path. A failed or short write
+// cuts the file back to its length before, so it never ends in a partial
+// line (package jsonl).
+func appendFile(path string, b []byte) error { return jsonl.AppendLines(path, b) }

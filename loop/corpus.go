@@ -201,7 +201,9 @@ type WeightedTrajectory struct {
 func CloneRecords(ctx context.Context, paths []string, learn []string, p *selfplay.Player, maxTokens, context int) (trajs []selfplay.Trajectory, skipped int, err error) {
 	idx := 0
 	for _, path := range paths {
-		err := engine.ReadRecords([]string{path}, func(rec *engine.Record) error {
+		// A torn last line (a write cut short) is a record that cannot
+		// be cloned: counted in skipped like one that does not replay.
+		err := engine.ReadRecords([]string{path}, func(error) { skipped++ }, func(rec *engine.Record) error {
 			g, err := envs.Find(rec.Env)
 			if err != nil {
 				return err

@@ -1,7 +1,6 @@
 package loop
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/internal/atomicfile"
+	"github.com/omar-selfplay/omar/internal/jsonl"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -119,23 +119,23 @@ type Evaluation struct {
 	Cells []arena.Cell `json:"cells"`
 }
 
-// ReadEvaluations reads a run's eval.jsonl (none: nil).
+// ReadEvaluations reads a run's eval.jsonl (none: nil). A torn last line
+// (a kill mid-write; resume cuts it) is left out.
 func ReadEvaluations(path string) ([]Evaluation, error) {
-	b, err := os.ReadFile(path)
+	var out []Evaluation
+	_, err := jsonl.ReadFile(path, 0, func(l jsonl.Line) error {
+		var e Evaluation
+		if err := json.Unmarshal(l.Bytes, &e); err != nil {
+			return err
+		}
+		out = append(out, e)
+		return nil
+	})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
-	}
-	var out []Evaluation
-	dec := json.NewDecoder(bytes.NewReader(b))
-	for dec.More() {
-		var e Evaluation
-		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		out = append(out, e)
 	}
 	return out, nil
 }

@@ -419,6 +419,11 @@ func TestValidateNamesFields(t *testing.T) {
 		{"context", func(o *Options) { o.Rollout.Context = 2_000_000_000 }, "context"},
 		{"eval temperature negative", func(o *Options) { o.Eval.Temperature = ptr(float32(-0.5)) }, "eval.temperature"},
 		{"eval temperature nan", func(o *Options) { o.Eval.Temperature = ptr(float32(math.NaN())) }, "eval.temperature"},
+		{"train threads 100000", func(o *Options) { o.Train.Threads = 100000 }, "train: train: threads 100000: want 1.."},
+		{"train epochs 1e9", func(o *Options) { o.Train.Epochs = 1e9 }, "epochs 1000000000: want 1..100"},
+		{"rollout threads 100000", func(o *Options) { o.Rollout.Threads = 100000 }, "threads 100000: want 1.."},
+		{"checkpoint_every huge", func(o *Options) { o.CheckpointEvery = 1 << 40 }, "checkpoint_every"},
+		{"min_reply_tokens above max_tokens", func(o *Options) { o.Rollout.MinReplyTokens, o.Rollout.MaxTokens = 100, 10 }, "min_reply_tokens 100 > max_tokens 10"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

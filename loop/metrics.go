@@ -1,14 +1,13 @@
 package loop
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/internal/jsonl"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -82,22 +81,21 @@ type Metrics struct {
 	TrainThreads int `json:"train_threads,omitempty"`
 }
 
-// ReadMetrics reads a run's metrics.jsonl.
+// ReadMetrics reads a run's metrics.jsonl. A torn last line (a kill
+// mid-write; resume cuts it) is left out; any other bad line is an error
+// naming it.
 func ReadMetrics(path string) ([]Metrics, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var ms []Metrics
-	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
+	_, err := jsonl.ReadFile(path, 0, func(l jsonl.Line) error {
 		var m Metrics
-		if err := json.Unmarshal(line, &m); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
+		if err := json.Unmarshal(l.Bytes, &m); err != nil {
+			return err
 		}
 		ms = append(ms, m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return ms, nil
 }

@@ -41,7 +41,7 @@ func TestRolloutOllamaAgent(t *testing.T) {
 	if rep.Episodes != 2 || len(models) == 0 || models[0] != "fake:1b" {
 		t.Fatalf("%d episodes, models asked %v", rep.Episodes, models)
 	}
-	recs, err := engine.LoadRecords(filepath.Join(dir, EpisodesFile))
+	recs, err := engine.LoadRecords(nil, filepath.Join(dir, EpisodesFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/internal/cpuuse"
+	"github.com/omar-selfplay/omar/internal/errclip"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -179,12 +181,16 @@ func BuiltinEnvParams(env string) map[string]any {
 const maxCount = 1 << 31
 
 // Validate reports the first invalid field, by its YAML name.
-func (o *Options) Validate() error {
+func (o *Options) Validate() error { return errclip.Clip(o.validate()) }
+
+// validate is Validate before its message is bounded (a config value
+// echoed in it may be megabytes).
+func (o *Options) validate() error {
 	switch {
 	case o.Iterations < 1 || o.Iterations > maxCount:
 		return fmt.Errorf("iterations %d: want 1..%d", o.Iterations, maxCount)
-	case o.CheckpointEvery < 1:
-		return fmt.Errorf("checkpoint_every %d < 1", o.CheckpointEvery)
+	case o.CheckpointEvery < 1 || o.CheckpointEvery > maxCount:
+		return fmt.Errorf("checkpoint_every %d: want 1..%d", o.CheckpointEvery, maxCount)
 	case o.Rollout.Env == "":
 		return errors.New("no environment (rollout.env)")
 	case o.Rollout.Model == "" && o.ModelPreset != BuiltinPreset && !slices.Contains(model.Presets, o.ModelPreset):
@@ -330,7 +336,9 @@ func (RolloutOptions) Defaults() RolloutOptions {
 }
 
 // Validate reports the first invalid field, by its YAML name.
-func (c *RolloutOptions) Validate() error {
+func (c *RolloutOptions) Validate() error { return errclip.Clip(c.validate()) }
+
+func (c *RolloutOptions) validate() error {
 	switch {
 	case c.Episodes < 1 || c.Episodes > maxCount:
 		return fmt.Errorf("episodes %d: want 1..%d", c.Episodes, maxCount)
@@ -346,8 +354,12 @@ func (c *RolloutOptions) Validate() error {
 		return fmt.Errorf("context %d: want 1..%d", c.Context, 1<<24)
 	case c.MinReplyTokens < 1:
 		return fmt.Errorf("min_reply_tokens %d < 1", c.MinReplyTokens)
-	case c.Threads < 1 || c.Threads > 1024:
-		return fmt.Errorf("threads %d: want 1..1024", c.Threads)
+	case c.MinReplyTokens > c.MaxTokens && c.MinReplyTokens != selfplay.DefaultMinReplyTokens:
+		// The default stays clamped to max_tokens (RunnerOptions): saved
+		// configs hold it beside max_tokens: 8.
+		return fmt.Errorf("min_reply_tokens %d > max_tokens %d: a reply never gets more than max_tokens; set it to at most %d", c.MinReplyTokens, c.MaxTokens, c.MaxTokens)
+	case c.Threads < 1 || c.Threads > cpuuse.MaxThreads():
+		return fmt.Errorf("threads %d: want 1..%d (%d per core of this machine)", c.Threads, cpuuse.MaxThreads(), cpuuse.ThreadsPerCore)
 	case c.Contexts < 0 || c.Contexts > c.Parallel:
 		return fmt.Errorf("contexts %d: want 0 (automatic) .. parallel (%d)", c.Contexts, c.Parallel)
 	case c.GPULayers < -1:

@@ -11,6 +11,7 @@ import (
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/judge"
+	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/sotopia"
 )
@@ -58,6 +59,10 @@ func (c *RolloutOptions) LlamaOptions(path, adapter string, parallel, context in
 		return o, fmt.Errorf("kv_cache %w", err)
 	}
 	o.KVType = kv
+	if kv == llamacpp.KVTypeQ8_0 {
+		// A quantized V cache exists only inside flash attention.
+		o.FlashAttention = llamacpp.FlashAttentionEnabled
+	}
 	if o.ChatTemplate, err = c.ChatTemplateSource(); err != nil {
 		return o, err
 	}

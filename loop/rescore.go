@@ -52,7 +52,11 @@ func Rescore(ctx context.Context, o RescoreOptions, paths []string, w io.Writer,
 	if err := o.Judge.Validate(); err != nil {
 		return judge.Summary{}, err
 	}
-	recs, err := engine.LoadRecords(paths...)
+	recs, err := engine.LoadRecords(func(err error) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "warning: %v\n", err)
+		}
+	}, paths...)
 	if err != nil {
 		return judge.Summary{}, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/internal/jsonl"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -131,41 +132,40 @@ func Rollout(ctx context.Context, o RolloutOptions, dir string, episode func(don
 	return rep, nil
 }
 
-// rolloutWriter writes trajectories and episode records as JSONL.
+// rolloutWriter writes trajectories and episode records as JSONL through
+// jsonl writers: a full disk leaves both files ending in whole lines.
 type rolloutWriter struct {
-	trajFile, epFile *os.File
-	traj             *selfplay.TrajectoryWriter
-	eps              *json.Encoder
+	traj, eps *jsonl.Writer
 }
 
 func newRolloutWriter(dir string) (*rolloutWriter, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	tf, err := os.Create(filepath.Join(dir, TrajectoriesFile))
+	tw, err := jsonl.Create(filepath.Join(dir, TrajectoriesFile))
 	if err != nil {
 		return nil, err
 	}
-	ef, err := os.Create(filepath.Join(dir, EpisodesFile))
+	ew, err := jsonl.Create(filepath.Join(dir, EpisodesFile))
 	if err != nil {
-		tf.Close()
+		tw.Close()
 		return nil, err
 	}
-	return &rolloutWriter{trajFile: tf, epFile: ef, traj: selfplay.NewTrajectoryWriter(tf), eps: json.NewEncoder(ef)}, nil
+	return &rolloutWriter{traj: tw, eps: ew}, nil
 }
 
 func (w *rolloutWriter) write(res *selfplay.EpisodeResult) error {
 	for i := range res.Trajectories {
 		if err := w.traj.Write(&res.Trajectories[i]); err != nil {
-			return err
+			return fmt.Errorf("write trajectory: %w", err)
 		}
 	}
-	if err := w.eps.Encode(res.Record); err != nil {
+	if err := w.eps.Write(res.Record); err != nil {
 		return fmt.Errorf("write episode: %w", err)
 	}
 	return nil
 }
 
 func (w *rolloutWriter) close() error {
-	return errors.Join(w.traj.Flush(), w.trajFile.Close(), w.epFile.Close())
+	return errors.Join(w.traj.Close(), w.eps.Close())
 }

@@ -246,7 +246,9 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
+		// Atomic: a full disk leaves no config.yaml rather than a cut
+		// one that a resume would misread.
+		if err := writeFileAtomic(filepath.Join(dir, ConfigFile), b); err != nil {
 			return nil, err
 		}
 	}

@@ -198,7 +198,7 @@ func TestTraceLlama(t *testing.T) {
 	if rep.Episodes != 2 || rep.Trajectories == 0 {
 		t.Fatalf("report %+v", rep)
 	}
-	recs, err := engine.LoadRecords(filepath.Join(dir, "out", EpisodesFile))
+	recs, err := engine.LoadRecords(nil, filepath.Join(dir, "out", EpisodesFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/omar-selfplay/omar/internal/errclip"
 )
 
 // DecodeYAML decodes one YAML document from r into v strictly: an unknown
@@ -22,7 +24,9 @@ import (
 // one too (yaml.v3 would truncate `threads: 1.5` to 1 without a word), and
 // a stream with a second document is refused (its keys would be silently
 // ignored). Errors name keys, never Go types.
-func DecodeYAML(r io.Reader, v any) error {
+func DecodeYAML(r io.Reader, v any) error { return errclip.Clip(decodeYAML(r, v)) }
+
+func decodeYAML(r io.Reader, v any) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return err

@@ -93,11 +93,14 @@ func (r Reply) ChatTemplateSource() (string, error) {
 	return string(b), nil
 }
 
+// DefaultMinReplyTokens is MinReplyTokens' default.
+const DefaultMinReplyTokens = 16
+
 // DefaultReply returns the reply defaults of self-play: 48-token replies
 // in 2,048-token seat streams, temperature 1 (the policy as it is
 // trained), grammars on.
 func DefaultReply() Reply {
-	return Reply{MaxTokens: 48, Context: 2048, MinReplyTokens: 16, Sampling: inference.Sampling{Temperature: 1}, Grammar: true}
+	return Reply{MaxTokens: 48, Context: 2048, MinReplyTokens: DefaultMinReplyTokens, Sampling: inference.Sampling{Temperature: 1}, Grammar: true}
 }
 
 // Validate checks r, naming each field by its YAML key.

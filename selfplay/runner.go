@@ -100,10 +100,10 @@ func (Options) Defaults() Options {
 // Validate checks o.
 func (o Options) Validate() error {
 	switch {
-	case o.Parallel < 1:
-		return fmt.Errorf("selfplay: parallel %d < 1", o.Parallel)
-	case o.GroupSize < 1:
-		return fmt.Errorf("selfplay: group size %d < 1", o.GroupSize)
+	case o.Parallel < 1 || o.Parallel > maxParallel:
+		return fmt.Errorf("selfplay: parallel %d: want 1..%d", o.Parallel, maxParallel)
+	case o.GroupSize < 1 || o.GroupSize > maxParallel:
+		return fmt.Errorf("selfplay: group size %d: want 1..%d", o.GroupSize, maxParallel)
 	case o.BatchWindow < 0:
 		return fmt.Errorf("selfplay: batch window %v < 0", o.BatchWindow)
 	}
@@ -128,6 +128,10 @@ func (o Options) Validate() error {
 	}
 	return o.Engine.Validate()
 }
+
+// maxParallel bounds Parallel and GroupSize, which size goroutines and
+// sequence slots (docs/security-files.md).
+const maxParallel = 1 << 16
 
 // reservedAgent reports whether v is one of the built-in agent kinds.
 func reservedAgent(v string) bool {

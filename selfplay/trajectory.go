@@ -1,7 +1,6 @@
 package selfplay
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/internal/jsonl"
 )
 
 // Trajectory is one seat's token stream of one episode (one segment of it
@@ -127,6 +127,12 @@ func (t *Trajectory) Validate() error {
 			}
 		}
 	}
+	for i, id := range t.Tokens {
+		// A negative id would index before a model's embedding table.
+		if id < 0 {
+			return fmt.Errorf("selfplay: trajectory %s seat %d: token %d has id %d < 0", t.Scenario, t.Seat, i, id)
+		}
+	}
 	prev := -1
 	for k, e := range t.TurnEnds {
 		if e <= prev || e >= n {
@@ -205,21 +211,21 @@ func (m *Mask) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// TrajectoryWriter writes trajectories as JSONL, one per line.
+// TrajectoryWriter writes trajectories as JSONL, one per line, through a
+// jsonl.Writer: over a file, a failed write is cut back to the last whole
+// line.
 type TrajectoryWriter struct {
-	w   *bufio.Writer
-	enc *json.Encoder
+	w *jsonl.Writer
 }
 
 // NewTrajectoryWriter returns a writer on w. Call Flush at the end.
 func NewTrajectoryWriter(w io.Writer) *TrajectoryWriter {
-	bw := bufio.NewWriter(w)
-	return &TrajectoryWriter{w: bw, enc: json.NewEncoder(bw)}
+	return &TrajectoryWriter{w: jsonl.NewWriter(w)}
 }
 
 // Write appends one trajectory.
 func (tw *TrajectoryWriter) Write(t *Trajectory) error {
-	if err := tw.enc.Encode(t); err != nil {
+	if err := tw.w.Write(t); err != nil {
 		return fmt.Errorf("selfplay: write trajectory: %w", err)
 	}
 	return nil

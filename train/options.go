@@ -21,7 +21,20 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+
+	"github.com/omar-selfplay/omar/internal/cpuuse"
+)
+
+// Bounds of the integer options: each feeds loop counts or tensor sizes,
+// and a typo (epochs: 1e9) would otherwise run for ever or overflow an
+// allocation size. docs/security-files.md lists them.
+const (
+	MaxEpochs      = 100     // PPO reuses a batch a few times; 100 is far past useful
+	MaxMiniBatch   = 1 << 20 // sequences per minibatch
+	MaxBatchTokens = 1 << 22 // padded tokens of one forward/backward pass
+	MaxLoRARank    = 4096    // beyond any model's hidden size we train
 )
 
 // Options configures a Trainer.
@@ -182,14 +195,14 @@ func (o Options) Validate() error {
 		return fmt.Errorf("train: target KL %g < 0", o.TargetKL)
 	case o.MaxGradNorm < 0:
 		return fmt.Errorf("train: max grad norm %g < 0", o.MaxGradNorm)
-	case o.Epochs < 1:
-		return fmt.Errorf("train: epochs %d < 1", o.Epochs)
-	case o.MiniBatch < 1:
-		return fmt.Errorf("train: minibatch %d < 1", o.MiniBatch)
-	case o.BatchTokens < 16:
-		return fmt.Errorf("train: batch tokens %d < 16", o.BatchTokens)
-	case o.Threads < 1:
-		return fmt.Errorf("train: threads %d < 1", o.Threads)
+	case o.Epochs < 1 || o.Epochs > MaxEpochs:
+		return fmt.Errorf("train: epochs %d: want 1..%d", o.Epochs, MaxEpochs)
+	case o.MiniBatch < 1 || o.MiniBatch > MaxMiniBatch:
+		return fmt.Errorf("train: minibatch %d: want 1..%d", o.MiniBatch, MaxMiniBatch)
+	case o.BatchTokens < 16 || o.BatchTokens > MaxBatchTokens:
+		return fmt.Errorf("train: batch tokens %d: want 16..%d", o.BatchTokens, MaxBatchTokens)
+	case o.Threads < 1 || o.Threads > cpuuse.MaxThreads():
+		return fmt.Errorf("train: threads %d: want 1..%d (%d per core of this machine's %d)", o.Threads, cpuuse.MaxThreads(), cpuuse.ThreadsPerCore, runtime.NumCPU())
 	case o.LossAggregation != "" && o.LossAggregation != "token" && o.LossAggregation != "sequence":
 		return fmt.Errorf("train: loss aggregation %q (want token or sequence)", o.LossAggregation)
 	case o.Device != "cpu" && o.Device != "cuda":
@@ -202,8 +215,8 @@ func (o Options) Validate() error {
 		return nil // the LoRA fields are not used
 	}
 	switch {
-	case o.LoRARank < 1:
-		return fmt.Errorf("train: lora rank %d < 1", o.LoRARank)
+	case o.LoRARank < 1 || o.LoRARank > MaxLoRARank:
+		return fmt.Errorf("train: lora rank %d: want 1..%d", o.LoRARank, MaxLoRARank)
 	case o.LoRAAlpha <= 0:
 		return fmt.Errorf("train: lora alpha %g <= 0", o.LoRAAlpha)
 	case len(o.LoRAModules) == 0:

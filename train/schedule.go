@@ -20,10 +20,10 @@ func (o Options) validateSchedule() error {
 		return fmt.Errorf("train: lr schedule %q (want constant, cosine or linear)", o.LRSchedule)
 	}
 	switch {
-	case o.WarmupSteps < 0:
-		return fmt.Errorf("train: warmup steps %d < 0", o.WarmupSteps)
-	case o.TotalSteps < 0:
-		return fmt.Errorf("train: total steps %d < 0", o.TotalSteps)
+	case o.WarmupSteps < 0 || o.WarmupSteps > 1<<31:
+		return fmt.Errorf("train: warmup steps %d: want 0..%d", o.WarmupSteps, 1<<31)
+	case o.TotalSteps < 0 || o.TotalSteps > 1<<31:
+		return fmt.Errorf("train: total steps %d: want 0..%d", o.TotalSteps, 1<<31)
 	case !(o.MinLRRatio >= 0 && o.MinLRRatio <= 1): // also NaN
 		return fmt.Errorf("train: min lr ratio %g outside [0, 1]", o.MinLRRatio)
 	case o.decays() && o.TotalSteps <= o.WarmupSteps:

@@ -525,3 +525,82 @@ func TestUIDashboardLive(t *testing.T) {
 	}
 	waitJS(t, ctx, `document.querySelectorAll("#episodes details").length === 3`, 10*time.Second)
 }
+
+// TestUIReplayBadLines: a records file with a `{}`, a `null` and a torn
+// last line among its records lists every valid record and names each
+// bad line — served by the server, and opened locally in the page (which
+// must not throw).
+func TestUIReplayBadLines(t *testing.T) {
+	ctx := newBrowser(t)
+	path, recs := writeRecords(t, "sealedbid", nil, 2)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	body := "{}\n" + lines[0] + "null\n" + lines[1] + lines[0][:len(lines[0])/2]
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := OpenRecords(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := newSite(t, Options{Records: rs}, nil)
+	wantBad := []string{"bad.jsonl:1: not an episode record: no env", "bad.jsonl:3: not an episode record: no env", "bad.jsonl:5: a torn last line"}
+	checkPage := func(where string) {
+		t.Helper()
+		waitJS(t, ctx, fmt.Sprintf(`document.querySelectorAll("#records tr").length === %d`, len(recs)), 20*time.Second)
+		got := eval[[]string](t, ctx, `[...document.querySelectorAll("#bad li")].map((l) => l.textContent)`)
+		if len(got) != len(wantBad) {
+			t.Fatalf("%s: the page names bad lines %q, want %d of them", where, got, len(wantBad))
+		}
+		for i, w := range wantBad {
+			if !strings.HasPrefix(got[i], w) {
+				t.Errorf("%s: bad line %d: got %q, want it to start %q", where, i, got[i], w)
+			}
+		}
+		do(t, ctx, chromedp.Click(`#records tr[data-index="1"] a.open-record`))
+		waitJS(t, ctx, fmt.Sprintf(`Number(document.getElementById("position").dataset.total) === %d`, len(recs[1].Events)), 10*time.Second)
+	}
+	do(t, ctx, chromedp.Navigate(ts.URL+"/ui/replay#secret="+testSecret))
+	checkPage("served")
+	// The same file opened in the browser, without the secret.
+	do(t, ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(ts.URL+"/ui/replay"))
+	js, _ := json.Marshal(body)
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const dt = new DataTransfer(); dt.items.add(new File([%s], "bad.jsonl")); const f = document.getElementById("file"); f.files = dt.files; f.dispatchEvent(new Event("change")); })()`, js)))
+	checkPage("opened locally")
+}
+
+// TestUIDashboardBadLines: a null and a {} line among a run's metrics and
+// its last episode records are skipped and counted; the charts and the
+// valid transcripts still show (before, the page threw and drew nothing).
+func TestUIDashboardBadLines(t *testing.T) {
+	ctx := newBrowser(t)
+	dir := t.TempDir()
+	line := func(it int) string {
+		b, _ := json.Marshal(map[string]any{"iteration": it, "reward": map[string]float64{"buyer": 0.1 * float64(it)}, "reward_mean": 0.3})
+		return string(b) + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(line(1)+"null\n{}\n"+line(2)+line(3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, recs := writeRecords(t, "craigslist", nil, 1)
+	b, _ := json.Marshal(recs[0])
+	if err := os.WriteFile(filepath.Join(dir, "episodes.jsonl"), append(b, []byte("\n{}\nnull\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := newSite(t, Options{Run: NewRunFeed(dir)}, nil)
+	do(t, ctx, chromedp.Navigate(ts.URL+"/ui/dashboard#secret="+testSecret))
+	waitJS(t, ctx, `document.getElementById("status").dataset.iterations === "3"`, 20*time.Second)
+	if got := eval[int](t, ctx, `Number(document.getElementById("chart-reward").dataset.points)`); got != 6 {
+		t.Errorf("the reward chart has %d points, want 6 (2 series × 3 iterations)", got)
+	}
+	if got := eval[int](t, ctx, `document.querySelectorAll("#episodes details").length`); got != 1 {
+		t.Errorf("the page shows %d transcripts, want the 1 valid record", got)
+	}
+	if got := eval[string](t, ctx, `document.getElementById("status").dataset.skipped`); got != "4" {
+		t.Errorf("skipped lines: got %q, want 4", got)
+	}
+}

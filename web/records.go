@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/internal/jsonl"
 )
 
 // RecordSummary is one record of a records file as the replay list shows
@@ -32,42 +33,68 @@ type Records struct {
 	path      string
 	offsets   []int64
 	summaries []RecordSummary
+	bad       []BadLine
+}
+
+// BadLine is a line of a records file that holds no record: corrupt JSON,
+// a `{}` or `null`, a record that breaks its invariants, or a torn last
+// line (a write cut short). The page names it; the other records still
+// load.
+type BadLine struct {
+	Line  int    `json:"line"`
+	Error string `json:"error"`
+	// Torn: the last line, without its newline and not valid JSON.
+	Torn bool `json:"torn,omitempty"`
 }
 
 // MaxRecordLine bounds one record's line (a Werewolf game of 15 seats is
 // well under 1 MiB).
 const MaxRecordLine = 64 << 20
 
-// OpenRecords indexes the records file at path. A line that is not a
-// record is an error naming the line.
+// maxBadLines bounds the bad lines kept: a file of garbage names its
+// first ones, not all of them.
+const maxBadLines = 100
+
+// OpenRecords indexes the records file at path. A line that holds no
+// record is kept as a BadLine (Bad lists them) and skipped; reading the
+// file can still fail (a line over MaxRecordLine, an I/O error).
 func OpenRecords(path string) (*Records, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	rs := &Records{path: path}
-	r := bufio.NewReaderSize(f, 1<<20)
-	var off int64
-	for line := 1; ; line++ {
-		b, err := readLine(r)
-		if len(bytes.TrimSpace(b)) > 0 {
-			var rec engine.Record
-			if jerr := json.Unmarshal(b, &rec); jerr != nil {
-				return nil, fmt.Errorf("web: %s:%d: %w", path, line, jerr)
-			}
-			rs.offsets = append(rs.offsets, off)
-			rs.summaries = append(rs.summaries, summarize(len(rs.summaries), &rec))
-		}
-		off += int64(len(b))
-		if errors.Is(err, io.EOF) {
-			return rs, nil
-		}
+	skipped := 0
+	torn, err := jsonl.ReadFile(path, MaxRecordLine, func(l jsonl.Line) error {
+		rec, err := engine.DecodeRecord(l.Bytes)
 		if err != nil {
-			return nil, fmt.Errorf("web: %s:%d: %w", path, line, err)
+			if json.Valid(l.Bytes) || !l.Unterminated {
+				// Not torn: kept here rather than returned, so that the
+				// lines after it still load.
+				if len(rs.bad) < maxBadLines {
+					rs.bad = append(rs.bad, BadLine{Line: l.N, Error: err.Error()})
+				} else {
+					skipped++
+				}
+				return nil
+			}
+			return err // the torn last line: jsonl.ReadFile skips it
 		}
+		rs.offsets = append(rs.offsets, l.Offset)
+		rs.summaries = append(rs.summaries, summarize(len(rs.summaries), rec))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
 	}
+	if torn != nil {
+		rs.bad = append(rs.bad, BadLine{Line: torn.Line, Error: "a torn last line (no newline: a write cut short): " + torn.Err.Error(), Torn: true})
+	}
+	if skipped > 0 {
+		rs.bad = append(rs.bad, BadLine{Error: fmt.Sprintf("and %d more bad lines", skipped)})
+	}
+	return rs, nil
 }
+
+// Bad lists the lines that hold no record (the first maxBadLines, then
+// one entry counting the rest).
+func (rs *Records) Bad() []BadLine { return rs.bad }
 
 // readLine reads one line (with its newline) of at most MaxRecordLine
 // bytes.
@@ -113,11 +140,11 @@ func (rs *Records) Record(i int) (*engine.Record, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	var rec engine.Record
-	if err := json.Unmarshal(b, &rec); err != nil {
+	rec, err := engine.DecodeRecord(b)
+	if err != nil {
 		return nil, fmt.Errorf("web: %s record %d: %w (was the file rewritten?)", rs.path, i, err)
 	}
-	return &rec, nil
+	return rec, nil
 }
 
 // tailLines returns the last n complete, non-empty lines of the file at

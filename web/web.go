@@ -140,11 +140,12 @@ func (s *Site) records(w http.ResponseWriter, r *http.Request) {
 	if !s.authorized(w, r, "reading records") {
 		return
 	}
-	out := []RecordSummary{}
+	out, bad := []RecordSummary{}, []BadLine{}
 	if s.opts.Records != nil {
 		out = append(out, s.opts.Records.Summaries()...)
+		bad = append(bad, s.opts.Records.Bad()...)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"records": out})
+	writeJSON(w, http.StatusOK, map[string]any{"records": out, "bad": bad})
 }
 
 func (s *Site) record(w http.ResponseWriter, r *http.Request) {

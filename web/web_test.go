@@ -19,6 +19,7 @@ import (
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/internal/jsonl"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -34,7 +35,7 @@ func writeRecords(t *testing.T, env string, params engine.Params, n int) (string
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "records.jsonl")
-	w, err := engine.CreateJSONL(path)
+	w, err := jsonl.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,11 +212,68 @@ func TestRecords(t *testing.T) {
 	if _, err := rs.Record(3); err == nil {
 		t.Error("record 3 of 3 was found")
 	}
+}
+
+// TestRecordsBadLines: a records file with a `{}`, a `null`, garbage and
+// a torn last line among its records lists every valid record, names each
+// bad line, and serves both to the replay page.
+func TestRecordsBadLines(t *testing.T) {
+	path, recs := writeRecords(t, "sealedbid", nil, 3)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	body := "{}\n" + lines[0] + "null\n" + lines[1] + "{not json\n" + lines[2] + lines[0][:len(lines[0])/2]
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
-	b, _ := os.ReadFile(path)
-	os.WriteFile(bad, append(b, []byte("{not json\n")...), 0o644)
-	if _, err := OpenRecords(bad); err == nil || !strings.Contains(err.Error(), ":4:") {
-		t.Errorf("got %v, want an error naming line 4", err)
+	if err := os.WriteFile(bad, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := OpenRecords(bad)
+	if err != nil {
+		t.Fatalf("got %v, want the valid records opened", err)
+	}
+	if rs.Len() != len(recs) {
+		t.Fatalf("got %d records, want %d", rs.Len(), len(recs))
+	}
+	for i, want := range recs {
+		got, err := rs.Record(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Seed != want.Seed {
+			t.Errorf("record %d: got seed %d, want %d", i, got.Seed, want.Seed)
+		}
+	}
+	want := []BadLine{
+		{Line: 1, Error: "not an episode record: no env"},
+		{Line: 3, Error: "not an episode record: no env"},
+		{Line: 5, Error: "invalid character 'n' looking for beginning of object key string"},
+		{Line: 7, Torn: true},
+	}
+	got := rs.Bad()
+	if len(got) != len(want) {
+		t.Fatalf("got bad lines %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i].Line != want[i].Line || got[i].Torn != want[i].Torn || (want[i].Error != "" && got[i].Error != want[i].Error) {
+			t.Errorf("bad line %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	ts, _ := newSite(t, Options{Records: rs}, nil)
+	resp, body2 := get(t, ts.URL+"/v1/records", testSecret)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /v1/records: %d %s", resp.StatusCode, body2)
+	}
+	var page struct {
+		Records []RecordSummary `json:"records"`
+		Bad     []BadLine       `json:"bad"`
+	}
+	if err := json.Unmarshal(body2, &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Records) != len(recs) || len(page.Bad) != len(want) {
+		t.Errorf("GET /v1/records: got %d records and %d bad lines, want %d and %d", len(page.Records), len(page.Bad), len(recs), len(want))
 	}
 }
 

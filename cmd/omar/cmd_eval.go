@@ -12,6 +12,7 @@ import (
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model/builtin"
 )
@@ -109,6 +110,10 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	var err error
 	if lo.KVType, err = llama.ParseKVType(*kv); err != nil {
 		return usagef("--kv %v", err)
+	}
+	if lo.KVType == llamacpp.KVTypeQ8_0 {
+		// A quantized V cache exists only inside flash attention.
+		lo.FlashAttention = llamacpp.FlashAttentionEnabled
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}

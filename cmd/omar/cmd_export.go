@@ -54,6 +54,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 		bar.add(st.Records - shown)
 		shown = st.Records
 	}
+	opts.Warn = func(err error) { fmt.Fprintf(env.stderr, "warning: %s: %v\n", f.in, err) }
 	var st export.Stats
 	write := func(w io.Writer) error {
 		st, err = export.Export(ctx, in, w, opts)

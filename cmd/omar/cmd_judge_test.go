@@ -72,7 +72,7 @@ type judgedTerms struct {
 
 func readJudged(t *testing.T, path string) []judgedTerms {
 	t.Helper()
-	recs, err := engine.LoadRecords(path)
+	recs, err := engine.LoadRecords(nil, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestRolloutPolicyJudge(t *testing.T) {
 	if _, stderr, code := runCLI(t, "rollout", "--config", cfg, "--out", out); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	recs, err := engine.LoadRecords(filepath.Join(out, "episodes.jsonl"))
+	recs, err := engine.LoadRecords(nil, filepath.Join(out, "episodes.jsonl"))
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("got %d records, %v", len(recs), err)
 	}
@@ -231,7 +231,7 @@ func TestRejudgeAll(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "eps.jsonl")
 	os.WriteFile(path, buf.Bytes(), 0o644)
-	recs, err := engine.LoadRecords(path)
+	recs, err := engine.LoadRecords(nil, path)
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("got %d records, %v; want 3", len(recs), err)
 	}
@@ -313,7 +313,7 @@ func TestJudgeCommandTinyModel(t *testing.T) {
 	if !strings.Contains(stderr.String(), "judged 2 of 2 episodes (0 invalid") {
 		t.Errorf("got summary %q, want 2 of 2 judged", stderr.String())
 	}
-	recs, err := engine.LoadRecords(out)
+	recs, err := engine.LoadRecords(nil, out)
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("got %d records, %v", len(recs), err)
 	}

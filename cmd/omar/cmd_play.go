@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/internal/jsonl"
 )
 
 func init() {
@@ -94,13 +95,13 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 
 	// Records go out whole lines at a time; a failed write (a full disk)
 	// leaves the file ending in its last complete record.
-	var w *engine.JSONLWriter
+	var w *jsonl.Writer
 	switch cfg.Out {
 	case "":
 	case "-":
-		w = engine.NewJSONLWriter(env.stdout)
+		w = jsonl.NewWriter(env.stdout)
 	default:
-		if w, err = engine.CreateJSONL(cfg.Out); err != nil {
+		if w, err = jsonl.Create(cfg.Out); err != nil {
 			return err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/internal/jsonl"
 )
 
 func TestPlayWritesRecordsDeterministically(t *testing.T) {
@@ -243,7 +244,7 @@ func BenchmarkPlaySoak(b *testing.B) {
 	for b.Loop() {
 		runtime.GC()
 		w, stop := slowPipe(b)
-		jw := engine.NewJSONLWriter(w)
+		jw := jsonl.NewWriter(w)
 		var peakHeap uint64
 		sample := time.NewTicker(20 * time.Millisecond)
 		quit := make(chan struct{})

@@ -20,9 +20,15 @@ type Params struct {
 	// Pricing is "first" (the winner pays its bid) or "second" (the winner
 	// pays the second-highest bid).
 	Pricing string `json:"pricing"`
-	// MaxValue bounds values and bids.
+	// MaxValue bounds values and bids (1..MaxValueLimit).
 	MaxValue int `json:"max_value"`
 }
+
+// MaxValueLimit is the largest MaxValue: a bid of ten digits is already
+// more than a model's reply needs, and with it every value, price, sum of
+// surpluses over 100 rounds of 16 bidders and equilibrium bid stays far
+// inside int64 (and exact in float64), so no reward can wrap around.
+const MaxValueLimit = 1_000_000_000
 
 // DefaultParams: three bidders, three rounds, first price, values 0..100.
 func DefaultParams() Params { return Params{Bidders: 3, Rounds: 3, Pricing: "first", MaxValue: 100} }
@@ -36,8 +42,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("sealedbid: rounds %d not in 1..100", p.Rounds)
 	case p.Pricing != "first" && p.Pricing != "second":
 		return fmt.Errorf("sealedbid: pricing %q is neither first nor second", p.Pricing)
-	case p.MaxValue < 1:
-		return fmt.Errorf("sealedbid: max_value %d < 1", p.MaxValue)
+	case p.MaxValue < 1 || p.MaxValue > MaxValueLimit:
+		return fmt.Errorf("sealedbid: max_value %d not in 1..%d", p.MaxValue, MaxValueLimit)
 	}
 	return nil
 }
@@ -117,8 +123,10 @@ func (Game) NewEpisode(seed uint64, ep engine.Params) (engine.Episode, error) {
 }
 
 type episode struct {
-	sc      Scenario
-	surplus []int
+	sc Scenario
+	// surplus per bidder, summed in float64 so that it cannot overflow
+	// whatever the parameters (value − price of one round is exact).
+	surplus []float64
 	rounds  []Round
 }
 
@@ -221,7 +229,7 @@ func repeat(s string, n int) []string {
 
 func (e *episode) Run(ctx context.Context, rt *engine.Runtime) error {
 	p := e.sc.Params
-	e.surplus = make([]int, p.Bidders)
+	e.surplus = make([]float64, p.Bidders)
 	for i := range p.Bidders {
 		pays := map[string]string{"first": "its own bid", "second": "the second-highest bid"}[p.Pricing]
 		rt.Brief(i, fmt.Sprintf("You are bidder %d of %d in a %s-price sealed-bid auction (%d round(s)). "+
@@ -251,11 +259,17 @@ func (e *episode) Run(ctx context.Context, rt *engine.Runtime) error {
 		}
 		res := settle(bids, e.sc.TieBreak[r], p.Pricing)
 		res.Round = r + 1
-		e.surplus[res.Winner] += e.sc.Values[r][res.Winner] - res.Price
+		e.win(res.Winner, e.sc.Values[r][res.Winner], res.Price)
 		e.rounds = append(e.rounds, res)
 		rt.Broadcast(engine.Everyone(), res.Winner, fmt.Sprintf("Round %d: bids %v; bidder %d wins and pays %d.", r+1, bids, res.Winner+1, res.Price), res)
 	}
 	return nil
+}
+
+// win credits the round's winner with its value less the price. Both are
+// in 0..MaxValue, so the difference cannot overflow.
+func (e *episode) win(seat, value, price int) {
+	e.surplus[seat] += float64(value - price)
 }
 
 // settle picks the winner (highest bid, ties by order) and the price.
@@ -283,7 +297,7 @@ func (e *episode) Outcome() engine.Outcome {
 	o := engine.Outcome{Result: "settled", Rewards: make([]float64, p.Bidders), Terms: e.rounds, Metrics: map[string]float64{}}
 	wins := 0.0
 	for i, s := range e.surplus {
-		o.Rewards[i] = float64(s) / float64(p.MaxValue*p.Rounds)
+		o.Rewards[i] = s / (float64(p.MaxValue) * float64(p.Rounds))
 	}
 	for r, res := range e.rounds {
 		best := 0
@@ -313,7 +327,7 @@ func (Game) Policies() []engine.Policy {
 				}
 				bid := req.Value
 				if req.Pricing == "first" && req.Bidders > 1 {
-					bid = req.Value * (req.Bidders - 1) / req.Bidders
+					bid = shade(req.Value, req.Bidders)
 				}
 				return engine.Action{NotificationID: t.Notification.ID, Text: "BID " + strconv.Itoa(bid)}, nil
 			})
@@ -325,8 +339,18 @@ func (Game) Policies() []engine.Policy {
 				if err := engine.DecodeData(t.Notification.Data, &req); err != nil {
 					return engine.Action{}, err
 				}
+				if req.MaxValue < 0 || req.MaxValue > MaxValueLimit {
+					return engine.Action{}, fmt.Errorf("sealedbid: max_value %d not in 0..%d", req.MaxValue, MaxValueLimit)
+				}
 				return engine.Action{NotificationID: t.Notification.ID, Text: "BID " + strconv.Itoa(rng.IntN(req.MaxValue+1))}, nil
 			})
 		}},
 	}
+}
+
+// shade is floor(value·(n−1)/n) without forming value·(n−1), which could
+// overflow for a value read from a notification.
+func shade(value, n int) int {
+	q, r := value/n, value%n
+	return q*(n-1) + r*(n-1)/n
 }

@@ -95,3 +95,89 @@ func TestGrammarMatchesParser(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxValueBounds: max_value beyond MaxValueLimit is refused by name,
+// and at the limit (and just under it) winners who bid below their value
+// get a reward in [0, 1] — the reward arithmetic cannot overflow into a
+// negative surplus.
+func TestMaxValueBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		max     int
+		wantErr bool
+	}{
+		{"one", 1, false},
+		{"limit", MaxValueLimit, false},
+		{"limit minus one", MaxValueLimit - 1, false},
+		{"limit plus one", MaxValueLimit + 1, true},
+		{"near 2^62", 1<<62 - 1, true},
+		{"max int", int(^uint(0) >> 1), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := New()
+			for _, pricing := range []string{"first", "second"} {
+				p := engine.Params{"max_value": tc.max, "rounds": 100, "bidders": 16, "pricing": pricing}
+				_, err := g.Seats(p)
+				if tc.wantErr {
+					if err == nil || !strings.Contains(err.Error(), "max_value") {
+						t.Fatalf("%s: got error %v, want one naming max_value", pricing, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", pricing, err)
+				}
+				policies := make([]string, 16)
+				for i := range policies {
+					policies[i] = "shading"
+				}
+				for seed := range uint64(3) {
+					cast, err := engine.ScriptedCast(g, policies, seed)
+					if err != nil {
+						t.Fatal(err)
+					}
+					rec, err := engine.Play(context.Background(), g, seed, p, cast, engine.DefaultOptions(), nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					// Shading bidders never bid above their value, so no
+					// surplus and no reward can be negative.
+					for i, r := range rec.Outcome.Rewards {
+						if r < 0 || r > 1 {
+							t.Errorf("%s seed %d: bidder %d reward got %v, want in [0, 1]", pricing, seed, i+1, r)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRewardAtBounds: a winner with value max paying 0 in every round
+// gets exactly 1, one paying max with value 0 gets exactly −1, at the
+// largest max_value allowed.
+func TestRewardAtBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		value, price int
+		want         float64
+	}{
+		{"full surplus", MaxValueLimit, 0, 1},
+		{"full loss", 0, MaxValueLimit, -1},
+		{"even", MaxValueLimit, MaxValueLimit, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const rounds = 100
+			p := Params{Bidders: 2, Rounds: rounds, Pricing: "first", MaxValue: MaxValueLimit}
+			e := &episode{sc: Scenario{Params: p}, surplus: make([]float64, 2)}
+			for r := range rounds {
+				e.sc.Values = append(e.sc.Values, []int{tc.value, 0})
+				e.win(0, tc.value, tc.price)
+				e.rounds = append(e.rounds, Round{Round: r + 1, Winner: 0, Price: tc.price})
+			}
+			if got := e.Outcome().Rewards[0]; got != tc.want {
+				t.Errorf("got reward %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/internal/sysmem"
 	"github.com/omar-selfplay/omar/llamacpp"
@@ -95,6 +96,11 @@ func New(o Options) (*Backend, error) {
 	}
 	if err := checkShape(o, shape, sysmem.Available); err != nil {
 		return nil, err
+	}
+	// A NaN or Inf weight passes llama.cpp's loader, then aborts the
+	// process in grammar sampling: refuse it here, naming the tensor.
+	if err := gguf.CheckFinite(o.Model); err != nil {
+		return nil, fmt.Errorf("llama: %s: %w", o.Model, err)
 	}
 	if err := llamacpp.Load(o.LibDir); err != nil {
 		return nil, err

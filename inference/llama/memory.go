@@ -127,6 +127,11 @@ func checkShape(o Options, s modelShape, available func() (int64, string, error)
 	if s.ctxTrain > 0 && o.Context > s.ctxTrain && !o.ContextBeyondTraining {
 		return fmt.Errorf("llama: context %d tokens exceeds %s's training context (%s.context_length = %d): lower the context, or allow it explicitly (ContextBeyondTraining)", o.Context, o.Model, s.arch, s.ctxTrain)
 	}
+	// llama.cpp stores a q8_0 cache row per head in blocks of 32, and
+	// refuses (in its log only) a head that does not divide into them.
+	if o.KVType == llamacpp.KVTypeQ8_0 && (s.keyLen%32 != 0 || s.valLen%32 != 0) {
+		return fmt.Errorf("llama: kv cache q8_0 stores each attention head in blocks of 32 values, and %s's heads have %d (keys) and %d (values): use kv cache f16 (kv_cache: f16)", o.Model, s.keyLen, s.valLen)
+	}
 	if o.GPULayers != 0 {
 		return nil
 	}

@@ -19,6 +19,7 @@ import (
 	"runtime"
 
 	"github.com/omar-selfplay/omar/chattemplate"
+	"github.com/omar-selfplay/omar/internal/cpuuse"
 	"github.com/omar-selfplay/omar/llamacpp"
 )
 
@@ -140,8 +141,13 @@ func (o Options) Validate() error {
 	} else if o.Batch < o.Parallel {
 		errs = append(errs, fmt.Errorf("batch %d < parallel %d: every generating sequence needs a token per step", o.Batch, o.Parallel))
 	}
-	if o.Threads < 1 || o.ThreadsBatch < 1 {
-		errs = append(errs, fmt.Errorf("threads %d/%d: set both ≥ 1", o.Threads, o.ThreadsBatch))
+	if o.Threads < 1 || o.ThreadsBatch < 1 || o.Threads > cpuuse.MaxThreads() || o.ThreadsBatch > cpuuse.MaxThreads() {
+		errs = append(errs, fmt.Errorf("threads %d/%d: set both in 1..%d (%d per core of this machine)", o.Threads, o.ThreadsBatch, cpuuse.MaxThreads(), cpuuse.ThreadsPerCore))
+	}
+	if o.KVType == llamacpp.KVTypeQ8_0 && o.FlashAttention == llamacpp.FlashAttentionDisabled {
+		// llama.cpp quantizes the V cache only inside flash attention; it
+		// refused the context with a line in its log and nothing else.
+		errs = append(errs, errors.New("kv cache q8_0 needs flash attention: turn flash attention on (or auto), or use kv cache f16"))
 	}
 	if o.GPULayers < -1 {
 		errs = append(errs, fmt.Errorf("gpu layers %d < -1", o.GPULayers))

@@ -112,3 +112,14 @@ func seconds(a, b string) (float64, bool) {
 	}
 	return float64(x+y) / ticksPerSecond, true
 }
+
+// ThreadsPerCore bounds thread settings: MaxThreads is this many threads
+// per core of the machine. ggml's threads busy-wait at every barrier, so
+// more threads than cores only slows a job down; four per core leaves
+// room for a config written on a larger machine while refusing a typo
+// like 100000 (which started ~800 spinning threads and made no progress).
+const ThreadsPerCore = 4
+
+// MaxThreads is the largest thread count a setting may ask for on this
+// machine: ThreadsPerCore × its logical cores.
+func MaxThreads() int { return ThreadsPerCore * max(1, runtime.NumCPU()) }

@@ -89,6 +89,15 @@
     }));
   }
 
+  // A metrics line the charts can use: an object with a numeric iteration.
+  // Anything else (a stray null or {}) is skipped and counted, so that one
+  // bad line does not blank the dashboard.
+  const usable = (m) => m !== null && typeof m === "object" && !Array.isArray(m) && Number.isFinite(m.iteration);
+  // An episode record a transcript can show (engine.Record's shape).
+  const showable = (r) => r !== null && typeof r === "object" && Array.isArray(r.seats) && r.seats.length > 0 &&
+    Array.isArray(r.events) && r.outcome !== null && typeof r.outcome === "object";
+  let skipped = 0;
+
   function transcript(rec, n) {
     const rewards = (rec.outcome && rec.outcome.rewards) || [];
     const seats = rec.seats.map((s, i) => s.name + " (" + s.role + ", " + s.agent + ") " + omar.fmt(rewards[i])).join(" · ");
@@ -102,7 +111,7 @@
     try {
       const { data } = await api("/v1/run?after=" + after + "&episodes=3");
       $("error").textContent = "";
-      metrics.push(...data.metrics);
+      for (const m of data.metrics || []) if (usable(m)) metrics.push(m); else skipped++;
       evals = data.evals || [];
       $("dir").textContent = data.dir;
       const st = data.status;
@@ -111,7 +120,11 @@
       $("status").textContent = line;
       $("status").dataset.iterations = String(metrics.length);
       for (const c of charts) draw(c);
-      $("episodes").replaceChildren(...data.episodes.slice().reverse().map(transcript));
+      const eps = (data.episodes || []).filter(showable);
+      $("episodes").replaceChildren(...eps.reverse().map(transcript));
+      const bad = skipped + (data.episodes || []).length - eps.length;
+      $("status").dataset.skipped = String(bad);
+      if (bad) $("error").textContent = bad + " line(s) of metrics.jsonl or episodes.jsonl are not metrics or episode records and were skipped.";
     } catch (e) {
       $("error").textContent = e.message;
     }

@@ -47,13 +47,32 @@
     $("records").replaceChildren(...summaries.map((s) => el("tr", { "data-index": String(s.index) },
       el("td", {}, el("a", { href: "#", class: "open-record", text: String(s.index), onclick: async (e) => { e.preventDefault(); try { open(await fetchOne(s.index), "record " + s.index); } catch (err) { $("error").textContent = err.message; } } })),
       el("td", { text: s.env }), el("td", { text: String(s.seed) }),
-      el("td", { text: s.seats.map((x) => x.name + " (" + x.agent + ")").join(", ") }),
+      el("td", { text: (s.seats || []).map((x) => x.name + " (" + x.agent + ")").join(", ") }),
       el("td", { text: s.result + " · " + (s.rewards || []).map(omar.fmt).join(" / ") }),
       el("td", { text: String(s.events) }))));
   }
 
   function summarize(r, i) {
     return { index: i, env: r.env, seed: r.seed, seats: r.seats, result: r.outcome.result, rewards: r.outcome.rewards, events: r.events.length };
+  }
+
+  // check returns why a parsed line is not an episode record (as the
+  // server's engine.Record.Validate does), or "" when it is one: a stray
+  // {} or null must not stop the other records from listing.
+  function check(r) {
+    if (typeof r !== "object" || Array.isArray(r)) return "not an episode record: not a JSON object";
+    if (r === null || typeof r.env !== "string" || r.env === "") return "not an episode record: no env"; // null as the server reads it
+    if (!Array.isArray(r.seats) || r.seats.length === 0) return "not an episode record: no seats";
+    if (!r.seats.every((s, i) => s && typeof s === "object" && s.index === i)) return "seats not numbered 0, 1, … in order";
+    if (!Array.isArray(r.events)) return "not an episode record: no events";
+    if (r.outcome === null || typeof r.outcome !== "object") return "not an episode record: no outcome";
+    if (r.outcome.rewards != null && (!Array.isArray(r.outcome.rewards) || (r.outcome.rewards.length !== 0 && r.outcome.rewards.length !== r.seats.length))) return "rewards do not match the seats";
+    return "";
+  }
+
+  // showBad names the lines that hold no record, "FILE:LINE: why".
+  function showBad(name, bad) {
+    $("bad").replaceChildren(...bad.map((b) => el("li", { class: "bad-line", text: (b.line ? name + ":" + b.line + ": " : "") + b.error })));
   }
 
   async function loadServer() {
@@ -65,6 +84,7 @@
     try {
       const { data } = await api("/v1/records");
       list(data.records, async (i) => (await api("/v1/records/" + i)).data);
+      showBad(site.records_file, data.bad || []);
     } catch (e) { $("error").textContent = e.message; }
   }
 
@@ -74,12 +94,23 @@
     $("error").textContent = "";
     const text = await f.text();
     local = [];
-    text.split("\n").forEach((line, n) => {
+    const bad = [];
+    const lines = text.split("\n");
+    lines.forEach((line, n) => {
       if (!line.trim()) return;
-      try { local.push(JSON.parse(line)); } catch (e) { $("error").textContent = f.name + ":" + (n + 1) + ": not JSON: " + e.message; }
+      let r;
+      try { r = JSON.parse(line); } catch (e) {
+        // The last line without its newline is a write cut short.
+        const torn = n === lines.length - 1;
+        bad.push({ line: n + 1, error: (torn ? "a torn last line (no newline: a write cut short): " : "not JSON: ") + e.message });
+        return;
+      }
+      const why = check(r);
+      if (why) bad.push({ line: n + 1, error: why }); else local.push(r);
     });
-    $("source").textContent = "Opened " + f.name + ": " + local.length + " records.";
+    $("source").textContent = "Opened " + f.name + ": " + local.length + " records" + (bad.length ? ", " + bad.length + " bad lines" : "") + ".";
     list(local.map(summarize), async (i) => local[i]);
+    showBad(f.name, bad);
   });
   $("first").addEventListener("click", () => { step = 0; draw(); });
   $("prev").addEventListener("click", () => { step--; draw(); });

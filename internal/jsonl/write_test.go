@@ -1,4 +1,4 @@
-package engine
+package jsonl
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ type line struct {
 	S string `json:"s"`
 }
 
-func TestJSONLWriterFullDisk(t *testing.T) {
+func TestWriterFullDisk(t *testing.T) {
 	// Each line is {"k":N,"s":"xxxxxxxxxx"}\n.
 	for _, tc := range []struct {
 		name      string
@@ -59,7 +59,7 @@ func TestJSONLWriterFullDisk(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			w := NewJSONLWriter(&fullDisk{File: f, limit: tc.limit})
+			w := NewWriter(&fullDisk{File: f, limit: tc.limit})
 			var werr error
 			for k := 0; k < 2000 && werr == nil; k++ {
 				werr = w.Write(line{K: k, S: "xxxxxxxxxx"})
@@ -101,9 +101,9 @@ func TestJSONLWriterFullDisk(t *testing.T) {
 	}
 }
 
-func TestJSONLWriterStdout(t *testing.T) {
+func TestWriterStdout(t *testing.T) {
 	var b bytes.Buffer
-	w := NewJSONLWriter(&b)
+	w := NewWriter(&b)
 	for k := range 3 {
 		if err := w.Write(line{K: k}); err != nil {
 			t.Fatal(err)
@@ -124,7 +124,7 @@ func TestJSONLWriterStdout(t *testing.T) {
 	}
 }
 
-func TestAppendJSONL(t *testing.T) {
+func TestAppend(t *testing.T) {
 	for _, tc := range []struct {
 		name, before, want string
 		dropped            int64
@@ -143,7 +143,7 @@ func TestAppendJSONL(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			w, dropped, err := AppendJSONL(path)
+			w, dropped, err := Append(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,9 +164,9 @@ func TestAppendJSONL(t *testing.T) {
 	}
 }
 
-// FuzzAppendJSONL: whatever a file holds, appending leaves it as its
+// FuzzAppend: whatever a file holds, appending leaves it as its
 // complete lines plus the new one.
-func FuzzAppendJSONL(f *testing.F) {
+func FuzzAppend(f *testing.F) {
 	for _, s := range []string{"", "{}\n", "{}\n{", "\n\n\nabc", strings.Repeat("y", 5000) + "\n" + strings.Repeat("z", 5000)} {
 		f.Add([]byte(s))
 	}
@@ -175,7 +175,7 @@ func FuzzAppendJSONL(f *testing.F) {
 		if err := os.WriteFile(path, before, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		w, dropped, err := AppendJSONL(path)
+		w, dropped, err := Append(path)
 		if err != nil {
 			t.Fatal(err)
 		}

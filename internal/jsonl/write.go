@@ -1,4 +1,4 @@
-package engine
+package jsonl
 
 import (
 	"bytes"
@@ -9,18 +9,18 @@ import (
 	"os"
 )
 
-// JSONLWriter writes one JSON value per line (episode records, metrics,
+// Writer writes one JSON value per line (episode records, metrics,
 // trajectories) so that the file never ends in a partial line: when a
 // write fails or is cut short (a full disk, a quota, a signal between two
 // writes), the file is truncated back to the end of the last complete
 // line and the writer refuses further writes. Readers of an interrupted
 // run then see whole lines only, and resuming can append after them.
 //
-// Lines are buffered (up to jsonlBuffer bytes) and reach the file in
+// Lines are buffered (up to bufferSize bytes) and reach the file in
 // whole lines on Flush, Close or a full buffer. Over a writer that cannot
 // truncate (stdout, a pipe) lines are still written whole per call, but a
 // failure cannot be undone.
-type JSONLWriter struct {
+type Writer struct {
 	w   io.Writer
 	f   truncater // nil when w cannot be truncated
 	own io.Closer // closed by Close when the writer opened the file
@@ -37,12 +37,12 @@ type truncater interface {
 	Truncate(size int64) error
 }
 
-const jsonlBuffer = 64 << 10
+const bufferSize = 64 << 10
 
-// NewJSONLWriter writes lines to w at its current offset. When w is a
+// NewWriter writes lines to w at its current offset. When w is a
 // file (it has Seek and Truncate) a failed write is truncated away.
-func NewJSONLWriter(w io.Writer) *JSONLWriter {
-	jw := &JSONLWriter{w: w}
+func NewWriter(w io.Writer) *Writer {
+	jw := &Writer{w: w}
 	if f, ok := w.(truncater); ok {
 		if off, err := f.Seek(0, io.SeekCurrent); err == nil {
 			jw.f, jw.off = f, off
@@ -51,21 +51,21 @@ func NewJSONLWriter(w io.Writer) *JSONLWriter {
 	return jw
 }
 
-// CreateJSONL creates (or empties) the file at path.
-func CreateJSONL(path string) (*JSONLWriter, error) {
+// Create creates (or empties) the file at path.
+func Create(path string) (*Writer, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	w := NewJSONLWriter(f)
+	w := NewWriter(f)
 	w.own = f
 	return w, nil
 }
 
-// AppendJSONL opens the file at path for appending, creating it when
+// Append opens the file at path for appending, creating it when
 // absent. A trailing partial line (a crash mid-write by a writer that
 // could not truncate) is cut off first; dropped is its length in bytes.
-func AppendJSONL(path string) (w *JSONLWriter, dropped int64, err error) {
+func Append(path string) (w *Writer, dropped int64, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, 0, err
@@ -85,9 +85,9 @@ func AppendJSONL(path string) (w *JSONLWriter, dropped int64, err error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("engine: append %s: %w", path, err)
+		return nil, 0, fmt.Errorf("jsonl: append %s: %w", path, err)
 	}
-	w = NewJSONLWriter(f)
+	w = NewWriter(f)
 	w.own = f
 	return w, dropped, nil
 }
@@ -115,27 +115,27 @@ func completeLinesEnd(f *os.File) (int64, error) {
 }
 
 // Write appends v as one JSON line.
-func (w *JSONLWriter) Write(v any) error {
+func (w *Writer) Write(v any) error {
 	if w.err != nil {
 		return w.err
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("engine: jsonl: %w", err)
+		return fmt.Errorf("jsonl: %w", err)
 	}
 	return w.WriteLine(b)
 }
 
 // WriteLine appends line, which must be one JSON value without a newline.
-func (w *JSONLWriter) WriteLine(line []byte) error {
+func (w *Writer) WriteLine(line []byte) error {
 	if w.err != nil {
 		return w.err
 	}
 	if bytes.IndexByte(line, '\n') >= 0 {
-		return errors.New("engine: jsonl: line contains a newline")
+		return errors.New("jsonl: line contains a newline")
 	}
 	w.buf = append(append(w.buf, line...), '\n')
-	if len(w.buf) >= jsonlBuffer {
+	if len(w.buf) >= bufferSize {
 		return w.Flush()
 	}
 	return nil
@@ -144,7 +144,7 @@ func (w *JSONLWriter) WriteLine(line []byte) error {
 // Flush writes the buffered lines. On failure the file is truncated to
 // the end of its last complete line (the lines of a partial write that
 // made it whole are kept), and the error sticks.
-func (w *JSONLWriter) Flush() error {
+func (w *Writer) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
@@ -156,7 +156,7 @@ func (w *JSONLWriter) Flush() error {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		w.err = fmt.Errorf("engine: jsonl: %w", err)
+		w.err = fmt.Errorf("jsonl: %w", err)
 		if i := bytes.LastIndexByte(w.buf[:max(n, 0)], '\n'); i >= 0 {
 			w.off += int64(i) + 1
 		}
@@ -175,9 +175,13 @@ func (w *JSONLWriter) Flush() error {
 	return nil
 }
 
-// Close flushes and, when the writer opened the file, closes it.
-func (w *JSONLWriter) Close() error {
+// Close flushes and, when the writer opened the file, syncs it to disk
+// (so that lines reported written survive a power loss) and closes it.
+func (w *Writer) Close() error {
 	err := w.Flush()
+	if s, ok := w.own.(interface{ Sync() error }); ok && err == nil {
+		err = s.Sync()
+	}
 	if w.own != nil {
 		if cerr := w.own.Close(); err == nil {
 			err = cerr
@@ -185,4 +189,21 @@ func (w *JSONLWriter) Close() error {
 		w.own = nil
 	}
 	return err
+}
+
+// AppendLines appends b, whole lines each ending in a newline, to the
+// file at path in one write, as AppendLine does one.
+func AppendLines(path string, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if b[len(b)-1] != '\n' {
+		return fmt.Errorf("jsonl: append %s: the lines do not end in a newline", path)
+	}
+	w, _, err := Append(path)
+	if err != nil {
+		return err
+	}
+	w.buf = append(w.buf, b...)
+	return w.Close()
 }
