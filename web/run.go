@@ -92,6 +92,9 @@ type RunPage struct {
 	// them: the metrics lines carry those after an iteration, not the one
 	// before the first, where the held-out line starts.
 	Evals []EvalPoint `json:"evals"`
+	// Bad names the metrics lines that are not a JSON object with an
+	// iteration (FILE:LINE: why), left out so that the others still chart.
+	Bad []string `json:"bad,omitempty"`
 }
 
 // EvalPoint is one held-out evaluation of a run: the policy's mean reward
@@ -126,18 +129,27 @@ func (f *RunFeed) Page(after, episodes int) (RunPage, error) {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 16<<20)
+	lastIt := 0
 	for line := 1; sc.Scan(); line++ {
 		raw := bytes.TrimSpace(sc.Bytes())
 		if len(raw) == 0 {
 			continue
 		}
 		var it struct {
-			Iteration int `json:"iteration"`
+			Iteration *int `json:"iteration"`
 		}
-		if err := json.Unmarshal(raw, &it); err != nil {
-			return p, fmt.Errorf("web: %s:%d: %w", loop.MetricsFile, line, err)
+		if err := json.Unmarshal(raw, &it); err != nil || it.Iteration == nil {
+			why := "no iteration"
+			if err != nil {
+				why = err.Error()
+			}
+			if len(p.Bad) < maxBadLines {
+				p.Bad = append(p.Bad, fmt.Sprintf("%s:%d: %s", loop.MetricsFile, line, why))
+			}
+			continue
 		}
-		if it.Iteration > after {
+		lastIt = max(lastIt, *it.Iteration)
+		if *it.Iteration > after {
 			p.Metrics = append(p.Metrics, json.RawMessage(bytes.Clone(raw)))
 		}
 	}
@@ -156,12 +168,10 @@ func (f *RunFeed) Page(after, episodes int) (RunPage, error) {
 			p.Episodes = append(p.Episodes, json.RawMessage(l))
 		}
 	}
-	if !p.Status.Live && len(p.Metrics) > 0 {
-		var last struct {
-			Iteration int `json:"iteration"`
-		}
-		_ = json.Unmarshal(p.Metrics[len(p.Metrics)-1], &last)
-		p.Status.Iteration = last.Iteration
+	if !p.Status.Live {
+		// A finished run's iteration is its last line's, also when the
+		// cursor is past every line (a refresh after the first page).
+		p.Status.Iteration = lastIt
 	}
 	return p, nil
 }

@@ -492,3 +492,24 @@ func TestModelAgents(t *testing.T) {
 		t.Error("every turn sampled with one seed")
 	}
 }
+
+// TestRunFeedBadLinesAndCursor: a garbage line in metrics.jsonl is named
+// and left out while the other lines still chart, and a finished run
+// reports its last iteration when the cursor is past every line (the
+// dashboard's refresh after its first page).
+func TestRunFeedBadLinesAndCursor(t *testing.T) {
+	dir := t.TempDir()
+	lines := `{"iteration":1,"reward_mean":0.1}` + "\n" + `not json` + "\n" + `null` + "\n" + `{}` + "\n" + `{"iteration":2,"reward_mean":0.2}` + "\n"
+	os.WriteFile(filepath.Join(dir, loop.MetricsFile), []byte(lines), 0o644)
+	f := NewRunFeed(dir)
+	p, err := f.Page(0, 0)
+	if err != nil {
+		t.Fatalf("one bad line failed the page: %v", err)
+	}
+	if len(p.Metrics) != 2 || len(p.Bad) != 3 || !strings.HasPrefix(p.Bad[0], loop.MetricsFile+":2:") {
+		t.Errorf("got %d metrics lines and bad %q; want 2 and lines 2, 3 and 4 named", len(p.Metrics), p.Bad)
+	}
+	if p, _ := f.Page(2, 0); len(p.Metrics) != 0 || p.Status.Iteration != 2 {
+		t.Errorf("after the last line: %d metrics, iteration %d; want 0 and 2", len(p.Metrics), p.Status.Iteration)
+	}
+}
