@@ -52,7 +52,7 @@ var finiteChecks = map[TensorType]finiteCheck{
 //
 // It reads the whole tensor data, not a sample: one NaN anywhere poisons
 // every logit downstream, and a sample misses a single bad row. Measured
-// in docs/results/2026-12-07-security-files.md: a full scan costs about as
+// in docs/results/2026-12-07-security.md: a full scan costs about as
 // much as reading the file once, which llama.cpp then does again from the
 // page cache.
 func CheckFinite(path string) error {

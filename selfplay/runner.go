@@ -130,7 +130,7 @@ func (o Options) Validate() error {
 }
 
 // maxParallel bounds Parallel and GroupSize, which size goroutines and
-// sequence slots (docs/security-files.md).
+// sequence slots (docs/security.md).
 const maxParallel = 1 << 16
 
 // reservedAgent reports whether v is one of the built-in agent kinds.

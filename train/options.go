@@ -29,7 +29,7 @@ import (
 
 // Bounds of the integer options: each feeds loop counts or tensor sizes,
 // and a typo (epochs: 1e9) would otherwise run for ever or overflow an
-// allocation size. docs/security-files.md lists them.
+// allocation size. docs/security.md lists them.
 const (
 	MaxEpochs      = 100     // PPO reuses a batch a few times; 100 is far past useful
 	MaxMiniBatch   = 1 << 20 // sequences per minibatch

@@ -124,7 +124,8 @@
       $("episodes").replaceChildren(...eps.reverse().map(transcript));
       const bad = skipped + (data.episodes || []).length - eps.length;
       $("status").dataset.skipped = String(bad);
-      if (bad) $("error").textContent = bad + " line(s) of metrics.jsonl or episodes.jsonl are not metrics or episode records and were skipped.";
+      const named = data.bad || [];
+      if (bad || named.length) $("error").textContent = (bad + named.length) + " line(s) of metrics.jsonl or episodes.jsonl are not metrics or episode records and were skipped" + (named.length ? ": " + named.join("; ") : ".");
     } catch (e) {
       $("error").textContent = e.message;
     }
