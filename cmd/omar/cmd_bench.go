@@ -14,16 +14,20 @@ import (
 )
 
 func init() {
-	register(command{name: "bench", summary: "measure throughput (bench decode)", run: runBench})
+	register(command{name: "bench", summary: "measure throughput (bench decode) and learning (bench learning)", run: runBench})
 }
 
-const benchUsage = `usage: omar bench decode [flags]   decode throughput of the backend against raw llama_decode
-Run 'omar bench decode -h' for its flags.`
+const benchUsage = `usage: omar bench decode [flags]     decode throughput of the backend against raw llama_decode
+       omar bench learning [flags]   fraction of the optimum PPO reaches on the known-optimum test beds
+Run 'omar bench decode -h' or 'omar bench learning -h' for their flags.`
 
 func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if isHelp(args) {
 		fmt.Fprintln(env.stderr, benchUsage)
 		return flag.ErrHelp
+	}
+	if len(args) > 0 && args[0] == "learning" {
+		return runBenchLearning(ctx, env, args[1:])
 	}
 	if len(args) == 0 || args[0] != "decode" {
 		fmt.Fprintln(env.stderr, benchUsage)
