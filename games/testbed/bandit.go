@@ -109,6 +109,9 @@ func (e *banditEpisode) Scenario() any { return e.p }
 
 func (e *banditEpisode) Run(ctx context.Context, rt *engine.Runtime) error {
 	rt.Brief(0, "Pick one arm. Each arm pays a fixed reward you are not told; pick the one that pays most.", nil)
+	// The notification's data carries the parameters for the scripted
+	// "optimal" policy (the oracle the tests compare with); a model seat
+	// is shown only the text and the legal replies.
 	a, err := rt.Ask(ctx, menu(0, "Your arm?", e.p.Moves(), e.p))
 	if err != nil {
 		return err
