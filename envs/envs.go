@@ -15,14 +15,15 @@ import (
 	"github.com/omar-selfplay/omar/games/jobinterview"
 	"github.com/omar-selfplay/omar/games/marketplace"
 	"github.com/omar-selfplay/omar/games/sealedbid"
+	"github.com/omar-selfplay/omar/games/testbed"
 	"github.com/omar-selfplay/omar/internal/suggest"
 	"github.com/omar-selfplay/omar/sotopia"
 	"github.com/omar-selfplay/omar/werewolf"
 )
 
 // all lists every environment. Each environment package adds itself here
-// with one line.
-var all = []engine.Game{
+// with one line; the known-optimum test beds (package testbed) come last.
+var all = append([]engine.Game{
 	werewolf.New(),
 	sotopia.New(),
 	dealornodeal.New(),
@@ -32,7 +33,7 @@ var all = []engine.Game{
 	calendar.New(),
 	marketplace.New(),
 	sealedbid.New(),
-}
+}, testbed.Games()...)
 
 // All returns every environment, in catalogue order.
 func All() []engine.Game { return append([]engine.Game(nil), all...) }

@@ -15,12 +15,13 @@ import (
 )
 
 func init() {
-	register(command{name: "bench", summary: "measure throughput (bench decode, bench train)", run: runBench})
+	register(command{name: "bench", summary: "measure throughput (bench decode, bench train) and learning (bench learning)", run: runBench})
 }
 
-const benchUsage = `usage: omar bench decode [flags]   decode throughput of the backend against raw llama_decode
-       omar bench train [flags]    PPO step time of the trainer; --compare checks one device against another
-Run 'omar bench decode -h' or 'omar bench train -h' for their flags.`
+const benchUsage = `usage: omar bench decode [flags]     decode throughput of the backend against raw llama_decode
+       omar bench train [flags]      PPO step time of the trainer; --compare checks one device against another
+       omar bench learning [flags]   fraction of the optimum PPO reaches on the known-optimum test beds
+Run 'omar bench decode -h', 'omar bench train -h' or 'omar bench learning -h' for their flags.`
 
 func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if isHelp(args) {
@@ -30,9 +31,12 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) > 0 && args[0] == "train" {
 		return runBenchTrain(ctx, env, args[1:])
 	}
+	if len(args) > 0 && args[0] == "learning" {
+		return runBenchLearning(ctx, env, args[1:])
+	}
 	if len(args) == 0 || args[0] != "decode" {
 		fmt.Fprintln(env.stderr, benchUsage)
-		return usagef("want 'omar bench decode|train [flags]'")
+		return usagef("want 'omar bench decode|train|learning [flags]'")
 	}
 	fs := newFlags(env, "bench decode")
 	var lf llamaFlags

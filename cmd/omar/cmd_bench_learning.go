@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/omar-selfplay/omar/loop/learning"
+	"github.com/omar-selfplay/omar/selfplay"
+)
+
+// runBenchLearning is `omar bench learning`: PPO runs on the
+// known-optimum test beds, one per test bed × estimator × model × seed,
+// each reporting the share of the optimum (or, for rock–paper–scissors,
+// the exploitability) its rollouts reached iteration by iteration.
+func runBenchLearning(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "bench learning")
+	d := learning.Options{}.Defaults()
+	envsFlag := fs.String("env", strings.Join(learning.Envs, ","), "comma-separated test beds")
+	estFlag := fs.String("estimator", strings.Join(selfplay.Estimators(), ","), "comma-separated estimators")
+	modelFlag := fs.String("model", "tiny,builtin", "comma-separated models: builtin or a random preset (tiny, …)")
+	seedsFlag := fs.String("seeds", "1,2,3", "comma-separated seeds")
+	iterations := fs.Int("iterations", d.Iterations, "iterations per run")
+	episodes := fs.Int("episodes", d.Episodes, "episodes per iteration")
+	group := fs.Int("group-size", 0, "GRPO group size (0: 8 for grpo, else 1)")
+	lr := fs.Float64("lr", float64(d.LR), "LoRA and value-head learning rate")
+	lib := fs.String("llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
+	dir := fs.String("dir", "", "directory for the runs (default: a temporary one, removed after)")
+	jsonOut := fs.String("json", "", "also append every run's result as a JSON line to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var seeds []uint64
+	for s := range strings.SplitSeq(*seedsFlag, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return usagef("--seeds %q: want comma-separated non-negative integers", *seedsFlag)
+		}
+		seeds = append(seeds, v)
+	}
+	var runs []learning.Options
+	for _, e := range splitList(*envsFlag) {
+		for _, est := range splitList(*estFlag) {
+			for _, m := range splitList(*modelFlag) {
+				for _, s := range seeds {
+					o := d
+					o.Env, o.Estimator, o.Model, o.Seed = e, est, m, s
+					o.Iterations, o.Episodes, o.GroupSize, o.LR, o.LlamaLib = *iterations, *episodes, *group, float32(*lr), *lib
+					if err := o.Validate(); err != nil {
+						return usagef("%v", err)
+					}
+					runs = append(runs, o)
+				}
+			}
+		}
+	}
+	root := *dir
+	if root == "" {
+		tmp, err := os.MkdirTemp("", "omar-bench-learning")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		root = tmp
+	}
+	var jf *os.File
+	if *jsonOut != "" {
+		f, err := os.OpenFile(*jsonOut, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		jf = f
+	}
+	// One row per run, printed as it finishes: the per-iteration figure is
+	// the fraction of the optimum (exploitability for rock–paper–scissors).
+	fmt.Fprintf(env.stdout, "%-16s %-12s %-8s %4s  %-8s %s\n", "env", "estimator", "model", "seed", "figure", "by iteration")
+	for _, o := range runs {
+		name := fmt.Sprintf("%s-%s-%s-%d", o.Env, o.Estimator, o.Model, o.Seed)
+		res, err := learning.Run(ctx, filepath.Join(root, name), o)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		figure, vals := "fraction", make([]string, len(res.Points))
+		for i, p := range res.Points {
+			v := p.Fraction
+			if p.Moves != nil {
+				figure, v = "exploit", p.Exploitability
+			}
+			vals[i] = fmt.Sprintf("%.2f", v)
+		}
+		fmt.Fprintf(env.stdout, "%-16s %-12s %-8s %4d  %-8s %s\n", o.Env, o.Estimator, o.Model, o.Seed, figure, strings.Join(vals, " "))
+		if jf != nil {
+			b, err := json.Marshal(res)
+			if err != nil {
+				return err
+			}
+			if _, err := jf.Write(append(b, '\n')); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

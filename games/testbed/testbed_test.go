@@ -1,0 +1,175 @@
+package testbed
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/engine/enginetest"
+)
+
+func TestConformance(t *testing.T) {
+	for _, g := range Games() {
+		t.Run(g.ID(), func(t *testing.T) { enginetest.Conformance(t, g) })
+	}
+	enginetest.Conformance(t, Price{}, enginetest.Options{Seeds: 10, Params: engine.Params{"value": 20, "offers": []int{5, 10, 15}, "reservations": []int{8, 12}}})
+}
+
+func TestOptimum(t *testing.T) {
+	bArm, bReward := DefaultBanditParams().Optimum()
+	cDoor, cReward := DefaultCreditParams().Optimum()
+	pOffer, pReward := DefaultPriceParams().Optimum()
+	for _, tc := range []struct {
+		name       string
+		index      int
+		reward     float64
+		wantIndex  int
+		wantReward float64
+	}{
+		{"bandit", bArm, bReward, 2, 1},
+		{"credit", cDoor, cReward, 1, 1},
+		{"price", pOffer, pReward, 3, 0.4}, // offer 6: sells against 4, 5, 6; (10−6)/10
+		{"price ties take the first", argmax([]float64{0.5, 0.5}), 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.index != tc.wantIndex || math.Abs(tc.reward-tc.wantReward) > 1e-12 {
+				t.Errorf("got move %d reward %v, want move %d reward %v", tc.index, tc.reward, tc.wantIndex, tc.wantReward)
+			}
+		})
+	}
+	want := []float64{0, 0.2, 2.0 / 3 * 0.5, 0.4, 0.3}
+	for i, e := range DefaultPriceParams().Expected() {
+		if math.Abs(e-want[i]) > 1e-12 {
+			t.Errorf("expected reward of offer %d: got %v, want %v", DefaultPriceParams().Offers[i], e, want[i])
+		}
+	}
+}
+
+// TestOptimalPolicyEarnsOptimum plays each game's "optimal" script over
+// many seeds: its mean reward must match the computed optimum (exactly
+// for the deterministic games, within sampling error for the price
+// game), and the random script must earn less.
+func TestOptimalPolicyEarnsOptimum(t *testing.T) {
+	const n = 600
+	for _, tc := range []struct {
+		g       engine.Game
+		optimum float64
+		tol     float64
+	}{
+		{Bandit{}, 1, 1e-12},
+		{Credit{}, 1, 1e-12},
+		// The reward is 0.4 with probability 1 (every reservation sells):
+		// no sampling error either.
+		{Price{}, 0.4, 1e-12},
+	} {
+		t.Run(tc.g.ID(), func(t *testing.T) {
+			opt, rnd := meanReward(t, tc.g, "optimal", n), meanReward(t, tc.g, "random", n)
+			if math.Abs(opt-tc.optimum) > tc.tol {
+				t.Errorf("optimal script: got mean reward %v, want %v", opt, tc.optimum)
+			}
+			if rnd >= opt-0.1 {
+				t.Errorf("random script: got mean reward %v, want well below the optimum %v", rnd, opt)
+			}
+		})
+	}
+}
+
+// TestPriceReservationIsUniform: the dealt reservations follow the stated
+// distribution, so the analytic expectation is the game's.
+func TestPriceReservationIsUniform(t *testing.T) {
+	const n = 3000
+	count := map[int]int{}
+	for seed := range uint64(n) {
+		ep, err := Price{}.NewEpisode(seed, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count[ep.Scenario().(PriceScenario).Reservation]++
+	}
+	for _, r := range DefaultPriceParams().Reservations {
+		if got := float64(count[r]) / n; math.Abs(got-1.0/3) > 0.04 {
+			t.Errorf("reservation %d: got share %.3f, want 1/3", r, got)
+		}
+	}
+}
+
+func meanReward(t *testing.T, g engine.Game, policy string, n int) float64 {
+	t.Helper()
+	sum := 0.0
+	for seed := range uint64(n) {
+		cast, err := engine.ScriptedCast(g, []string{policy}, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := engine.Play(context.Background(), g, seed, nil, cast, engine.DefaultOptions(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += rec.Outcome.Rewards[0]
+	}
+	return sum / float64(n)
+}
+
+func TestExploitability(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    [3]float64
+		want float64
+	}{
+		{"uniform", [3]float64{1.0 / 3, 1.0 / 3, 1.0 / 3}, 0},
+		{"pure rock", [3]float64{1, 0, 0}, 1},
+		{"rock and paper", [3]float64{0.5, 0.5, 0}, 0.5}, // PAPER: +0.5 against rock, 0 against paper
+		{"leaning rock", [3]float64{0.4, 0.3, 0.3}, 0.1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Exploitability(tc.p); math.Abs(got-tc.want) > 1e-12 {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRPSPayoffIsZeroSum(t *testing.T) {
+	for a := range 3 {
+		for b := range 3 {
+			if RPSPayoff(a, b) != -RPSPayoff(b, a) {
+				t.Errorf("payoff(%s, %s) = %v, payoff(%s, %s) = %v: want opposite", RPSMoves[a], RPSMoves[b], RPSPayoff(a, b), RPSMoves[b], RPSMoves[a], RPSPayoff(b, a))
+			}
+		}
+	}
+	if RPSPayoff(1, 0) != 1 || RPSPayoff(0, 2) != 1 || RPSPayoff(2, 1) != 1 {
+		t.Errorf("paper beats rock, rock beats scissors, scissors beats paper: got %v %v %v", RPSPayoff(1, 0), RPSPayoff(0, 2), RPSPayoff(2, 1))
+	}
+}
+
+func TestBadParams(t *testing.T) {
+	for _, tc := range []struct {
+		g engine.Game
+		p engine.Params
+	}{
+		{Bandit{}, engine.Params{"arms": []float64{1}}},
+		{Bandit{}, engine.Params{"arms": []float64{0.5, 2}}},
+		{Credit{}, engine.Params{"knocks": 0}},
+		{Price{}, engine.Params{"offers": []int{3, 3}}},
+		{Price{}, engine.Params{"offers": []int{3, 11}}},
+		{Price{}, engine.Params{"reservations": []int{}}},
+		{RPS{}, engine.Params{"rounds": 2}},
+	} {
+		if _, err := tc.g.NewEpisode(1, tc.p); err == nil {
+			t.Errorf("%s accepted %v", tc.g.ID(), tc.p)
+		}
+	}
+}
+
+func FuzzParseMove(f *testing.F) {
+	for _, s := range []string{"ROCK", " paper ", "SCISSORS\n", "ROCKS", "", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		i, err := parseMove(s, RPSMoves)
+		if err == nil && (i < 0 || i >= len(RPSMoves)) {
+			t.Fatalf("parseMove(%q) = %d outside the moves", s, i)
+		}
+	})
+}

@@ -1,0 +1,259 @@
+// Package learning measures whether training learns: it runs the PPO loop
+// (package loop) on a known-optimum test bed (package games/testbed) and
+// reports, iteration by iteration, the share of the optimum the policy's
+// own rollouts reached, or for rock–paper–scissors the exploitability of
+// the moves it played. It is what `omar bench learning` runs and what
+// docs/learning.md describes.
+package learning
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/games/testbed"
+	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/selfplay"
+)
+
+// Envs are the test beds' ids without version, in the order of the
+// results' tables.
+var Envs = []string{"testbed_bandit", "testbed_credit", "testbed_price", "testbed_rps"}
+
+// Options are one benchmark run.
+type Options struct {
+	// Env is a test bed (one of Envs, with or without its version).
+	Env string
+	// Estimator names a selfplay estimator (selfplay.Estimators()).
+	Estimator string
+	// Model is "builtin" (the built-in model) or a random model preset of
+	// package model ("tiny", …).
+	Model string
+	// Seed seeds the random model (for a preset), the rollout and the
+	// trainer.
+	Seed uint64
+	// Iterations of the PPO loop, Episodes per iteration.
+	Iterations int
+	Episodes   int
+	// GroupSize is the GRPO group; 0 chooses 8 for grpo and 1 otherwise.
+	GroupSize int
+	// LR is the LoRA learning rate (and the value head's).
+	LR float32
+	// LlamaLib is the directory of the llama.cpp libraries.
+	LlamaLib string
+}
+
+// Defaults: the tiny random model, the default estimator, 16 episodes
+// per iteration for 10 iterations, learning rate 1e-3 (the built-in
+// run's). At 1e-2 one update moved the policy by a KL of up to 12 and
+// runs that reached the optimum left it again (the results entry,
+// docs/results/2026-12-07-known-optima.md).
+func (Options) Defaults() Options {
+	return Options{
+		Env: "testbed_bandit", Estimator: selfplay.DefaultEstimator, Model: "tiny", Seed: 1,
+		Iterations: 10, Episodes: 16, LR: 1e-3,
+	}
+}
+
+// Validate reports the first invalid field.
+func (o Options) Validate() error {
+	name, _ := engine.SplitID(o.Env)
+	switch {
+	case !slices.Contains(Envs, name):
+		return fmt.Errorf("learning: env %q: want one of %v", o.Env, Envs)
+	case !slices.Contains(selfplay.Estimators(), o.Estimator):
+		return fmt.Errorf("learning: estimator %q: want one of %v", o.Estimator, selfplay.Estimators())
+	case o.Model != loop.BuiltinPreset && !slices.Contains(model.Presets, o.Model):
+		return fmt.Errorf("learning: model %q: want %s or one of %v", o.Model, loop.BuiltinPreset, model.Presets)
+	case o.Iterations < 1 || o.Iterations > 1000:
+		return fmt.Errorf("learning: iterations %d: want 1..1000", o.Iterations)
+	case o.Episodes < 2 || o.Episodes > 4096:
+		return fmt.Errorf("learning: episodes %d: want 2..4096", o.Episodes)
+	case o.GroupSize < 0 || o.GroupSize > 0 && o.Episodes%o.GroupSize != 0:
+		return fmt.Errorf("learning: group size %d: want 0 (automatic) or a divisor of episodes (%d)", o.GroupSize, o.Episodes)
+	case !(o.LR > 0) || math.IsInf(float64(o.LR), 0):
+		return fmt.Errorf("learning: lr %v: want a positive number", o.LR)
+	}
+	return nil
+}
+
+func (o Options) groupSize() int {
+	if o.GroupSize > 0 {
+		return o.GroupSize
+	}
+	if o.Estimator == "grpo" {
+		return min(8, o.Episodes)
+	}
+	return 1
+}
+
+// LoopOptions are the options of the PPO run o makes: small settings
+// sized for a 2-core machine, the policy in every seat (no league, no
+// held-out evaluation: the rollouts are the measurement), sampling at
+// temperature 1 with the grammar of the menu, replies of at most 8 tokens.
+func (o Options) LoopOptions() loop.Options {
+	l := loop.Options{}.Defaults()
+	l.Iterations = o.Iterations
+	l.ModelPreset = o.Model
+	l.Rollout.Env = o.Env
+	l.Rollout.Params = nil
+	l.Rollout.Episodes, l.Rollout.Parallel = o.Episodes, min(8, o.Episodes)
+	l.Rollout.GroupSize = o.groupSize()
+	l.Rollout.Seed = o.Seed
+	l.Rollout.MaxTokens, l.Rollout.Context = 8, 1024
+	l.Rollout.Temperature = 1
+	l.Estimator = o.Estimator
+	l.Train.LR, l.Train.ValueLR = o.LR, o.LR
+	l.Train.Seed = o.Seed
+	l.League.Enabled, l.Eval.Every = false, 0
+	l.CheckpointEvery = o.Iterations // the end only: a benchmark is not resumed
+	l.Rollout.LlamaLib = o.LlamaLib
+	return l
+}
+
+// Point is one iteration of a benchmark run, measured on its rollouts
+// (the policy before that iteration's update).
+type Point struct {
+	Iteration int `json:"iteration"`
+	// Reward is the mean reward of the policy's seats.
+	Reward float64 `json:"reward"`
+	// Fraction is the mean expected reward of the moves played over the
+	// optimum (not for rock–paper–scissors). The expected reward is the
+	// outcome's "expected" metric where the game reports one (the price
+	// game: the chosen offer's expectation over the reservation, free of
+	// the draw's noise), else the reward itself.
+	Fraction float64 `json:"fraction,omitempty"`
+	// Optimal is the share of episodes whose decisive move was optimal.
+	Optimal float64 `json:"optimal,omitempty"`
+	// Moves is the share of ROCK, PAPER and SCISSORS over both seats, and
+	// Exploitability what a best response earns against it
+	// (rock–paper–scissors only).
+	Moves          *[3]float64 `json:"moves,omitempty"`
+	Exploitability float64     `json:"exploitability,omitempty"`
+	// Invalid is the share of replies the engine rejected.
+	Invalid float64 `json:"invalid"`
+}
+
+// Result is a benchmark run.
+type Result struct {
+	Options Options `json:"options"`
+	// Optimum is the test bed's optimal expected reward (0 for
+	// rock–paper–scissors, its equilibrium value).
+	Optimum float64 `json:"optimum"`
+	Points  []Point `json:"points"`
+}
+
+// Optimum returns the optimal expected reward of the test bed env under
+// its default parameters.
+func Optimum(env string) (float64, error) {
+	name, _ := engine.SplitID(env)
+	switch name {
+	case "testbed_bandit":
+		_, r := testbed.DefaultBanditParams().Optimum()
+		return r, nil
+	case "testbed_credit":
+		_, r := testbed.DefaultCreditParams().Optimum()
+		return r, nil
+	case "testbed_price":
+		_, r := testbed.DefaultPriceParams().Optimum()
+		return r, nil
+	case "testbed_rps":
+		return 0, nil
+	}
+	return 0, fmt.Errorf("learning: %q is not a test bed (want one of %v)", env, Envs)
+}
+
+// Run trains in dir (which it overwrites) and measures every iteration.
+func Run(ctx context.Context, dir string, o Options) (*Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	opt, err := Optimum(o.Env)
+	if err != nil {
+		return nil, err
+	}
+	r, err := loop.Open(dir, o.LoopOptions(), loop.Overwrite, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if err := r.Train(ctx); err != nil {
+		return nil, err
+	}
+	recs, err := engine.LoadRecords(nil, filepath.Join(dir, loop.EpisodesFile))
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Options: o, Optimum: opt}
+	res.Points, err = Measure(recs, o.Episodes, opt)
+	return res, err
+}
+
+// Measure splits a run's episode records into its iterations (episodes
+// per iteration, in order) and measures each.
+func Measure(recs []*engine.Record, episodes int, optimum float64) ([]Point, error) {
+	if episodes < 1 || len(recs)%episodes != 0 {
+		return nil, fmt.Errorf("learning: %d episode records are not whole iterations of %d", len(recs), episodes)
+	}
+	var pts []Point
+	for it := 0; it*episodes < len(recs); it++ {
+		pts = append(pts, measure(it+1, recs[it*episodes:(it+1)*episodes], optimum))
+	}
+	return pts, nil
+}
+
+func measure(it int, recs []*engine.Record, optimum float64) Point {
+	p := Point{Iteration: it}
+	var rewards, optimal, actions, invalid, expected float64
+	var moves [3]float64
+	rps := false
+	for _, rec := range recs {
+		for _, r := range rec.Outcome.Rewards {
+			p.Reward += r
+			rewards++
+		}
+		optimal += rec.Outcome.Metrics["optimal"]
+		if v, ok := rec.Outcome.Metrics["expected"]; ok {
+			expected += v
+		} else if len(rec.Outcome.Rewards) > 0 {
+			expected += rec.Outcome.Rewards[0]
+		}
+		for i, name := range []string{"rock", "paper", "scissors"} {
+			if v, ok := rec.Outcome.Metrics[name]; ok {
+				moves[i] += v
+				rps = true
+			}
+		}
+		for _, e := range rec.Events {
+			switch e.Kind {
+			case engine.KindAck:
+				actions++
+			case engine.KindValidationError:
+				actions++
+				invalid++
+			}
+		}
+	}
+	p.Reward /= max(rewards, 1)
+	if actions > 0 {
+		p.Invalid = invalid / actions
+	}
+	if rps {
+		total := moves[0] + moves[1] + moves[2]
+		for i := range moves {
+			moves[i] /= max(total, 1)
+		}
+		p.Moves = &moves
+		p.Exploitability = testbed.Exploitability(moves)
+		return p
+	}
+	p.Optimal = optimal / float64(len(recs))
+	if optimum > 0 {
+		p.Fraction = expected / float64(len(recs)) / optimum
+	}
+	return p
+}
