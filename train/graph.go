@@ -83,6 +83,10 @@ type built struct {
 	directed int
 	// grads: a training graph, differentiated by ggml.
 	grads bool
+	// A segment graph's boundary (segment.go): its input xIn, the
+	// accumulator dx of the loss's gradient there, the gradient gOut
+	// arriving at its output, and out, a forward layer's output.
+	xIn, dx, gOut, out llamacpp.Tensor
 	// outer lists the adapters' rank-r products to run as out_prod once
 	// the backward pass is built (loraProduct).
 	outer []llamacpp.OuterProduct
@@ -162,10 +166,17 @@ func (t *Trainer) expandKV(ctx llamacpp.Context, x llamacpp.Tensor, T, B int) ll
 // [E, N], or [E, K] of the selected rows when b.lastSelected (the output
 // layer is applied by tokenLogprob to selected rows).
 func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bool) llamacpp.Tensor {
-	h := t.hp
-	N := int64(B * T)
-	D, H, Hkv := int64(h.headDim), int64(h.nHead), int64(h.nHeadKV)
+	x := ctx.GetRows(t.w.tokEmbd, t.seqInputs(ctx, b, B, T)) // [E, N]
+	for l := range t.hp.nLayer {
+		x = t.layer(ctx, b, l, x, B, T, adapterOn)
+	}
+	return ctx.Mul(ctx.RMSNorm(x, t.hp.eps), t.w.outNorm)
+}
 
+// seqInputs declares the inputs every layer reads — tokens and positions
+// [N], the causal mask [T, T] — and returns the tokens.
+func (t *Trainer) seqInputs(ctx llamacpp.Context, b *built, B, T int) llamacpp.Tensor {
+	N := int64(B * T)
 	tokens := ctx.NewTensor(llamacpp.TypeI32, N)
 	llamacpp.SetInput(llamacpp.SetName(tokens, "tokens"))
 	pos := ctx.NewTensor(llamacpp.TypeI32, N)
@@ -173,10 +184,19 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 	kqMask := ctx.NewTensor(llamacpp.TypeF32, int64(T), int64(T))
 	llamacpp.SetInput(llamacpp.SetName(kqMask, "kq_mask"))
 	b.tokens, b.pos, b.kqMask = tokens, pos, kqMask
+	return tokens
+}
 
-	x := ctx.GetRows(t.w.tokEmbd, tokens) // [E, N]
+// layer builds block l of the model on the hidden state x [E, N] of B
+// sequences padded to T tokens and returns the block's output: [E, N], or
+// [E, K] of the selected rows in a last layer when b.lastSelected.
+func (t *Trainer) layer(ctx llamacpp.Context, b *built, l int, x llamacpp.Tensor, B, T int, adapterOn bool) llamacpp.Tensor {
+	h := t.hp
+	N := int64(B * T)
+	D, H, Hkv := int64(h.headDim), int64(h.nHead), int64(h.nHeadKV)
+	pos, kqMask := b.pos, b.kqMask
 	kqScale := h.kqScale
-	for l := range h.nLayer {
+	{
 		lw := t.w.layers[l]
 		cur := ctx.Mul(ctx.RMSNorm(x, h.eps), lw.attnNorm)
 
@@ -232,7 +252,7 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 		up := t.mm(ctx, b, l, "ffn_up", cur, adapterOn)
 		x = ctx.Add(t.mm(ctx, b, l, "ffn_down", ctx.Mul(gate, up), adapterOn), x)
 	}
-	return ctx.Mul(ctx.RMSNorm(x, h.eps), t.w.outNorm)
+	return x
 }
 
 // attention is softmax(kᵀq·scale + mask) mixing v, for q [D, qT, H, nb],
@@ -425,15 +445,7 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 		// built-in model is rebuilt byte for byte from its numerics.
 		b.blocks = t.attnBlocks(key.t)
 	}
-	if b.blocks != nil {
-		h := t.hp
-		b.kqvZero = input("kqv_zero", llamacpp.TypeF32, int64(h.headDim), int64(key.t), int64(h.nHead), int64(key.b))
-		from := 0
-		for j, to := range b.blocks {
-			b.blockMask = append(b.blockMask, input(fmt.Sprintf("block_mask_%d", j), llamacpp.TypeF32, int64(to), int64(to-from)))
-			from = to
-		}
-	}
+	t.blockInputs(ctx, b)
 	hidden := t.forward(ctx, b, key.b, key.t, key.kind != kindBase)
 	lp, lse, logits, hsel := t.tokenLogprob(ctx, b, hidden, K)
 	output := func(name string, x llamacpp.Tensor) llamacpp.Tensor {
@@ -461,21 +473,10 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 		for _, x := range b.order {
 			g.BuildForward(x)
 		}
-		t.backward(ctx, g, b.loss)
-		if b.known != nil {
-			if b.transposed, err = g.UseTransposedBackward(b.known); err == nil {
-				err = g.UseOuterProducts(b.outer)
-			}
-			if err == nil {
-				b.widened, err = g.UseWideOuterProducts(ctx)
-			}
-			if err == nil {
-				b.directed, err = g.UseDirectProducts(b.direct)
-			}
-			if err != nil {
-				ctx.Free()
-				return nil, err
-			}
+		t.backward(ctx, g, b.loss, nil)
+		if err := b.rewriteBackward(); err != nil {
+			ctx.Free()
+			return nil, err
 		}
 	default:
 		ctx.Free()
@@ -484,10 +485,52 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 	return b, nil
 }
 
+// blockInputs declares the inputs of causal attention blocks (b.blocks):
+// each block's mask and the zeros their outputs are added into.
+func (t *Trainer) blockInputs(ctx llamacpp.Context, b *built) {
+	if b.blocks == nil {
+		return
+	}
+	h := t.hp
+	input := func(name string, ne ...int64) llamacpp.Tensor {
+		x := ctx.NewTensor(llamacpp.TypeF32, ne...)
+		llamacpp.SetInput(llamacpp.SetName(x, name))
+		return x
+	}
+	b.kqvZero = input("kqv_zero", int64(h.headDim), int64(b.t), int64(h.nHead), int64(b.b))
+	from := 0
+	for j, to := range b.blocks {
+		b.blockMask = append(b.blockMask, input(fmt.Sprintf("block_mask_%d", j), int64(to), int64(to-from)))
+		from = to
+	}
+}
+
+// rewriteBackward moves a training graph's backward onto the faster
+// kernels (see transposeForBackward, loraProduct, scoresForBackward) once
+// it is built; nothing to do when ggml's out_prod backward is kept.
+func (b *built) rewriteBackward() error {
+	if b.known == nil {
+		return nil
+	}
+	var err error
+	if b.transposed, err = b.g.UseTransposedBackward(b.known); err == nil {
+		err = b.g.UseOuterProducts(b.outer)
+	}
+	if err == nil {
+		b.widened, err = b.g.UseWideOuterProducts(b.ctx)
+	}
+	if err == nil {
+		b.directed, err = b.g.UseDirectProducts(b.direct)
+	}
+	return err
+}
+
 // backward appends the gradient computation, accumulating every parameter's
 // gradient into its persistent accumulator (so several passes of one
 // minibatch add up) and seeding the loss gradient from t.lossGrad (= 1).
-func (t *Trainer) backward(ctx llamacpp.Context, g llamacpp.Graph, loss llamacpp.Tensor) {
+// extra gives further nodes their accumulators: the inputs of a segment
+// (segment.go), whose gradients continue the backward pass elsewhere.
+func (t *Trainer) backward(ctx llamacpp.Context, g llamacpp.Graph, loss llamacpp.Tensor, extra map[llamacpp.Tensor]llamacpp.Tensor) {
 	accs := make([]llamacpp.Tensor, g.NNodes())
 	for i := range accs {
 		n := g.Node(i)
@@ -497,6 +540,9 @@ func (t *Trainer) backward(ctx llamacpp.Context, g llamacpp.Graph, loss llamacpp
 		}
 		if p, ok := t.paramIndex[n]; ok {
 			accs[i] = t.params[p].grad
+		}
+		if a, ok := extra[n]; ok {
+			accs[i] = a
 		}
 	}
 	g.BuildBackward(ctx, accs)

@@ -102,6 +102,12 @@ type Options struct {
 	// a minibatch is split into passes of sequences of similar length whose
 	// gradients are accumulated.
 	BatchTokens int `yaml:"batch_tokens"`
+	// ActivationMB bounds, in MiB, the activations a training pass keeps
+	// for its backward (and the logits of any pass): a pass predicted to
+	// need more runs one layer at a time, keeping only each layer's input
+	// and recomputing the layer in the backward, with the output layer
+	// over a chunk of rows at a time (segment.go). 0 means the default.
+	ActivationMB int `yaml:"activation_mb"`
 	// Threads for the CPU backend (explicit: ggml's default busy-waits).
 	Threads int `yaml:"threads"`
 	// Device is "cpu" or "cuda" (the first GPU of the ggml backend registry;
@@ -188,6 +194,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("train: minibatch %d < 1", o.MiniBatch)
 	case o.BatchTokens < 16:
 		return fmt.Errorf("train: batch tokens %d < 16", o.BatchTokens)
+	case o.ActivationMB < 0:
+		return fmt.Errorf("train: activation mb %d < 0", o.ActivationMB)
 	case o.Threads < 1:
 		return fmt.Errorf("train: threads %d < 1", o.Threads)
 	case o.LossAggregation != "" && o.LossAggregation != "token" && o.LossAggregation != "sequence":

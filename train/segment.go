@@ -1,0 +1,439 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/omar-selfplay/omar/llamacpp"
+)
+
+// A segmented pass runs the model one layer per graph, so that its memory
+// grows linearly with the sequence instead of holding every layer's
+// activations (and their T×T attention scores) for one backward pass:
+//
+//   - forward: layer l's graph maps its input x_l [E, N] (layer 0: the
+//     tokens) to x_{l+1}; a training pass keeps the inputs in Go memory.
+//   - output layer: the final norm, logits, logprobs, values and the
+//     objective run over chunks of the selected rows (segmentRows), so the
+//     vocabulary-sized tensors are bounded whatever the sequence.
+//   - backward: from the last layer down, layer l's graph recomputes its
+//     forward from x_l and differentiates sum(x_{l+1} ⊙ g_{l+1}), g_{l+1} =
+//     ∂loss/∂x_{l+1}, whose backward is the chain rule at the boundary: it
+//     adds the layer's parameter gradients to the accumulators and yields
+//     g_l in the accumulator of its input.
+//
+// The same sums as the one-graph pass, in another order: the results agree
+// to float rounding (segment_test.go). The last layer runs on every row (the
+// one-graph pass may run it on the selected rows alone, see
+// built.lastSelected). Full-parameter training, whose embeddings and output
+// layer are trained, keeps the one-graph pass.
+
+// defaultActivationMB is Options.ActivationMB's default.
+const defaultActivationMB = 1024
+
+// activationBudget is Options.ActivationMB in bytes.
+func (t *Trainer) activationBudget() int64 {
+	mb := t.opts.ActivationMB
+	if mb == 0 {
+		mb = defaultActivationMB
+	}
+	return int64(mb) << 20
+}
+
+// segKind is what a segment graph computes.
+type segKind int
+
+const (
+	segForward segKind = iota // layer, no gradient
+	segGrad                   // layer, forward and backward
+	segHead                   // final norm and output layer: scoring or an objective
+)
+
+// segKey identifies a segment graph: for a layer, its index and whether
+// the adapter is on; for the output layer, what it computes (head, obj) on
+// k rows; and the pass's shape, b sequences padded to t.
+type segKey struct {
+	kind      segKind
+	layer     int
+	adapterOn bool
+	head      graphKind
+	obj       *Objective
+	b, t, k   int
+}
+
+// segGraph returns the cached segment graph for key, building it on first
+// use. The cache holds the graphs of one pass shape: a layer graph per
+// layer and kind, and the output layer's.
+func (t *Trainer) segGraph(key segKey) (*built, error) {
+	if b, ok := t.segCache[key]; ok {
+		return b, nil
+	}
+	for k, b := range t.segCache {
+		if k.b != key.b || k.t != key.t {
+			b.free()
+			delete(t.segCache, k)
+		}
+	}
+	var b *built
+	var err error
+	if key.kind == segHead {
+		b, err = t.buildHead(key)
+	} else {
+		b, err = t.buildLayer(key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.segCache == nil {
+		t.segCache = map[segKey]*built{}
+	}
+	t.segCache[key] = b
+	return b, nil
+}
+
+// layerGraphSize bounds the nodes of one layer's graph, forward and
+// backward (see graphSize).
+func (t *Trainer) layerGraphSize(T int) int {
+	return 2048 + 1024 + 64*len(t.attnBlocks(T))
+}
+
+// buildLayer builds layer key.layer on key.b sequences padded to key.t:
+// from the tokens (layer 0) or the input "x" [E, N] to the output. A
+// segGrad graph also takes "g_out" [E, N], the loss's gradient at the
+// output, and accumulates the gradient at its input into "dx".
+func (t *Trainer) buildLayer(key segKey) (*built, error) {
+	grads := key.kind == segGrad
+	size := t.layerGraphSize(key.t)
+	ctx, err := llamacpp.NewContext(2*size, 1, size, grads)
+	if err != nil {
+		return nil, err
+	}
+	b := &built{ctx: ctx, size: size, b: key.b, t: key.t, nRows: key.b * key.t, grads: grads}
+	g := ctx.NewGraph(size, grads)
+	b.g = g
+	if grads && t.wT != nil {
+		b.known = maps.Clone(t.wT)
+	}
+	E, N := int64(t.hp.nEmbd), int64(b.nRows)
+	input := func(name string) llamacpp.Tensor {
+		x := ctx.NewTensor(llamacpp.TypeF32, E, N)
+		llamacpp.SetInput(llamacpp.SetName(x, name))
+		return x
+	}
+	b.blocks = t.attnBlocks(key.t)
+	t.blockInputs(ctx, b)
+	tokens := t.seqInputs(ctx, b, key.b, key.t)
+	var x llamacpp.Tensor
+	if key.layer == 0 {
+		x = ctx.GetRows(t.w.tokEmbd, tokens)
+	} else {
+		x = input("x")
+		if grads {
+			llamacpp.SetParam(x)
+		}
+		b.xIn = x
+	}
+	out := t.layer(ctx, b, key.layer, x, key.b, key.t, key.adapterOn)
+	if !grads {
+		b.out = out
+		llamacpp.SetOutput(llamacpp.SetName(out, "out"))
+		g.BuildForward(out)
+		return b, nil
+	}
+	b.gOut = input("g_out")
+	b.loss = ctx.Sum(ctx.Mul(out, b.gOut))
+	llamacpp.SetLoss(b.loss)
+	llamacpp.SetOutput(llamacpp.SetName(b.loss, "loss"))
+	g.BuildForward(b.loss)
+	for _, x := range b.order {
+		g.BuildForward(x)
+	}
+	var extra map[llamacpp.Tensor]llamacpp.Tensor
+	if b.xIn != nil {
+		b.dx = input("dx")
+		llamacpp.SetOutput(b.dx)
+		extra = map[llamacpp.Tensor]llamacpp.Tensor{b.xIn: b.dx}
+	}
+	t.backward(ctx, g, b.loss, extra)
+	if err := b.rewriteBackward(); err != nil {
+		ctx.Free()
+		return nil, err
+	}
+	return b, nil
+}
+
+// buildHead builds the final norm and the output layer on key.k rows of
+// the last layer's output, input "x" [E, K]: a scoring graph's logprobs
+// (and values), or an objective with its backward, which accumulates the
+// gradient at the input into "dx".
+func (t *Trainer) buildHead(key segKey) (*built, error) {
+	grads := key.head == kindTrain
+	size := 4096
+	ctx, err := llamacpp.NewContext(2*size, 1, size, grads)
+	if err != nil {
+		return nil, err
+	}
+	K := key.k
+	b := &built{ctx: ctx, size: size, b: key.b, t: key.t, nRows: key.b * key.t, nSel: K, grads: grads, lastSelected: true}
+	g := ctx.NewGraph(size, grads)
+	b.g = g
+	if grads && t.wT != nil {
+		b.known = maps.Clone(t.wT)
+	}
+	b.tgt = ctx.NewTensor(llamacpp.TypeI32, int64(K))
+	llamacpp.SetInput(llamacpp.SetName(b.tgt, "tgt"))
+	x := ctx.NewTensor(llamacpp.TypeF32, int64(t.hp.nEmbd), int64(K))
+	llamacpp.SetInput(llamacpp.SetName(x, "x"))
+	if grads {
+		llamacpp.SetParam(x)
+	}
+	b.xIn = x
+	hidden := ctx.Mul(ctx.RMSNorm(x, t.hp.eps), t.w.outNorm)
+	lp, lse, logits, hsel := t.tokenLogprob(ctx, b, hidden, K)
+	output := func(name string, x llamacpp.Tensor) llamacpp.Tensor {
+		llamacpp.SetOutput(llamacpp.SetName(x, name))
+		g.BuildForward(x)
+		return x
+	}
+	switch key.head {
+	case kindBase:
+		b.logprob = output("logprob", lp)
+	case kindPolicy:
+		b.logprob = output("logprob", lp)
+		b.value = output("value", t.value(ctx, hidden))
+	case kindTrain:
+		b.fwd = &Forward{K: K, Logprob: lp, LogSumExp: lse, Logits: logits, Hidden: hsel, ctx: ctx, t: t}
+		b.terms, b.loss, err = t.buildObjective(ctx, g, key.obj, b.fwd)
+		if err != nil {
+			ctx.Free()
+			return nil, err
+		}
+		llamacpp.SetLoss(b.loss)
+		output("loss", b.loss)
+		for _, x := range b.order {
+			g.BuildForward(x)
+		}
+		b.dx = ctx.NewTensor(llamacpp.TypeF32, int64(t.hp.nEmbd), int64(K))
+		llamacpp.SetInput(llamacpp.SetName(b.dx, "dx"))
+		llamacpp.SetOutput(b.dx)
+		t.backward(ctx, g, b.loss, map[llamacpp.Tensor]llamacpp.Tensor{x: b.dx})
+		if err := b.rewriteBackward(); err != nil {
+			ctx.Free()
+			return nil, err
+		}
+	default:
+		ctx.Free()
+		return nil, fmt.Errorf("train: unknown graph kind %d", key.head)
+	}
+	return b, nil
+}
+
+// segmentRows is the most selected rows of one output-layer graph of a
+// segmented pass: about eight [V, rows] tensors of F32 (logits, their
+// exponentials, gradients) within the activation budget.
+func (t *Trainer) segmentRows() int {
+	if t.segRows > 0 {
+		return t.segRows
+	}
+	rows := t.activationBudget() / (int64(t.hp.nVocab) * 4 * 8)
+	return int(max(rows/32*32, 32))
+}
+
+// segmented tells whether pass p runs layer by layer: always or never when
+// a test says so (segmentMode), never in full-parameter training or on
+// CUDA, and otherwise when the one-graph pass would keep more than the
+// activation budget: a training pass's saved activations of every layer,
+// or the output layer's logits of any pass.
+func (t *Trainer) segmented(p pass, train bool) bool {
+	switch {
+	case t.segmentMode > 0:
+		return true
+	case t.segmentMode < 0 || t.opts.Full || t.opts.Device == "cuda":
+		return false
+	}
+	if p.k > t.segmentRows() {
+		return true
+	}
+	if !train {
+		return false
+	}
+	return int64(t.hp.nLayer)*t.layerActivations(len(p.seqs), p.t) > t.activationBudget()
+}
+
+// layerActivations is the memory a layer's training graph holds at its
+// peak for b sequences padded to T (graphBytes of the layer's graph).
+func (t *Trainer) layerActivations(B, T int) int64 {
+	lg, err := t.segGraph(segKey{kind: segGrad, layer: t.hp.nLayer - 1, adapterOn: true, b: B, t: T})
+	if err != nil {
+		return 0 // the pass will report the error when it builds its graph
+	}
+	return graphBytes(lg.g)
+}
+
+// segForwardPass runs the layers of pass p one graph at a time and returns
+// the layers' inputs x_1 … x_L and the last layer's output x_{L+1}, each
+// [E, N] (index l holds x_l; index 0, the embeddings, is nil). Without
+// keep only the last output is returned (at index L).
+func (t *Trainer) segForwardPass(ctx context.Context, d *seqData, B, T int, adapterOn, keep bool) ([][]float32, error) {
+	L := t.hp.nLayer
+	xs := make([][]float32, L+1)
+	var x []float32
+	for l := range L {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b, err := t.segGraph(segKey{kind: segForward, layer: l, adapterOn: adapterOn, b: B, t: T})
+		if err != nil {
+			return nil, err
+		}
+		if err := t.run(b, func() {
+			t.setSeq(b, d)
+			if b.xIn != nil {
+				llamacpp.SetF32(b.xIn, x)
+			}
+		}); err != nil {
+			return nil, err
+		}
+		out := make([]float32, b.nRows*t.hp.nEmbd)
+		llamacpp.GetF32(b.out, out)
+		if keep && l > 0 {
+			xs[l] = x
+		}
+		x = out
+	}
+	xs[L] = x
+	return xs, nil
+}
+
+// chunks splits pass p's selected rows into passes of at most segmentRows
+// rows each (its sequences and length), for the output-layer graphs.
+func (t *Trainer) chunks(p pass) []pass {
+	n := t.segmentRows()
+	var out []pass
+	for from := 0; from < len(p.sel); from += n {
+		sub := p
+		sub.sel = p.sel[from:min(from+n, len(p.sel))]
+		sub.k = max(bucket(len(sub.sel)), 32)
+		out = append(out, sub)
+	}
+	return out
+}
+
+// gatherRows copies the selected rows of x [E, N] into [E, k] (padding rows
+// stay zero).
+func gatherRows(x []float32, sel []int32, E, k int) []float32 {
+	out := make([]float32, E*k)
+	for i, r := range sel {
+		copy(out[i*E:(i+1)*E], x[int(r)*E:(int(r)+1)*E])
+	}
+	return out
+}
+
+// scoreSegmented is score's pass p run layer by layer, writing into lps
+// (and vals) like score.
+func (t *Trainer) scoreSegmented(ctx context.Context, seqs []Sequence, p pass, kind graphKind, lps, vals [][]float32) error {
+	B := len(p.seqs)
+	d := t.seqDataOf(seqs, p, t.attnBlocks(p.t), len(t.attnBlocks(p.t)) == 0)
+	xs, err := t.segForwardPass(ctx, d, B, p.t, kind != kindBase, false)
+	if err != nil {
+		return err
+	}
+	xL := xs[t.hp.nLayer]
+	for _, si := range p.seqs {
+		lps[si] = make([]float32, len(seqs[si].Tokens))
+		if kind == kindPolicy {
+			vals[si] = make([]float32, len(seqs[si].Tokens))
+		}
+	}
+	E := t.hp.nEmbd
+	for _, c := range t.chunks(p) {
+		b, err := t.segGraph(segKey{kind: segHead, head: kind, b: B, t: p.t, k: c.k})
+		if err != nil {
+			return err
+		}
+		if err := t.run(b, func() {
+			llamacpp.SetF32(b.xIn, gatherRows(xL, c.sel, E, c.k))
+			t.setTargets(b, seqs, c)
+		}); err != nil {
+			return err
+		}
+		lp := make([]float32, b.nSel)
+		llamacpp.GetF32(b.logprob, lp)
+		var v []float32
+		if kind == kindPolicy {
+			v = make([]float32, b.nSel)
+			llamacpp.GetF32(b.value, v)
+		}
+		for k := range c.sel {
+			si, q := c.rowOf(k)
+			lps[si][q+1] = lp[k]
+			if v != nil {
+				vals[si][q+1] = v[k]
+			}
+		}
+	}
+	return nil
+}
+
+// accumulateSegmented is accumulate's pass p run layer by layer: the
+// forward keeping each layer's input, the objective over chunks of the
+// selected rows, then every layer's backward from the last down.
+func (t *Trainer) accumulateSegmented(ctx context.Context, obj *Objective, seqs []Sequence, p pass, wt map[int]float32, acc *accumulated) error {
+	B, L, E := len(p.seqs), t.hp.nLayer, t.hp.nEmbd
+	d := t.seqDataOf(seqs, p, t.attnBlocks(p.t), len(t.attnBlocks(p.t)) == 0)
+	xs, err := t.segForwardPass(ctx, d, B, p.t, true, true)
+	if err != nil {
+		return err
+	}
+	// g is ∂loss/∂x at the current boundary, from the output layer down.
+	g := make([]float32, len(xs[L]))
+	for _, c := range t.chunks(p) {
+		b, err := t.segGraph(segKey{kind: segHead, head: kindTrain, obj: obj, b: B, t: p.t, k: c.k})
+		if err != nil {
+			return err
+		}
+		if err := t.run(b, func() {
+			llamacpp.SetF32(b.xIn, gatherRows(xs[L], c.sel, E, c.k))
+			llamacpp.Zero(b.dx)
+			t.setTargets(b, seqs, c)
+			t.setTrain(b, seqs, c, wt)
+		}); err != nil {
+			return err
+		}
+		acc.add(b)
+		dx := make([]float32, E*c.k)
+		llamacpp.GetF32(b.dx, dx)
+		for i, r := range c.sel {
+			row := g[int(r)*E : (int(r)+1)*E]
+			for j := range row {
+				row[j] += dx[i*E+j]
+			}
+		}
+	}
+	xs[L] = nil
+	for l := L - 1; l >= 0; l-- {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b, err := t.segGraph(segKey{kind: segGrad, layer: l, adapterOn: true, b: B, t: p.t})
+		if err != nil {
+			return err
+		}
+		if err := t.run(b, func() {
+			t.setSeq(b, d)
+			llamacpp.SetF32(b.gOut, g)
+			if b.xIn != nil {
+				llamacpp.SetF32(b.xIn, xs[l])
+				llamacpp.Zero(b.dx)
+			}
+		}); err != nil {
+			return err
+		}
+		if b.dx != nil {
+			llamacpp.GetF32(b.dx, g)
+		}
+		xs[l] = nil
+	}
+	return nil
+}
