@@ -274,10 +274,17 @@ func (t *Trainer) layerActivations(B, T int) int64 {
 // segForwardPass runs the layers of pass p one graph at a time and returns
 // the layers' inputs x_1 … x_L and the last layer's output x_{L+1}, each
 // [E, N] (index l holds x_l; index 0, the embeddings, is nil). Without
-// keep only the last output is returned (at index L).
+// keep only the last output is returned (at index L). The states share one
+// allocation (two without keep), so that the pass leaves no garbage for
+// Go's collector to let the heap grow by.
 func (t *Trainer) segForwardPass(ctx context.Context, d *seqData, B, T int, adapterOn, keep bool) ([][]float32, error) {
-	L := t.hp.nLayer
+	L, n := t.hp.nLayer, B*T*t.hp.nEmbd
 	xs := make([][]float32, L+1)
+	slots := 2
+	if keep {
+		slots = L
+	}
+	all := make([]float32, slots*n)
 	var x []float32
 	for l := range L {
 		if err := ctx.Err(); err != nil {
@@ -295,7 +302,11 @@ func (t *Trainer) segForwardPass(ctx context.Context, d *seqData, B, T int, adap
 		}); err != nil {
 			return nil, err
 		}
-		out := make([]float32, b.nRows*t.hp.nEmbd)
+		slot := l % 2
+		if keep {
+			slot = l
+		}
+		out := all[slot*n : (slot+1)*n]
 		llamacpp.GetF32(b.out, out)
 		if keep && l > 0 {
 			xs[l] = x

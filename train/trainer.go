@@ -749,6 +749,9 @@ func (t *Trainer) score(ctx context.Context, seqs []Sequence, kind graphKind) (l
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
+		if err := t.checkPass(p, false, nil); err != nil {
+			return nil, nil, err
+		}
 		if t.segmented(p, false) {
 			if err := t.scoreSegmented(ctx, seqs, p, kind, lps, vals); err != nil {
 				return nil, nil, err
@@ -1059,6 +1062,9 @@ func (t *Trainer) accumulate(ctx context.Context, obj *Objective, seqs []Sequenc
 	}
 	for _, p := range t.plan(seqs, mb) {
 		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		if err := t.checkPass(p, true, obj); err != nil {
 			return fail(err)
 		}
 		if t.segmented(p, true) {
