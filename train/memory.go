@@ -16,7 +16,8 @@ var availableMemory = sysmem.Available
 // model: the base weights as it holds them (F32 or the file's type), the
 // transposed copies of the frozen matrices (see declareTransposes), in
 // full mode AdamW's two moments and the gradient of every weight, and
-// the logits of one pass with their gradient (BatchTokens × vocabulary).
+// the logits of one pass with their gradient (BatchTokens × vocabulary,
+// at most the activation budget).
 // Activations and the LoRA parameters are left out, so the sum errs on
 // the low side: a refusal is certain to be right.
 type memoryNeed struct {
@@ -38,7 +39,9 @@ func (t *Trainer) memoryNeed(fills []fill) memoryNeed {
 	if t.opts.Full {
 		m.optimizer = 3 * m.weights // F32 in full mode
 	}
-	m.logits = 2 * 4 * int64(t.opts.BatchTokens) * int64(t.hp.nVocab)
+	// A pass over more rows than the activation budget holds runs its
+	// output layer in chunks (segment.go).
+	m.logits = min(2*4*int64(t.opts.BatchTokens)*int64(t.hp.nVocab), t.activationBudget())
 	return m
 }
 
@@ -227,40 +230,42 @@ func (t *Trainer) checkPass(p pass, train bool, obj *Objective) error {
 	if train {
 		what = "a training pass"
 	}
-	fit := t.longestFitting(train, obj, avail+held)
 	fix := "free memory"
-	if fit > 0 {
+	frac := float64(p.k) / float64(p.t)
+	if fit := t.longestFitting(train, obj, frac, avail, held, false); fit > 0 {
 		fix = fmt.Sprintf("the longest sequence that fits is about %d tokens: shorten the episodes, or free memory", fit)
 	}
-	if !m.Segmented && !t.opts.Full {
-		fix += fmt.Sprintf(", or lower activation_mb (now %d) so that the pass runs one layer at a time", t.activationBudget()>>20)
+	if train && !m.Segmented && !t.opts.Full && t.segmentMode == 0 {
+		if fit := t.longestFitting(train, obj, frac, avail, held, true); fit > 0 {
+			fix += fmt.Sprintf("; or lower activation_mb (now %d) below this pass's %d MiB of activations, so that it runs one layer at a time: then sequences of about %d tokens fit",
+				t.activationBudget()>>20, int64(t.hp.nLayer)*t.layerActivations(len(p.seqs), p.t)>>20, fit)
+		}
 	}
 	return fmt.Errorf("train: %s over %d sequence(s) of %d tokens needs about %s more (activations %s, layer inputs and masks %s), more than the %s available (%s): %s",
 		what, len(p.seqs), p.t, sysmem.ByteSize(need), sysmem.ByteSize(m.Compute), sysmem.ByteSize(m.Host), sysmem.ByteSize(avail), source, fix)
 }
 
 // longestFitting is the longest single sequence (a multiple of 32 tokens,
-// a tenth of them trained) whose pass needs at most room bytes beyond the
-// trainer's buffers, or 0 when none does. It plans on graphs built for the
-// purpose and freed, leaving the cache of the pass that failed alone.
-func (t *Trainer) longestFitting(train bool, obj *Objective, room int64) int {
+// the share frac of them trained) whose pass needs at most avail bytes beyond the
+// scheduler's held buffer, or 0 when none does; segmented plans every pass
+// one layer at a time. It plans on graphs built for the purpose and freed,
+// leaving the cache of the pass that failed alone.
+func (t *Trainer) longestFitting(train bool, obj *Objective, frac float64, avail, held int64, segmented bool) int {
 	fits := func(T int) bool {
-		p := pass{seqs: []int{0}, t: T, k: max(bucket(T/10), 32)}
-		saved := t.segCache
+		p := pass{seqs: []int{0}, t: T, k: max(bucket(int(frac*float64(T))), 32)}
+		saved, mode := t.segCache, t.segmentMode
 		t.segCache = nil
+		if segmented {
+			t.segmentMode = 1
+		}
 		defer func() {
 			for _, b := range t.segCache {
 				b.free()
 			}
-			t.segCache = saved
+			t.segCache, t.segmentMode = saved, mode
 		}()
-		mode := t.segmentMode
-		if !t.opts.Full && t.opts.Device != "cuda" {
-			t.segmentMode = 1 // the setting the refusal recommends
-		}
-		defer func() { t.segmentMode = mode }()
 		m, err := t.planPass(p, train, obj)
-		return err == nil && m.Compute+m.Host <= room
+		return err == nil && max(m.Compute-held, 0)+m.Host <= avail
 	}
 	lo, hi := 0, t.hp.nCtx/32
 	for lo < hi {
@@ -275,16 +280,16 @@ func (t *Trainer) longestFitting(train bool, obj *Objective, room int64) int {
 }
 
 // CheckSequence refuses, before anything of a pass is allocated, a
-// sequence of n tokens that a training step (and the scoring pass before
-// it) could not run in the memory the host can still give: the check a
-// caller runs once on its longest sequence before it starts. The error
-// names the longest length that fits.
+// sequence of n tokens, every one trained, that a training step could not
+// run in the memory the host can still give: the check a caller runs once
+// on its longest sequence before it starts (a scoring pass needs less).
+// The error names the longest length that fits.
 func (t *Trainer) CheckSequence(n int) error {
 	if n < 2 {
 		return nil
 	}
 	T := bucket(n)
-	p := pass{seqs: []int{0}, t: T, k: max(bucket(T/10), 32)}
+	p := pass{seqs: []int{0}, t: T, k: T}
 	if err := t.checkPass(p, true, t.ppo); err != nil {
 		return err
 	}
