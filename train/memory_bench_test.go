@@ -16,13 +16,15 @@ import (
 )
 
 // memChildEnv carries the measurement a child process runs (TestMemoryChild):
-// "MODE TOKENS THREADS ACTIVATION_MB".
+// "MODE TOKENS THREADS ACTIVATION_MB LAYERS TRAINED" (TRAINED: of every 128
+// tokens).
 const memChildEnv = "OMAR_TRAIN_MEMORY_CHILD"
 
 // memResult is what a child process reports.
 type memResult struct {
 	Mode      string  `json:"mode"`
 	Tokens    int     `json:"tokens"`
+	Layers    int     `json:"layers"`
 	Trained   int     `json:"trained"`
 	Predicted int64   `json:"predicted"`
 	Static    int64   `json:"static"`
@@ -37,13 +39,16 @@ type memResult struct {
 // standinSequence is one sequence of n random tokens of which a quarter are
 // trained (blocks of 96 prompt and 32 generated tokens, as a seat stream
 // alternates), with every field a PPO step reads.
-func standinSequence(n, vocab int) Sequence {
+func standinSequence(n, vocab int) Sequence { return standinSequenceTrained(n, vocab, 32) }
+
+// standinSequenceTrained trains the last `trained` tokens of every 128.
+func standinSequenceTrained(n, vocab, trained int) Sequence {
 	r := rand.New(rand.NewPCG(uint64(n), 5))
 	s := Sequence{Tokens: make([]int32, n), Mask: make([]bool, n), OldLogprobs: make([]float32, n), Advantages: make([]float32, n),
 		Returns: make([]float32, n), OldValues: make([]float32, n), RefLogprobs: make([]float32, n)}
 	for i := range n {
 		s.Tokens[i] = int32(r.IntN(vocab))
-		if i > 0 && i%128 >= 96 {
+		if i > 0 && i%128 >= 128-trained {
 			s.Mask[i] = true
 			s.OldLogprobs[i] = -12 + float32(r.NormFloat64())
 			s.RefLogprobs[i] = -12 + float32(r.NormFloat64())
@@ -81,20 +86,20 @@ func TestMemoryChild(t *testing.T) {
 		t.Skip("a child process of BenchmarkTrainingMemory")
 	}
 	var mode string
-	var n, threads, mb int
-	if _, err := fmt.Sscanf(spec, "%s %d %d %d", &mode, &n, &threads, &mb); err != nil {
+	var n, threads, mb, layers, trained int
+	if _, err := fmt.Sscanf(spec, "%s %d %d %d %d %d", &mode, &n, &threads, &mb, &layers, &trained); err != nil {
 		t.Fatalf("%s=%q: %v", memChildEnv, spec, err)
 	}
 	o := Options{}.Defaults()
 	o.Threads, o.ActivationMB, o.Epochs, o.MiniBatch = threads, mb, 1, 1
 	o.BatchTokens = max(o.BatchTokens, n)
-	tr, err := New(qwen3Standin(t), o)
+	tr, err := New(qwen3StandinLayers(t, layers), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	res := memResult{Mode: mode, Tokens: n}
-	seqs := []Sequence{standinSequence(n, tr.Vocab())}
+	res := memResult{Mode: mode, Tokens: n, Layers: layers}
+	seqs := []Sequence{standinSequenceTrained(n, tr.Vocab(), trained)}
 	res.Trained = trainedTokens(seqs[0])
 	if mode == "ppo-onegraph" {
 		tr.segmentMode = -1
@@ -131,10 +136,12 @@ func TestMemoryChild(t *testing.T) {
 // prediction. OMAR_MEMORY_RUNS lists the runs as MODE:TOKENS,… (default
 // ppo at 512, 1024, 2048 and 4096); OMAR_MEMORY_THREADS the CPU threads
 // (default 2); OMAR_MEMORY_MB Options.ActivationMB (default 0: the
-// default). Run one at a time: a 4,096-token step takes minutes on two
-// cores.
+// default); OMAR_MEMORY_LAYERS the stand-in's layers (default 28, the real
+// depth); OMAR_MEMORY_TRAINED the trained tokens of every 128 (default 32).
+// Run one at a time: a 4,096-token step takes minutes on two cores.
 func BenchmarkTrainingMemory(b *testing.B) {
-	qwen3Standin(b)
+	layers, trained := envInt("OMAR_MEMORY_LAYERS", qwen3Shape.BlockCount), envInt("OMAR_MEMORY_TRAINED", 32)
+	qwen3StandinLayers(b, layers)
 	runs := os.Getenv("OMAR_MEMORY_RUNS")
 	if runs == "" {
 		runs = "ppo:512,ppo:1024,ppo:2048,ppo:4096"
@@ -146,7 +153,7 @@ func BenchmarkTrainingMemory(b *testing.B) {
 			var res memResult
 			for b.Loop() {
 				cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryChild$", "-test.v", "-test.count=1")
-				cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %d", memChildEnv, mode, tokens, threads, mb))
+				cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %d %d %d", memChildEnv, mode, tokens, threads, mb, layers, trained))
 				var stderr bytes.Buffer
 				cmd.Stderr = &stderr
 				out, err := cmd.Output()
@@ -169,8 +176,8 @@ func BenchmarkTrainingMemory(b *testing.B) {
 				b.ReportMetric(float64(res.Predicted)/float64(res.Peak), "predicted/peak")
 			}
 			b.ReportMetric(res.Seconds, "s/step")
-			b.Logf("%s %d tokens (%d trained): peak %.2f GiB, predicted %.2f GiB (static %.2f, compute %.2f, host %.2f), segmented %v, %.1f s, err %q",
-				res.Mode, res.Tokens, res.Trained, gb(res.Peak), gb(res.Predicted), gb(res.Static), gb(res.Compute), gb(res.Host), res.Segmented, res.Seconds, res.Err)
+			b.Logf("%s, %d layers, %d tokens (%d trained): peak %.2f GiB, predicted %.2f GiB (static %.2f, compute %.2f, host %.2f), segmented %v, %.1f s, err %q",
+				res.Mode, res.Layers, res.Tokens, res.Trained, gb(res.Peak), gb(res.Predicted), gb(res.Static), gb(res.Compute), gb(res.Host), res.Segmented, res.Seconds, res.Err)
 		})
 	}
 }
@@ -180,4 +187,48 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// TestStandinPlans logs the memory check's predictions for a PPO step and a
+// scoring pass on the qwen3-0.6b stand-in from 512 to OMAR_STANDIN_PLANS
+// tokens (a power of two), on the default path and as one graph, and the
+// longest sequence the host's available memory allows. Nothing but the
+// trainer's weights is allocated: the graphs are planned, not run.
+func TestStandinPlans(t *testing.T) {
+	top, err := strconv.Atoi(os.Getenv("OMAR_STANDIN_PLANS"))
+	if err != nil || top < 512 {
+		t.Skip("set OMAR_STANDIN_PLANS=TOKENS to plan on the qwen3-0.6b stand-in")
+	}
+	o := Options{}.Defaults()
+	o.BatchTokens = top
+	if mb := envInt("OMAR_MEMORY_MB", 0); mb > 0 {
+		o.ActivationMB = mb
+	}
+	tr, err := New(qwen3Standin(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	gb := func(n int64) float64 { return float64(n) / (1 << 30) }
+	for n := 512; n <= top; n *= 2 {
+		seqs := []Sequence{standinSequence(n, tr.Vocab())}
+		for _, c := range []struct {
+			name  string
+			mode  int
+			train bool
+		}{{"ppo", 0, true}, {"ppo-onegraph", -1, true}, {"score", 0, false}} {
+			tr.segmentMode = c.mode
+			p, err := tr.PlanPasses(seqs, c.train)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%-13s %6d tokens: total %6.2f GiB = static %.2f + compute %.2f + host %.2f + overhead %.2f, segmented %v",
+				c.name, n, gb(p.Total()), gb(p.Static), gb(p.Compute), gb(p.Host), gb(p.Overhead), p.Segmented)
+		}
+	}
+	tr.segmentMode = 0
+	avail, _, _ := availableMemory()
+	held := int64(tr.sched.BufferSize(tr.backends[0]))
+	t.Logf("available %.2f GiB: the longest sequence a PPO step fits is about %d tokens (every token trained: %d)",
+		gb(avail), tr.longestFitting(true, tr.ppo, 0.25, avail, held, false), tr.longestFitting(true, tr.ppo, 1, avail, held, false))
 }

@@ -23,9 +23,8 @@ var qwen3Shape = model.Config{
 }
 
 var standinOnce struct {
-	sync.Once
-	path string
-	err  error
+	sync.Mutex
+	paths map[int]string
 }
 
 // qwen3Standin writes (once per machine: the file is kept in the temporary
@@ -33,27 +32,43 @@ var standinOnce struct {
 // shape in Q8_0 with random weights (norms F32, as in the real file) and a
 // BPE vocabulary of synthetic merges of the same size, so that llama.cpp
 // loads it too. Only benchmarks and measurements use it.
-func qwen3Standin(tb testing.TB) string {
+func qwen3Standin(tb testing.TB) string { return qwen3StandinLayers(tb, qwen3Shape.BlockCount) }
+
+// qwen3StandinLayers is the stand-in with only its first layers: every
+// layer, the embeddings and the output layer of the real shape, fewer of
+// them, for measurements a loaded machine cannot run at full depth.
+func qwen3StandinLayers(tb testing.TB, layers int) string {
 	tb.Helper()
 	testLib(tb)
-	standinOnce.Do(func() {
-		dir := filepath.Join(os.TempDir(), "omar-standin")
-		standinOnce.path = filepath.Join(dir, "qwen3-0.6b-q8_0.gguf")
-		if _, err := os.Stat(standinOnce.path); err == nil {
-			return
-		}
-		if standinOnce.err = os.MkdirAll(dir, 0o755); standinOnce.err != nil {
-			return
-		}
-		standinOnce.err = writeStandin(qwen3Shape, standinOnce.path+".tmp")
-		if standinOnce.err == nil {
-			standinOnce.err = os.Rename(standinOnce.path+".tmp", standinOnce.path)
-		}
-	})
-	if standinOnce.err != nil {
-		tb.Fatal(standinOnce.err)
+	standinOnce.Lock()
+	defer standinOnce.Unlock()
+	if p, ok := standinOnce.paths[layers]; ok {
+		return p
 	}
-	return standinOnce.path
+	dir := filepath.Join(os.TempDir(), "omar-standin")
+	name := "qwen3-0.6b-q8_0.gguf"
+	if layers != qwen3Shape.BlockCount {
+		name = fmt.Sprintf("qwen3-0.6b-%dlayers-q8_0.gguf", layers)
+	}
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		c := qwen3Shape
+		c.BlockCount = layers
+		if err := writeStandin(c, path+".tmp"); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if standinOnce.paths == nil {
+		standinOnce.paths = map[int]string{}
+	}
+	standinOnce.paths[layers] = path
+	return path
 }
 
 // standinMerges makes n distinct BPE merges: each joins an existing token
