@@ -87,6 +87,9 @@ type built struct {
 	// accumulator dx of the loss's gradient there, the gradient gOut
 	// arriving at its output, and out, a forward layer's output.
 	xIn, dx, gOut, out llamacpp.Tensor
+	// blockFirst is the index of a segment graph's first block mask in
+	// the pass's (a group of attention blocks).
+	blockFirst int
 	// outer lists the adapters' rank-r products to run as out_prod once
 	// the backward pass is built (loraProduct).
 	outer []llamacpp.OuterProduct
@@ -193,66 +196,82 @@ func (t *Trainer) seqInputs(ctx llamacpp.Context, b *built, B, T int) llamacpp.T
 func (t *Trainer) layer(ctx llamacpp.Context, b *built, l int, x llamacpp.Tensor, B, T int, adapterOn bool) llamacpp.Tensor {
 	h := t.hp
 	N := int64(B * T)
-	D, H, Hkv := int64(h.headDim), int64(h.nHead), int64(h.nHeadKV)
-	pos, kqMask := b.pos, b.kqMask
-	kqScale := h.kqScale
-	{
-		lw := t.w.layers[l]
-		cur := ctx.Mul(ctx.RMSNorm(x, h.eps), lw.attnNorm)
+	cur := ctx.Mul(ctx.RMSNorm(x, h.eps), t.w.layers[l].attnNorm)
 
-		// Queries of qT rows in each of nb groups attend to the kT keys
-		// of their group: the B sequences, or in a last layer on the
-		// selected rows one group of K queries over all N rows.
-		qIn, qPos, res, mask := cur, pos, x, kqMask
-		qT, kT, nb := int64(T), int64(T), int64(B)
-		selectedRows := l == h.nLayer-1 && b.lastSelected
-		if selectedRows {
-			qIn, qPos, res, mask = ctx.GetRows(cur, b.sel), b.selPos, ctx.GetRows(x, b.sel), b.selMask
-			qT, kT, nb = int64(b.nSel), N, 1
-		}
-		q := t.mm(ctx, b, l, "attn_q", qIn, adapterOn)
-		k := t.mm(ctx, b, l, "attn_k", cur, adapterOn)
-		v := t.mm(ctx, b, l, "attn_v", cur, adapterOn)
-		if h.qkvBias {
-			q, k, v = ctx.Add(q, lw.bq), ctx.Add(k, lw.bk), ctx.Add(v, lw.bv)
-		}
-		q = ctx.Reshape(q, D, H, qT*nb)
-		k = ctx.Reshape(k, D, Hkv, N)
-		v = ctx.Reshape(v, D, Hkv, N)
-		if h.qkNorm {
-			q = ctx.Mul(ctx.RMSNorm(q, h.eps), lw.qNorm)
-			k = ctx.Mul(ctx.RMSNorm(k, h.eps), lw.kNorm)
-		}
-		q = ctx.RopeExt(q, qPos, t.w.ropeFreqs, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
-		k = ctx.RopeExt(k, pos, t.w.ropeFreqs, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
-
-		// [D, heads, rows, groups] → [D, rows, heads, groups]
-		q = ctx.Cont(ctx.Permute(ctx.Reshape(q, D, H, qT, nb), 0, 2, 1, 3))
-		k = ctx.Cont(ctx.Permute(ctx.Reshape(k, D, Hkv, kT, nb), 0, 2, 1, 3))
-		v = ctx.Cont(ctx.Permute(ctx.Reshape(v, D, Hkv, kT, nb), 0, 2, 1, 3))
-		if b.grads {
-			k = t.expandKV(ctx, k, int(kT), int(nb))
-			v = t.expandKV(ctx, v, int(kT), int(nb))
-		}
-
-		var kqv llamacpp.Tensor // [D, qT, H, nb]
-		// The blocks split positions 0…T−1 of each sequence; the selected
-		// rows' queries are other rows, masked by selMask.
-		if b.blocks != nil && !selectedRows {
-			kqv = t.blockedAttention(ctx, b, q, k, v)
-		} else {
-			kqv = b.attention(ctx, q, k, v, nil, nil, mask, kqScale)
-		}
-		att := ctx.Reshape(ctx.Cont(ctx.Permute(kqv, 0, 2, 1, 3)), D*H, qT*nb)
-		att = t.mm(ctx, b, l, "attn_output", att, adapterOn)
-		x = ctx.Add(att, res)
-
-		cur = ctx.Mul(ctx.RMSNorm(x, h.eps), lw.ffnNorm)
-		gate := ctx.Silu(t.mm(ctx, b, l, "ffn_gate", cur, adapterOn))
-		up := t.mm(ctx, b, l, "ffn_up", cur, adapterOn)
-		x = ctx.Add(t.mm(ctx, b, l, "ffn_down", ctx.Mul(gate, up), adapterOn), x)
+	// Queries of qT rows in each of nb groups attend to the kT keys of
+	// their group: the B sequences, or in a last layer on the selected
+	// rows one group of K queries over all N rows.
+	qIn, qPos, res, mask := cur, b.pos, x, b.kqMask
+	qT, kT, nb := int64(T), int64(T), int64(B)
+	selectedRows := l == h.nLayer-1 && b.lastSelected
+	if selectedRows {
+		qIn, qPos, res, mask = ctx.GetRows(cur, b.sel), b.selPos, ctx.GetRows(x, b.sel), b.selMask
+		qT, kT, nb = int64(b.nSel), N, 1
 	}
-	return x
+	q, k, v := t.qkv(ctx, b, l, qIn, cur, qPos, qT, kT, nb, adapterOn, b.grads)
+
+	var kqv llamacpp.Tensor // [D, qT, H, nb]
+	// The blocks split positions 0…T−1 of each sequence; the selected
+	// rows' queries are other rows, masked by selMask.
+	if b.blocks != nil && !selectedRows {
+		kqv = t.blockedAttention(ctx, b, q, k, v)
+	} else {
+		kqv = b.attention(ctx, q, k, v, nil, nil, mask, h.kqScale)
+	}
+	return t.layerOut(ctx, b, l, kqv, res, qT*nb, adapterOn)
+}
+
+// qkv is the attention's input of layer l: the queries of the rows qIn
+// (positions qPos) and the keys and values of the rows cur (positions
+// b.pos), as [D, rows, heads, groups] for qT query and kT key rows in each
+// of nb groups; expand repeats the keys and values of each KV head for
+// the query heads that share it (expandKV).
+func (t *Trainer) qkv(ctx llamacpp.Context, b *built, l int, qIn, cur, qPos llamacpp.Tensor, qT, kT, nb int64, adapterOn, expand bool) (q, k, v llamacpp.Tensor) {
+	h := t.hp
+	lw := t.w.layers[l]
+	N := kT * nb
+	D, H, Hkv := int64(h.headDim), int64(h.nHead), int64(h.nHeadKV)
+	q = t.mm(ctx, b, l, "attn_q", qIn, adapterOn)
+	k = t.mm(ctx, b, l, "attn_k", cur, adapterOn)
+	v = t.mm(ctx, b, l, "attn_v", cur, adapterOn)
+	if h.qkvBias {
+		q, k, v = ctx.Add(q, lw.bq), ctx.Add(k, lw.bk), ctx.Add(v, lw.bv)
+	}
+	q = ctx.Reshape(q, D, H, qT*nb)
+	k = ctx.Reshape(k, D, Hkv, N)
+	v = ctx.Reshape(v, D, Hkv, N)
+	if h.qkNorm {
+		q = ctx.Mul(ctx.RMSNorm(q, h.eps), lw.qNorm)
+		k = ctx.Mul(ctx.RMSNorm(k, h.eps), lw.kNorm)
+	}
+	q = ctx.RopeExt(q, qPos, t.w.ropeFreqs, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
+	k = ctx.RopeExt(k, b.pos, t.w.ropeFreqs, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
+
+	// [D, heads, rows, groups] → [D, rows, heads, groups]
+	q = ctx.Cont(ctx.Permute(ctx.Reshape(q, D, H, qT, nb), 0, 2, 1, 3))
+	k = ctx.Cont(ctx.Permute(ctx.Reshape(k, D, Hkv, kT, nb), 0, 2, 1, 3))
+	v = ctx.Cont(ctx.Permute(ctx.Reshape(v, D, Hkv, kT, nb), 0, 2, 1, 3))
+	if expand {
+		k = t.expandKV(ctx, k, int(kT), int(nb))
+		v = t.expandKV(ctx, v, int(kT), int(nb))
+	}
+	return q, k, v
+}
+
+// layerOut is the rest of layer l after the attention: its output
+// projection of kqv [D, rows, H, groups] added to the residual res [E,
+// rows], then the feed-forward block.
+func (t *Trainer) layerOut(ctx llamacpp.Context, b *built, l int, kqv, res llamacpp.Tensor, rows int64, adapterOn bool) llamacpp.Tensor {
+	h := t.hp
+	lw := t.w.layers[l]
+	att := ctx.Reshape(ctx.Cont(ctx.Permute(kqv, 0, 2, 1, 3)), int64(h.headDim*h.nHead), rows)
+	att = t.mm(ctx, b, l, "attn_output", att, adapterOn)
+	x := ctx.Add(att, res)
+
+	cur := ctx.Mul(ctx.RMSNorm(x, h.eps), lw.ffnNorm)
+	gate := ctx.Silu(t.mm(ctx, b, l, "ffn_gate", cur, adapterOn))
+	up := t.mm(ctx, b, l, "ffn_up", cur, adapterOn)
+	return ctx.Add(t.mm(ctx, b, l, "ffn_down", ctx.Mul(gate, up), adapterOn), x)
 }
 
 // attention is softmax(kᵀq·scale + mask) mixing v, for q [D, qT, H, nb],

@@ -16,8 +16,15 @@ import (
 // has run, unless it is an output. It returns the most bytes live at once;
 // the allocator's best-fit buffer also holds the gaps between them, which
 // the calibration in docs/results/2026-12-07-training-memory.md measures.
-func graphBytes(g llamacpp.Graph) int64 {
+//
+// external are tensors that will have memory of their own by the time the
+// graph runs (a segmented pass's attnState): not the allocator's.
+func graphBytes(g llamacpp.Graph, external ...llamacpp.Tensor) int64 {
 	inplace := inplaceOps()
+	ext := map[uintptr]bool{}
+	for _, x := range external {
+		ext[uintptr(unsafe.Pointer(x))] = true
+	}
 	type state struct {
 		children, views int
 		size            int64
@@ -48,7 +55,9 @@ func graphBytes(g llamacpp.Graph) int64 {
 	}
 	var live, peak int64
 	// own: the allocator places it (no buffer of its own, not a view).
-	own := func(x llamacpp.Tensor) bool { return x.Buffer == 0 && x.Data == 0 && x.ViewSrc == 0 }
+	own := func(x llamacpp.Tensor) bool {
+		return x.Buffer == 0 && x.Data == 0 && x.ViewSrc == 0 && !ext[uintptr(unsafe.Pointer(x))]
+	}
 	alloc := func(p uintptr) {
 		x := tensorAt(p)
 		s := get(p)

@@ -187,18 +187,36 @@ func (t *Trainer) planPass(p pass, train bool, obj *Objective) (MemoryPlan, erro
 		return m, nil
 	}
 	k := min(p.k, t.segmentRows())
-	head, layer := segKey{kind: segHead, head: kindPolicy, b: B, t: T, k: max(bucket(k), 32)}, segKey{kind: segForward, layer: t.hp.nLayer - 1, adapterOn: true, b: B, t: T}
+	L := t.hp.nLayer
+	keys := []segKey{
+		{kind: segHead, head: kindPolicy, b: B, t: T, k: max(bucket(k), 32)},
+		{kind: segForward, layer: L - 1, adapterOn: true, b: B, t: T},
+	}
 	states := int64(2)
 	if train {
-		head.head, head.obj, layer.kind = kindTrain, obj, segGrad
-		states = int64(t.hp.nLayer) + 1 // the layers' inputs and the boundary gradient
+		keys[0].head, keys[0].obj = kindTrain, obj
+		keys = append(keys, segKey{kind: segQKV, layer: L - 1}, segKey{kind: segQKVGrad, layer: L - 1},
+			segKey{kind: segAttn}, segKey{kind: segOut, layer: L - 1})
+		for i := range t.attnGroups(B, T) {
+			keys = append(keys, segKey{kind: segAttnGrad, layer: i})
+		}
+		states = int64(L) + 1 // the layers' inputs and the boundary gradient
+		m.Host += t.attnStateBytes(B, T)
 	}
-	for _, key := range []segKey{layer, head} {
+	for _, key := range keys {
+		key.b, key.t = B, T
+		if key.kind != segHead {
+			key.adapterOn = true
+		}
 		b, err := t.segGraph(key)
 		if err != nil {
 			return MemoryPlan{}, err
 		}
-		m.Compute = max(m.Compute, graphBytes(b.g))
+		var ext []llamacpp.Tensor
+		if t.attn != nil {
+			ext = t.attn.tensors()
+		}
+		m.Compute = max(m.Compute, graphBytes(b.g, ext...))
 	}
 	m.Host += states*E*N*4 + 2*E*int64(k)*4
 	return m, nil
@@ -253,8 +271,8 @@ func (t *Trainer) checkPass(p pass, train bool, obj *Objective) error {
 func (t *Trainer) longestFitting(train bool, obj *Objective, frac float64, avail, held int64, segmented bool) int {
 	fits := func(T int) bool {
 		p := pass{seqs: []int{0}, t: T, k: max(bucket(int(frac*float64(T))), 32)}
-		saved, mode := t.segCache, t.segmentMode
-		t.segCache = nil
+		saved, attn, mode := t.segCache, t.attn, t.segmentMode
+		t.segCache, t.attn = nil, nil
 		if segmented {
 			t.segmentMode = 1
 		}
@@ -262,7 +280,10 @@ func (t *Trainer) longestFitting(train bool, obj *Objective, frac float64, avail
 			for _, b := range t.segCache {
 				b.free()
 			}
-			t.segCache, t.segmentMode = saved, mode
+			if t.attn != nil {
+				t.attn.free()
+			}
+			t.segCache, t.attn, t.segmentMode = saved, attn, mode
 		}()
 		m, err := t.planPass(p, train, obj)
 		return err == nil && max(m.Compute-held, 0)+m.Host <= avail

@@ -45,9 +45,14 @@ func (t *Trainer) activationBudget() int64 {
 type segKind int
 
 const (
-	segForward segKind = iota // layer, no gradient
-	segGrad                   // layer, forward and backward
-	segHead                   // final norm and output layer: scoring or an objective
+	segForward  segKind = iota // layer, no gradient
+	segGrad                    // layer, forward and backward (one graph: sizes the one-graph pass)
+	segHead                    // final norm and output layer: scoring or an objective
+	segQKV                     // a layer's queries, keys and values, into attnState
+	segQKVGrad                 // the same, differentiated against attnState's dq, dk, dv
+	segAttn                    // attention of every query block, into attnState.kqv
+	segAttnGrad                // attention of one group of query blocks, differentiated
+	segOut                     // a layer after its attention, differentiated
 )
 
 // segKey identifies a segment graph: for a layer, its index and whether
@@ -75,12 +80,19 @@ func (t *Trainer) segGraph(key segKey) (*built, error) {
 			delete(t.segCache, k)
 		}
 	}
+	if t.attn != nil && (t.attn.b != key.b || t.attn.t != key.t) {
+		t.attn.free()
+		t.attn = nil
+	}
 	var b *built
 	var err error
-	if key.kind == segHead {
+	switch key.kind {
+	case segHead:
 		b, err = t.buildHead(key)
-	} else {
+	case segForward, segGrad:
 		b, err = t.buildLayer(key)
+	default:
+		b, err = t.buildAttnPart(key)
 	}
 	if err != nil {
 		return nil, err
@@ -423,28 +435,340 @@ func (t *Trainer) accumulateSegmented(ctx context.Context, obj *Objective, seqs 
 		}
 	}
 	xs[L] = nil
+	groups := t.attnGroups(B, p.t)
 	for l := L - 1; l >= 0; l-- {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		b, err := t.segGraph(segKey{kind: segGrad, layer: l, adapterOn: true, b: B, t: p.t})
-		if err != nil {
+		if err := t.layerBackward(d, B, p.t, l, xs[l], g, groups); err != nil {
 			return err
-		}
-		if err := t.run(b, func() {
-			t.setSeq(b, d)
-			llamacpp.SetF32(b.gOut, g)
-			if b.xIn != nil {
-				llamacpp.SetF32(b.xIn, xs[l])
-				llamacpp.Zero(b.dx)
-			}
-		}); err != nil {
-			return err
-		}
-		if b.dx != nil {
-			llamacpp.GetF32(b.dx, g)
 		}
 		xs[l] = nil
 	}
 	return nil
+}
+
+// attnState holds the attention's tensors of a segmented training pass's
+// current layer in a buffer of its own, [D, T, H, B] each (keys and values
+// repeated for the query heads that share them): the graphs of the layer's
+// backward read and accumulate into them in place, so that the attention
+// can be differentiated one group of query blocks at a time without
+// copying the whole layer's tensors in and out of every group's graph.
+type attnState struct {
+	ctx                            llamacpp.Context
+	buf                            llamacpp.Buffer
+	b, t                           int
+	q, k, v, kqv, dq, dk, dv, dkqv llamacpp.Tensor
+}
+
+func (a *attnState) free() {
+	if a.buf != 0 {
+		a.buf.Free()
+	}
+	a.ctx.Free()
+}
+
+// tensors lists the state's tensors.
+func (a *attnState) tensors() []llamacpp.Tensor {
+	return []llamacpp.Tensor{a.q, a.k, a.v, a.kqv, a.dq, a.dk, a.dv, a.dkqv}
+}
+
+// alloc gives the tensors their memory, on the first pass that runs
+// (graphs are built, and planned, before).
+func (a *attnState) alloc(backend llamacpp.Backend) error {
+	if a.buf != 0 {
+		return nil
+	}
+	buf, err := backend.AllocContextTensors(a.ctx)
+	if err != nil {
+		return fmt.Errorf("train: attention tensors: %w", err)
+	}
+	a.buf = buf
+	return nil
+}
+
+// attnStateBytes is the memory of an attnState for b sequences padded to T.
+func (t *Trainer) attnStateBytes(B, T int) int64 {
+	return 8 * int64(t.hp.headDim*t.hp.nHead) * int64(B*T) * 4
+}
+
+// attnStateFor returns the attention tensors for the shape (B, T),
+// declaring them on first use (segGraph frees them with the graphs of
+// another shape; layerBackward allocates them).
+func (t *Trainer) attnStateFor(B, T int) (*attnState, error) {
+	if t.attn != nil && t.attn.b == B && t.attn.t == T {
+		return t.attn, nil
+	}
+	if t.attn != nil {
+		t.attn.free()
+		t.attn = nil
+	}
+	ctx, err := llamacpp.NewContext(16, 0, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	a := &attnState{ctx: ctx, b: B, t: T}
+	D, H := int64(t.hp.headDim), int64(t.hp.nHead)
+	for i, p := range []*llamacpp.Tensor{&a.q, &a.k, &a.v, &a.kqv, &a.dq, &a.dk, &a.dv, &a.dkqv} {
+		*p = llamacpp.SetName(ctx.NewTensor(llamacpp.TypeF32, D, int64(T), H, int64(B)), fmt.Sprintf("attn_state_%d", i))
+	}
+	t.attn = a
+	return a, nil
+}
+
+// attnGroups splits the query blocks of a sequence padded to T into groups
+// whose attention, differentiated, fits the activation budget: about three
+// F32 scores per (head, query row, key) of the group. Each group is
+// [from, to) in rows with its blocks' indices [first, last).
+type attnGroup struct{ from, to, first, last int }
+
+func (t *Trainer) attnGroups(B, T int) []attnGroup {
+	blocks := t.attnBlocks(T)
+	if blocks == nil {
+		return []attnGroup{{0, T, 0, 0}}
+	}
+	rows := t.activationBudget() / (12 * int64(t.hp.nHead) * int64(T) * int64(B))
+	if t.groupRows > 0 {
+		rows = int64(t.groupRows)
+	}
+	var out []attnGroup
+	cur := attnGroup{}
+	from := 0
+	for j, to := range blocks {
+		if cur.last > cur.first && int64(to-cur.from) > rows {
+			out = append(out, cur)
+			cur = attnGroup{from: from, first: j}
+		}
+		cur.to, cur.last = to, j+1
+		from = to
+	}
+	return append(out, cur)
+}
+
+// buildAttnPart builds the graphs of a layer's segmented backward: the
+// queries, keys and values (segQKV, segQKVGrad), the attention
+// (segAttn; segAttnGrad for the group key.layer), the rest of the layer
+// (segOut). They read and write the shape's attnState.
+func (t *Trainer) buildAttnPart(key segKey) (*built, error) {
+	a, err := t.attnStateFor(key.b, key.t)
+	if err != nil {
+		return nil, err
+	}
+	grads := key.kind == segQKVGrad || key.kind == segAttnGrad || key.kind == segOut
+	size := t.layerGraphSize(key.t)
+	ctx, err := llamacpp.NewContext(2*size, 1, size, grads)
+	if err != nil {
+		return nil, err
+	}
+	B, T := key.b, key.t
+	b := &built{ctx: ctx, size: size, b: B, t: T, nRows: B * T, grads: grads}
+	g := ctx.NewGraph(size, grads)
+	b.g = g
+	if grads && t.wT != nil && key.kind != segAttnGrad {
+		b.known = maps.Clone(t.wT)
+	}
+	E, N := int64(t.hp.nEmbd), int64(B*T)
+	input := func(name string) llamacpp.Tensor {
+		x := ctx.NewTensor(llamacpp.TypeF32, E, N)
+		llamacpp.SetInput(llamacpp.SetName(x, name))
+		return x
+	}
+	tokens := t.seqInputs(ctx, b, B, T)
+	// layerInput is x_l: the embeddings of the tokens for layer 0, else
+	// the input "x", differentiated into "dx" by a training graph.
+	layerInput := func() llamacpp.Tensor {
+		if key.layer == 0 {
+			return ctx.GetRows(t.w.tokEmbd, tokens)
+		}
+		x := input("x")
+		if grads {
+			llamacpp.SetParam(x)
+		}
+		b.xIn = x
+		return x
+	}
+	extra := map[llamacpp.Tensor]llamacpp.Tensor{}
+	var loss llamacpp.Tensor
+	addLoss := func(x llamacpp.Tensor) {
+		if loss == nil {
+			loss = x
+		} else {
+			loss = ctx.Add(loss, x)
+		}
+	}
+	switch key.kind {
+	case segQKV, segQKVGrad:
+		x := layerInput()
+		cur := ctx.Mul(ctx.RMSNorm(x, t.hp.eps), t.w.layers[key.layer].attnNorm)
+		q, k, v := t.qkv(ctx, b, key.layer, cur, cur, b.pos, int64(T), int64(T), int64(B), key.adapterOn, true)
+		if key.kind == segQKV {
+			for _, c := range [][2]llamacpp.Tensor{{q, a.q}, {k, a.k}, {v, a.v}} {
+				out := ctx.Cpy(c[0], c[1])
+				llamacpp.SetOutput(out)
+				g.BuildForward(out)
+			}
+			return b, nil
+		}
+		addLoss(ctx.Sum(ctx.Mul(q, a.dq)))
+		addLoss(ctx.Sum(ctx.Mul(k, a.dk)))
+		addLoss(ctx.Sum(ctx.Mul(v, a.dv)))
+	case segAttn:
+		b.blocks = t.attnBlocks(T)
+		t.blockInputs(ctx, b)
+		var kqv llamacpp.Tensor
+		if b.blocks != nil {
+			kqv = t.blockedAttention(ctx, b, a.q, a.k, a.v)
+		} else {
+			kqv = b.attention(ctx, a.q, a.k, a.v, nil, nil, b.kqMask, t.hp.kqScale)
+		}
+		out := ctx.Cpy(kqv, a.kqv)
+		llamacpp.SetOutput(out)
+		g.BuildForward(out)
+		return b, nil
+	case segAttnGrad:
+		gr := t.attnGroups(B, T)[key.layer]
+		b.blockFirst = gr.first
+		rows := func(x llamacpp.Tensor, from, to int) llamacpp.Tensor {
+			v := ctx.View4D(x, [4]int64{x.Ne[0], int64(to - from), x.Ne[2], x.Ne[3]}, [3]uintptr{x.Nb[1], x.Nb[2], x.Nb[3]}, uintptr(from)*x.Nb[1])
+			return ctx.Reshape(ctx.Cont(v), v.Ne[:]...)
+		}
+		for _, p := range []llamacpp.Tensor{a.q, a.k, a.v} {
+			llamacpp.SetParam(p)
+		}
+		extra[a.q], extra[a.k], extra[a.v] = a.dq, a.dk, a.dv
+		blocks := t.attnBlocks(T)
+		if blocks == nil {
+			kqv := b.attention(ctx, a.q, a.k, a.v, nil, nil, b.kqMask, t.hp.kqScale)
+			addLoss(ctx.Sum(ctx.Mul(kqv, a.dkqv)))
+			break
+		}
+		from := gr.from
+		for j := gr.first; j < gr.last; j++ {
+			to := blocks[j]
+			mask := ctx.NewTensor(llamacpp.TypeF32, int64(to), int64(to-from))
+			llamacpp.SetInput(llamacpp.SetName(mask, fmt.Sprintf("block_mask_%d", j)))
+			b.blockMask = append(b.blockMask, mask)
+			kqv := b.attention(ctx, rows(a.q, from, to), rows(a.k, 0, to), rows(a.v, 0, to), nil, nil, mask, t.hp.kqScale)
+			dkqv := ctx.View4D(a.dkqv, [4]int64{a.dkqv.Ne[0], int64(to - from), a.dkqv.Ne[2], a.dkqv.Ne[3]}, [3]uintptr{a.dkqv.Nb[1], a.dkqv.Nb[2], a.dkqv.Nb[3]}, uintptr(from)*a.dkqv.Nb[1])
+			addLoss(ctx.Sum(ctx.Mul(kqv, dkqv)))
+			from = to
+		}
+	case segOut:
+		x := layerInput()
+		llamacpp.SetParam(a.kqv)
+		extra[a.kqv] = a.dkqv
+		out := t.layerOut(ctx, b, key.layer, a.kqv, x, N, key.adapterOn)
+		b.gOut = input("g_out")
+		addLoss(ctx.Sum(ctx.Mul(out, b.gOut)))
+	}
+	b.loss = loss
+	llamacpp.SetLoss(loss)
+	llamacpp.SetOutput(llamacpp.SetName(loss, "loss"))
+	g.BuildForward(loss)
+	for _, x := range b.order {
+		g.BuildForward(x)
+	}
+	if b.xIn != nil {
+		b.dx = input("dx")
+		llamacpp.SetOutput(b.dx)
+		extra[b.xIn] = b.dx
+	}
+	t.backward(ctx, g, loss, extra)
+	if err := b.rewriteBackward(); err != nil {
+		ctx.Free()
+		return nil, err
+	}
+	return b, nil
+}
+
+// layerBackward differentiates layer l of a segmented training pass: given
+// its input x (nil for layer 0) and g = ∂loss/∂x_{l+1}, it adds the
+// layer's parameter gradients to the accumulators and leaves ∂loss/∂x_l in
+// g. It recomputes the queries, keys and values and the attention's output
+// into attnState, differentiates the rest of the layer (∂/∂kqv, and the
+// residual's share of ∂/∂x), then the attention one group of query blocks
+// at a time (∂/∂q, k, v), then the queries, keys and values (the rest of
+// ∂/∂x): no graph holds more than one group's attention scores.
+func (t *Trainer) layerBackward(d *seqData, B, T, l int, x, g []float32, groups []attnGroup) error {
+	a, err := t.attnStateFor(B, T)
+	if err != nil {
+		return err
+	}
+	if err := a.alloc(t.backends[0]); err != nil {
+		return err
+	}
+	step := func(kind segKind, layer int, set func(b *built)) error {
+		b, err := t.segGraph(segKey{kind: kind, layer: layer, adapterOn: true, b: B, t: T})
+		if err != nil {
+			return err
+		}
+		return t.run(b, func() {
+			t.setSeqPart(b, d)
+			if b.xIn != nil {
+				llamacpp.SetF32(b.xIn, x)
+			}
+			if set != nil {
+				set(b)
+			}
+		})
+	}
+	if err := step(segQKV, l, nil); err != nil {
+		return err
+	}
+	if err := step(segAttn, 0, nil); err != nil {
+		return err
+	}
+	llamacpp.Zero(a.dkqv)
+	if err := step(segOut, l, func(b *built) {
+		llamacpp.SetF32(b.gOut, g)
+		if b.dx != nil {
+			llamacpp.Zero(b.dx)
+		}
+	}); err != nil {
+		return err
+	}
+	if l > 0 {
+		b, _ := t.segGraph(segKey{kind: segOut, layer: l, adapterOn: true, b: B, t: T})
+		llamacpp.GetF32(b.dx, g)
+	}
+	llamacpp.Zero(a.dq)
+	llamacpp.Zero(a.dk)
+	llamacpp.Zero(a.dv)
+	for i := range groups {
+		if err := step(segAttnGrad, i, nil); err != nil {
+			return err
+		}
+	}
+	var dx llamacpp.Tensor
+	if err := step(segQKVGrad, l, func(b *built) {
+		if dx = b.dx; dx != nil {
+			llamacpp.SetF32(dx, g) // the residual's share, from segOut
+		}
+	}); err != nil {
+		return err
+	}
+	if dx != nil {
+		llamacpp.GetF32(dx, g)
+	}
+	return nil
+}
+
+// setSeqPart writes the inputs a graph of a layer's segmented backward
+// reads: setSeq's, with a group's block masks from its first block on.
+func (t *Trainer) setSeqPart(b *built, d *seqData) {
+	if b.tokens != nil && b.tokens.Buffer != 0 {
+		llamacpp.SetI32(b.tokens, d.tokens)
+	}
+	if b.pos != nil && b.pos.Buffer != 0 {
+		llamacpp.SetI32(b.pos, d.pos)
+	}
+	if b.kqMask != nil && b.kqMask.Buffer != 0 {
+		llamacpp.SetF32(b.kqMask, d.mask)
+	}
+	if b.kqvZero != nil && b.kqvZero.Buffer != 0 {
+		llamacpp.Zero(b.kqvZero)
+	}
+	for j, m := range b.blockMask {
+		llamacpp.SetF32(m, d.blockMask[b.blockFirst+j])
+	}
 }

@@ -17,10 +17,12 @@ func TestSegmentedMatchesOneGraph(t *testing.T) {
 		arch  string
 		block int // Trainer.attnBlock
 		rows  int // Trainer.segRows: output-layer chunks of rows
+		group int // Trainer.groupRows: query rows per attention group
 		kl    float32
 	}{
 		{name: "llama", arch: "llama"},
 		{name: "qwen3_blocks", arch: "qwen3", block: 16},
+		{name: "qwen3_attention_groups", arch: "qwen3", block: 16, group: 16},
 		{name: "qwen2_kl_chunks", arch: "qwen2", kl: 0.5, rows: 32},
 	}
 	for _, tt := range tests {
@@ -28,7 +30,12 @@ func TestSegmentedMatchesOneGraph(t *testing.T) {
 			o := testOptions()
 			o.ValueCoef, o.KLCoef, o.EntropyCoef = 0.5, tt.kl, 0.01
 			tr := newTrainer(t, tt.arch, o)
-			tr.attnBlock, tr.segRows = tt.block, tt.rows
+			tr.attnBlock, tr.segRows, tr.groupRows = tt.block, tt.rows, tt.group
+			if tt.group > 0 {
+				if n := len(tr.attnGroups(1, 96)); n < 3 {
+					t.Fatalf("%d attention groups over 96 rows, want several", n)
+				}
+			}
 			randomize(tr, 5, 0.05)
 			ctx := context.Background()
 			seqs := randomSeqs(31, 3, 30, 70, tr.Vocab())

@@ -107,9 +107,11 @@ type Trainer struct {
 	// segmentMode > 0 segments every pass, < 0 none, 0 those over the
 	// activation budget. Tests compare the two.
 	segCache    map[segKey]*built
+	attn        *attnState // the attention tensors of segmented passes
 	segmentMode int
-	// segRows, when > 0, replaces segmentRows (tests: chunks of rows).
-	segRows int
+	// segRows, when > 0, replaces segmentRows (tests: chunks of rows);
+	// groupRows the query rows of an attention group (attnGroups).
+	segRows, groupRows int
 
 	// ppo is Step's objective (Options.PPOLosses), sft SFTStep's.
 	ppo, sft *Objective
@@ -423,6 +425,10 @@ func (t *Trainer) Close() error {
 		b.free()
 	}
 	t.segCache = nil
+	if t.attn != nil {
+		t.attn.free()
+		t.attn = nil
+	}
 	t.sched.Free()
 	t.sched = 0
 	t.octx.Free()
