@@ -11,8 +11,8 @@ import (
 )
 
 // TestStandinLogprobGap measures the sampler–trainer logprob gap on the
-// qwen3-0.6b stand-in (Q8_0): the trainer's logprobs (one graph and
-// segmented) against llama_decode's on the same tokens, with the F32 KV
+// qwen3-0.6b stand-in (Q8_0): the trainer's logprobs (segmented; the one
+// graph agrees with it to float rounding, TestSegmentedMatchesOneGraph) against llama_decode's on the same tokens, with the F32 KV
 // cache of the parity tests and the F16 one the sampler uses by default,
 // and against the trainer holding the weights dequantized to F32. Set
 // OMAR_STANDIN_GAP to the sequence length to run it (minutes on two cores;
@@ -30,7 +30,7 @@ func TestStandinLogprobGap(t *testing.T) {
 		name       string
 		mode       int
 		dequantize bool
-	}{{"one_graph", -1, false}, {"segmented", 1, false}, {"dequantized", 1, true}} {
+	}{{"segmented", 1, false}, {"dequantized", 1, true}} {
 		o := Options{}.Defaults()
 		o.Threads, o.DequantizeBase, o.BatchTokens = 1, c.dequantize, max(n, 2048)
 		tr, err := New(path, o)
@@ -55,7 +55,7 @@ func TestStandinLogprobGap(t *testing.T) {
 		typ  llamacpp.KVType
 	}{{"kv_f32", llamacpp.KVTypeF32}, {"kv_f16", llamacpp.KVTypeF16}} {
 		want := decodeWith(t, m, seq.Tokens, kv.typ)
-		for _, name := range []string{"one_graph", "segmented", "dequantized"} {
+		for _, name := range []string{"segmented", "dequantized"} {
 			var sum, worst float64
 			k, over := 0, 0
 			for i, on := range seq.Mask {
@@ -73,11 +73,6 @@ func TestStandinLogprobGap(t *testing.T) {
 			t.Logf("%s, trainer %s: mean |Δ logprob| %.3g, max %.3g, %d of %d trained positions over 1e-3", kv.name, name, sum/float64(k), worst, over, k)
 		}
 	}
-	var d float64
-	for i := range trainer["one_graph"] {
-		d = max(d, math.Abs(float64(trainer["one_graph"][i]-trainer["segmented"][i])))
-	}
-	t.Logf("one graph vs segmented: max |Δ logprob| %.3g", d)
 }
 
 // decodeWith is decodeAll with the KV cache in typ.
