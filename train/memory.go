@@ -288,7 +288,13 @@ func (t *Trainer) longestFitting(train bool, obj *Objective, frac float64, avail
 		m, err := t.planPass(p, train, obj)
 		return err == nil && max(m.Compute-held, 0)+m.Host <= avail
 	}
-	lo, hi := 0, t.hp.nCtx/32
+	// Gallop up from one block, then bisect: the probes stay near the
+	// answer, and a one-graph pass's graphs grow with the square of T.
+	lo, hi := 0, 1
+	for hi <= t.hp.nCtx/32 && fits(hi*32) {
+		lo, hi = hi, 2*hi
+	}
+	hi = min(hi-1, t.hp.nCtx/32)
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
 		if fits(mid * 32) {
