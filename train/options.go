@@ -105,8 +105,10 @@ type Options struct {
 	// ActivationMB bounds, in MiB, the activations a training pass keeps
 	// for its backward (and the logits of any pass): a pass predicted to
 	// need more runs one layer at a time, keeping only each layer's input
-	// and recomputing the layer in the backward, with the output layer
-	// over a chunk of rows at a time (segment.go). 0 means the default.
+	// and recomputing the layer in the backward (its attention one group
+	// of query rows at a time, each group's scores within the budget),
+	// with the output layer over a chunk of rows at a time (segment.go).
+	// 0 means the default, 1,024 MiB.
 	ActivationMB int `yaml:"activation_mb"`
 	// Threads for the CPU backend (explicit: ggml's default busy-waits).
 	Threads int `yaml:"threads"`

@@ -17,17 +17,24 @@ import (
 //   - output layer: the final norm, logits, logprobs, values and the
 //     objective run over chunks of the selected rows (segmentRows), so the
 //     vocabulary-sized tensors are bounded whatever the sequence.
-//   - backward: from the last layer down, layer l's graph recomputes its
-//     forward from x_l and differentiates sum(x_{l+1} ⊙ g_{l+1}), g_{l+1} =
-//     ∂loss/∂x_{l+1}, whose backward is the chain rule at the boundary: it
-//     adds the layer's parameter gradients to the accumulators and yields
-//     g_l in the accumulator of its input.
+//   - backward: from the last layer down, layer l is recomputed from x_l
+//     and differentiated against g_{l+1} = ∂loss/∂x_{l+1} by differentiating
+//     sum(x_{l+1} ⊙ g_{l+1}), whose backward is the chain rule at the
+//     boundary: it adds the layer's parameter gradients to the accumulators
+//     and yields g_l in the accumulator of its input. A layer takes three
+//     such graphs (layerBackward): the rest of the layer after its
+//     attention, the attention one group of query blocks at a time
+//     (attnGroups), and the queries, keys and values, with the tensors
+//     between them in attnState; so no graph holds more than one group's
+//     attention scores, and a pass's memory grows linearly with the sequence
+//     (but for the T²/2 block masks, small below 16k tokens).
 //
 // The same sums as the one-graph pass, in another order: the results agree
 // to float rounding (segment_test.go). The last layer runs on every row (the
 // one-graph pass may run it on the selected rows alone, see
 // built.lastSelected). Full-parameter training, whose embeddings and output
-// layer are trained, keeps the one-graph pass.
+// layer are trained, keeps the one-graph pass. Measurements:
+// docs/results/2026-12-07-training-memory.md.
 
 // defaultActivationMB is Options.ActivationMB's default.
 const defaultActivationMB = 1024
