@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -38,17 +39,23 @@ func qwen3Standin(tb testing.TB) string { return qwen3StandinLayers(tb, qwen3Sha
 // layer, the embeddings and the output layer of the real shape, fewer of
 // them, for measurements a loaded machine cannot run at full depth.
 func qwen3StandinLayers(tb testing.TB, layers int) string {
+	return qwen3StandinType(tb, layers, gguf.Q8_0)
+}
+
+// qwen3StandinType is the stand-in with its matrices in typ (Q8_0 or F32).
+func qwen3StandinType(tb testing.TB, layers int, typ gguf.TensorType) string {
 	tb.Helper()
 	testLib(tb)
 	standinOnce.Lock()
 	defer standinOnce.Unlock()
-	if p, ok := standinOnce.paths[layers]; ok {
+	id := layers*100 + int(typ)
+	if p, ok := standinOnce.paths[id]; ok {
 		return p
 	}
 	dir := filepath.Join(os.TempDir(), "omar-standin")
 	name := "qwen3-0.6b-q8_0.gguf"
-	if layers != qwen3Shape.BlockCount {
-		name = fmt.Sprintf("qwen3-0.6b-%dlayers-q8_0.gguf", layers)
+	if layers != qwen3Shape.BlockCount || typ != gguf.Q8_0 {
+		name = fmt.Sprintf("qwen3-0.6b-%dlayers-%s.gguf", layers, strings.ToLower(typ.String()))
 	}
 	path := filepath.Join(dir, name)
 	if _, err := os.Stat(path); err != nil {
@@ -57,7 +64,7 @@ func qwen3StandinLayers(tb testing.TB, layers int) string {
 		}
 		c := qwen3Shape
 		c.BlockCount = layers
-		if err := writeStandin(c, path+".tmp"); err != nil {
+		if err := writeStandin(c, typ, path+".tmp"); err != nil {
 			tb.Fatal(err)
 		}
 		if err := os.Rename(path+".tmp", path); err != nil {
@@ -67,7 +74,7 @@ func qwen3StandinLayers(tb testing.TB, layers int) string {
 	if standinOnce.paths == nil {
 		standinOnce.paths = map[int]string{}
 	}
-	standinOnce.paths[layers] = path
+	standinOnce.paths[id] = path
 	return path
 }
 
@@ -92,8 +99,9 @@ func standinMerges(n int) []string {
 	return merges
 }
 
-// writeStandin writes a random model of shape c with its matrices in Q8_0.
-func writeStandin(c model.Config, path string) error {
+// writeStandin writes a random model of shape c with its matrices in typ
+// (Q8_0 or F32).
+func writeStandin(c model.Config, typ gguf.TensorType, path string) error {
 	merges := standinMerges(c.VocabSize - 256 - 3)
 	tokens, types := model.MergesVocabulary(merges)
 	if len(tokens) != c.VocabSize {
@@ -110,7 +118,11 @@ func writeStandin(c model.Config, path string) error {
 	set("general.architecture", c.Arch)
 	set("general.type", "model")
 	set("general.name", "omar-standin-qwen3-0.6b")
-	set("general.file_type", uint32(7)) // LLAMA_FTYPE_MOSTLY_Q8_0
+	fileType := uint32(7) // LLAMA_FTYPE_MOSTLY_Q8_0
+	if typ == gguf.F32 {
+		fileType = 0
+	}
+	set("general.file_type", fileType)
 	set(a+"vocab_size", uint32(c.VocabSize))
 	set(a+"context_length", uint32(c.ContextLength))
 	set(a+"embedding_length", uint32(c.EmbeddingLength))
@@ -147,11 +159,14 @@ func writeStandin(c model.Config, path string) error {
 		for i := range data {
 			data[i] = float32(rng.NormFloat64() * std)
 		}
-		raw, err := llamacpp.Quantize(llamacpp.Type(gguf.Q8_0), data, int(nIn))
+		if typ == gguf.F32 {
+			return w.AddTensor(name, []uint64{nIn, nOut}, gguf.F32, data)
+		}
+		raw, err := llamacpp.Quantize(llamacpp.Type(typ), data, int(nIn))
 		if err != nil {
 			return err
 		}
-		return w.AddTensorBytes(name, []uint64{nIn, nOut}, gguf.Q8_0, raw)
+		return w.AddTensorBytes(name, []uint64{nIn, nOut}, typ, raw)
 	}
 	ones := func(name string, n uint64) error {
 		data := make([]float32, n)
