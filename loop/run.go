@@ -326,6 +326,12 @@ func (r *Run) openParts() (*Parts, error) {
 		return nil, err
 	}
 	r.closers = append(r.closers, tr)
+	// A seat stream grows to rollout.context tokens, and a pass packs up
+	// to train.batch_tokens: refuse now, before any episode is played,
+	// what an update could not hold in memory.
+	if err := tr.CheckSequence(max(o.Rollout.Context, to.BatchTokens)); err != nil {
+		return nil, fmt.Errorf("rollout.context %d, train.batch_tokens %d: %w", o.Rollout.Context, to.BatchTokens, err)
+	}
 	// The policy backend samples with rollout.adapter (a warm-up): the
 	// trainer starts from the same weights (a resume's checkpoint then
 	// replaces them).

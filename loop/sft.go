@@ -174,6 +174,14 @@ func SFT(ctx context.Context, o SFTOptions, hooks SFTHooks) (SFTResult, error) {
 		return res, err
 	}
 	defer tr.Close()
+	longest := 0
+	for _, s := range seqs {
+		longest = max(longest, len(s.Tokens))
+	}
+	// Refuse before the first step a trajectory no step could hold.
+	if err := tr.CheckSequence(longest); err != nil {
+		return res, fmt.Errorf("sft: the longest trajectory, %d tokens: %w", longest, err)
+	}
 	threads.begin()
 	if o.Resume != "" {
 		if _, err := tr.LoadCheckpoint(o.Resume); err != nil {

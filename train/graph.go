@@ -83,6 +83,13 @@ type built struct {
 	directed int
 	// grads: a training graph, differentiated by ggml.
 	grads bool
+	// A segment graph's boundary (segment.go): its input xIn, the
+	// accumulator dx of the loss's gradient there, the gradient gOut
+	// arriving at its output, and out, a forward layer's output.
+	xIn, dx, gOut, out llamacpp.Tensor
+	// blockFirst is the index of a segment graph's first block mask in
+	// the pass's (a group of attention blocks).
+	blockFirst int
 	// outer lists the adapters' rank-r products to run as out_prod once
 	// the backward pass is built (loraProduct).
 	outer []llamacpp.OuterProduct
@@ -162,10 +169,17 @@ func (t *Trainer) expandKV(ctx llamacpp.Context, x llamacpp.Tensor, T, B int) ll
 // [E, N], or [E, K] of the selected rows when b.lastSelected (the output
 // layer is applied by tokenLogprob to selected rows).
 func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bool) llamacpp.Tensor {
-	h := t.hp
-	N := int64(B * T)
-	D, H, Hkv := int64(h.headDim), int64(h.nHead), int64(h.nHeadKV)
+	x := ctx.GetRows(t.w.tokEmbd, t.seqInputs(ctx, b, B, T)) // [E, N]
+	for l := range t.hp.nLayer {
+		x = t.layer(ctx, b, l, x, B, T, adapterOn)
+	}
+	return ctx.Mul(ctx.RMSNorm(x, t.hp.eps), t.w.outNorm)
+}
 
+// seqInputs declares the inputs every layer reads — tokens and positions
+// [N], the causal mask [T, T] — and returns the tokens.
+func (t *Trainer) seqInputs(ctx llamacpp.Context, b *built, B, T int) llamacpp.Tensor {
+	N := int64(B * T)
 	tokens := ctx.NewTensor(llamacpp.TypeI32, N)
 	llamacpp.SetInput(llamacpp.SetName(tokens, "tokens"))
 	pos := ctx.NewTensor(llamacpp.TypeI32, N)
@@ -173,66 +187,91 @@ func (t *Trainer) forward(ctx llamacpp.Context, b *built, B, T int, adapterOn bo
 	kqMask := ctx.NewTensor(llamacpp.TypeF32, int64(T), int64(T))
 	llamacpp.SetInput(llamacpp.SetName(kqMask, "kq_mask"))
 	b.tokens, b.pos, b.kqMask = tokens, pos, kqMask
+	return tokens
+}
 
-	x := ctx.GetRows(t.w.tokEmbd, tokens) // [E, N]
-	kqScale := h.kqScale
-	for l := range h.nLayer {
-		lw := t.w.layers[l]
-		cur := ctx.Mul(ctx.RMSNorm(x, h.eps), lw.attnNorm)
+// layer builds block l of the model on the hidden state x [E, N] of B
+// sequences padded to T tokens and returns the block's output: [E, N], or
+// [E, K] of the selected rows in a last layer when b.lastSelected.
+func (t *Trainer) layer(ctx llamacpp.Context, b *built, l int, x llamacpp.Tensor, B, T int, adapterOn bool) llamacpp.Tensor {
+	h := t.hp
+	N := int64(B * T)
+	cur := ctx.Mul(ctx.RMSNorm(x, h.eps), t.w.layers[l].attnNorm)
 
-		// Queries of qT rows in each of nb groups attend to the kT keys
-		// of their group: the B sequences, or in a last layer on the
-		// selected rows one group of K queries over all N rows.
-		qIn, qPos, res, mask := cur, pos, x, kqMask
-		qT, kT, nb := int64(T), int64(T), int64(B)
-		selectedRows := l == h.nLayer-1 && b.lastSelected
-		if selectedRows {
-			qIn, qPos, res, mask = ctx.GetRows(cur, b.sel), b.selPos, ctx.GetRows(x, b.sel), b.selMask
-			qT, kT, nb = int64(b.nSel), N, 1
-		}
-		q := t.mm(ctx, b, l, "attn_q", qIn, adapterOn)
-		k := t.mm(ctx, b, l, "attn_k", cur, adapterOn)
-		v := t.mm(ctx, b, l, "attn_v", cur, adapterOn)
-		if h.qkvBias {
-			q, k, v = ctx.Add(q, lw.bq), ctx.Add(k, lw.bk), ctx.Add(v, lw.bv)
-		}
-		q = ctx.Reshape(q, D, H, qT*nb)
-		k = ctx.Reshape(k, D, Hkv, N)
-		v = ctx.Reshape(v, D, Hkv, N)
-		if h.qkNorm {
-			q = ctx.Mul(ctx.RMSNorm(q, h.eps), lw.qNorm)
-			k = ctx.Mul(ctx.RMSNorm(k, h.eps), lw.kNorm)
-		}
-		q = ctx.RopeExt(q, qPos, t.w.ropeFreqs, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
-		k = ctx.RopeExt(k, pos, t.w.ropeFreqs, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
-
-		// [D, heads, rows, groups] → [D, rows, heads, groups]
-		q = ctx.Cont(ctx.Permute(ctx.Reshape(q, D, H, qT, nb), 0, 2, 1, 3))
-		k = ctx.Cont(ctx.Permute(ctx.Reshape(k, D, Hkv, kT, nb), 0, 2, 1, 3))
-		v = ctx.Cont(ctx.Permute(ctx.Reshape(v, D, Hkv, kT, nb), 0, 2, 1, 3))
-		if b.grads {
-			k = t.expandKV(ctx, k, int(kT), int(nb))
-			v = t.expandKV(ctx, v, int(kT), int(nb))
-		}
-
-		var kqv llamacpp.Tensor // [D, qT, H, nb]
-		// The blocks split positions 0…T−1 of each sequence; the selected
-		// rows' queries are other rows, masked by selMask.
-		if b.blocks != nil && !selectedRows {
-			kqv = t.blockedAttention(ctx, b, q, k, v)
-		} else {
-			kqv = b.attention(ctx, q, k, v, nil, nil, mask, kqScale)
-		}
-		att := ctx.Reshape(ctx.Cont(ctx.Permute(kqv, 0, 2, 1, 3)), D*H, qT*nb)
-		att = t.mm(ctx, b, l, "attn_output", att, adapterOn)
-		x = ctx.Add(att, res)
-
-		cur = ctx.Mul(ctx.RMSNorm(x, h.eps), lw.ffnNorm)
-		gate := ctx.Silu(t.mm(ctx, b, l, "ffn_gate", cur, adapterOn))
-		up := t.mm(ctx, b, l, "ffn_up", cur, adapterOn)
-		x = ctx.Add(t.mm(ctx, b, l, "ffn_down", ctx.Mul(gate, up), adapterOn), x)
+	// Queries of qT rows in each of nb groups attend to the kT keys of
+	// their group: the B sequences, or in a last layer on the selected
+	// rows one group of K queries over all N rows.
+	qIn, qPos, res, mask := cur, b.pos, x, b.kqMask
+	qT, kT, nb := int64(T), int64(T), int64(B)
+	selectedRows := l == h.nLayer-1 && b.lastSelected
+	if selectedRows {
+		qIn, qPos, res, mask = ctx.GetRows(cur, b.sel), b.selPos, ctx.GetRows(x, b.sel), b.selMask
+		qT, kT, nb = int64(b.nSel), N, 1
 	}
-	return ctx.Mul(ctx.RMSNorm(x, h.eps), t.w.outNorm)
+	q, k, v := t.qkv(ctx, b, l, qIn, cur, qPos, qT, kT, nb, adapterOn, b.grads)
+
+	var kqv llamacpp.Tensor // [D, qT, H, nb]
+	// The blocks split positions 0…T−1 of each sequence; the selected
+	// rows' queries are other rows, masked by selMask.
+	if b.blocks != nil && !selectedRows {
+		kqv = t.blockedAttention(ctx, b, q, k, v)
+	} else {
+		kqv = b.attention(ctx, q, k, v, nil, nil, mask, h.kqScale)
+	}
+	return t.layerOut(ctx, b, l, kqv, res, qT*nb, adapterOn)
+}
+
+// qkv is the attention's input of layer l: the queries of the rows qIn
+// (positions qPos) and the keys and values of the rows cur (positions
+// b.pos), as [D, rows, heads, groups] for qT query and kT key rows in each
+// of nb groups; expand repeats the keys and values of each KV head for
+// the query heads that share it (expandKV).
+func (t *Trainer) qkv(ctx llamacpp.Context, b *built, l int, qIn, cur, qPos llamacpp.Tensor, qT, kT, nb int64, adapterOn, expand bool) (q, k, v llamacpp.Tensor) {
+	h := t.hp
+	lw := t.w.layers[l]
+	N := kT * nb
+	D, H, Hkv := int64(h.headDim), int64(h.nHead), int64(h.nHeadKV)
+	q = t.mm(ctx, b, l, "attn_q", qIn, adapterOn)
+	k = t.mm(ctx, b, l, "attn_k", cur, adapterOn)
+	v = t.mm(ctx, b, l, "attn_v", cur, adapterOn)
+	if h.qkvBias {
+		q, k, v = ctx.Add(q, lw.bq), ctx.Add(k, lw.bk), ctx.Add(v, lw.bv)
+	}
+	q = ctx.Reshape(q, D, H, qT*nb)
+	k = ctx.Reshape(k, D, Hkv, N)
+	v = ctx.Reshape(v, D, Hkv, N)
+	if h.qkNorm {
+		q = ctx.Mul(ctx.RMSNorm(q, h.eps), lw.qNorm)
+		k = ctx.Mul(ctx.RMSNorm(k, h.eps), lw.kNorm)
+	}
+	q = ctx.RopeExt(q, qPos, t.w.ropeFreqs, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
+	k = ctx.RopeExt(k, b.pos, t.w.ropeFreqs, h.nRot, h.ropeMode, h.nCtx, h.ropeBase, h.ropeFreqScale)
+
+	// [D, heads, rows, groups] → [D, rows, heads, groups]
+	q = ctx.Cont(ctx.Permute(ctx.Reshape(q, D, H, qT, nb), 0, 2, 1, 3))
+	k = ctx.Cont(ctx.Permute(ctx.Reshape(k, D, Hkv, kT, nb), 0, 2, 1, 3))
+	v = ctx.Cont(ctx.Permute(ctx.Reshape(v, D, Hkv, kT, nb), 0, 2, 1, 3))
+	if expand {
+		k = t.expandKV(ctx, k, int(kT), int(nb))
+		v = t.expandKV(ctx, v, int(kT), int(nb))
+	}
+	return q, k, v
+}
+
+// layerOut is the rest of layer l after the attention: its output
+// projection of kqv [D, rows, H, groups] added to the residual res [E,
+// rows], then the feed-forward block.
+func (t *Trainer) layerOut(ctx llamacpp.Context, b *built, l int, kqv, res llamacpp.Tensor, rows int64, adapterOn bool) llamacpp.Tensor {
+	h := t.hp
+	lw := t.w.layers[l]
+	att := ctx.Reshape(ctx.Cont(ctx.Permute(kqv, 0, 2, 1, 3)), int64(h.headDim*h.nHead), rows)
+	att = t.mm(ctx, b, l, "attn_output", att, adapterOn)
+	x := ctx.Add(att, res)
+
+	cur := ctx.Mul(ctx.RMSNorm(x, h.eps), lw.ffnNorm)
+	gate := ctx.Silu(t.mm(ctx, b, l, "ffn_gate", cur, adapterOn))
+	up := t.mm(ctx, b, l, "ffn_up", cur, adapterOn)
+	return ctx.Add(t.mm(ctx, b, l, "ffn_down", ctx.Mul(gate, up), adapterOn), x)
 }
 
 // attention is softmax(kᵀq·scale + mask) mixing v, for q [D, qT, H, nb],
@@ -425,15 +464,7 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 		// built-in model is rebuilt byte for byte from its numerics.
 		b.blocks = t.attnBlocks(key.t)
 	}
-	if b.blocks != nil {
-		h := t.hp
-		b.kqvZero = input("kqv_zero", llamacpp.TypeF32, int64(h.headDim), int64(key.t), int64(h.nHead), int64(key.b))
-		from := 0
-		for j, to := range b.blocks {
-			b.blockMask = append(b.blockMask, input(fmt.Sprintf("block_mask_%d", j), llamacpp.TypeF32, int64(to), int64(to-from)))
-			from = to
-		}
-	}
+	t.blockInputs(ctx, b)
 	hidden := t.forward(ctx, b, key.b, key.t, key.kind != kindBase)
 	lp, lse, logits, hsel := t.tokenLogprob(ctx, b, hidden, K)
 	output := func(name string, x llamacpp.Tensor) llamacpp.Tensor {
@@ -461,21 +492,10 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 		for _, x := range b.order {
 			g.BuildForward(x)
 		}
-		t.backward(ctx, g, b.loss)
-		if b.known != nil {
-			if b.transposed, err = g.UseTransposedBackward(b.known); err == nil {
-				err = g.UseOuterProducts(b.outer)
-			}
-			if err == nil {
-				b.widened, err = g.UseWideOuterProducts(ctx)
-			}
-			if err == nil {
-				b.directed, err = g.UseDirectProducts(b.direct)
-			}
-			if err != nil {
-				ctx.Free()
-				return nil, err
-			}
+		t.backward(ctx, g, b.loss, nil)
+		if err := b.rewriteBackward(); err != nil {
+			ctx.Free()
+			return nil, err
 		}
 	default:
 		ctx.Free()
@@ -484,10 +504,52 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 	return b, nil
 }
 
+// blockInputs declares the inputs of causal attention blocks (b.blocks):
+// each block's mask and the zeros their outputs are added into.
+func (t *Trainer) blockInputs(ctx llamacpp.Context, b *built) {
+	if b.blocks == nil {
+		return
+	}
+	h := t.hp
+	input := func(name string, ne ...int64) llamacpp.Tensor {
+		x := ctx.NewTensor(llamacpp.TypeF32, ne...)
+		llamacpp.SetInput(llamacpp.SetName(x, name))
+		return x
+	}
+	b.kqvZero = input("kqv_zero", int64(h.headDim), int64(b.t), int64(h.nHead), int64(b.b))
+	from := 0
+	for j, to := range b.blocks {
+		b.blockMask = append(b.blockMask, input(fmt.Sprintf("block_mask_%d", j), int64(to), int64(to-from)))
+		from = to
+	}
+}
+
+// rewriteBackward moves a training graph's backward onto the faster
+// kernels (see transposeForBackward, loraProduct, scoresForBackward) once
+// it is built; nothing to do when ggml's out_prod backward is kept.
+func (b *built) rewriteBackward() error {
+	if b.known == nil {
+		return nil
+	}
+	var err error
+	if b.transposed, err = b.g.UseTransposedBackward(b.known); err == nil {
+		err = b.g.UseOuterProducts(b.outer)
+	}
+	if err == nil {
+		b.widened, err = b.g.UseWideOuterProducts(b.ctx)
+	}
+	if err == nil {
+		b.directed, err = b.g.UseDirectProducts(b.direct)
+	}
+	return err
+}
+
 // backward appends the gradient computation, accumulating every parameter's
 // gradient into its persistent accumulator (so several passes of one
 // minibatch add up) and seeding the loss gradient from t.lossGrad (= 1).
-func (t *Trainer) backward(ctx llamacpp.Context, g llamacpp.Graph, loss llamacpp.Tensor) {
+// extra gives further nodes their accumulators: the inputs of a segment
+// (segment.go), whose gradients continue the backward pass elsewhere.
+func (t *Trainer) backward(ctx llamacpp.Context, g llamacpp.Graph, loss llamacpp.Tensor, extra map[llamacpp.Tensor]llamacpp.Tensor) {
 	accs := make([]llamacpp.Tensor, g.NNodes())
 	for i := range accs {
 		n := g.Node(i)
@@ -497,6 +559,9 @@ func (t *Trainer) backward(ctx llamacpp.Context, g llamacpp.Graph, loss llamacpp
 		}
 		if p, ok := t.paramIndex[n]; ok {
 			accs[i] = t.params[p].grad
+		}
+		if a, ok := extra[n]; ok {
+			accs[i] = a
 		}
 	}
 	g.BuildBackward(ctx, accs)

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -78,4 +79,83 @@ func TestNewRefusesWhatDoesNotFit(t *testing.T) {
 		t.Fatalf("without the transposed copies: %v", err)
 	}
 	tr.Close()
+}
+
+// TestPassRefusedBeforeAllocating reports less memory than a long pass
+// needs: Step and Evaluate refuse it with the longest sequence that fits
+// before the scheduler allocates anything for it, CheckSequence refuses the
+// same length up front, and with the memory reported back the same pass
+// runs.
+func TestPassRefusedBeforeAllocating(t *testing.T) {
+	tr := newTrainer(t, "qwen3", testOptions())
+	randomize(tr, 3, 0.05)
+	ctx := context.Background()
+	long := randomSeqs(41, 1, 1500, 1501, tr.Vocab())
+	short := randomSeqs(42, 1, 100, 101, tr.Vocab())
+	plan, err := tr.PlanPasses(long, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shortPlan, err := tr.PlanPasses(short, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Compute+plan.Host <= shortPlan.Compute+shortPlan.Host {
+		t.Fatalf("plans: %d tokens need %d bytes, %d tokens %d: want more for the longer", plan.Tokens, plan.Compute+plan.Host, shortPlan.Tokens, shortPlan.Compute+shortPlan.Host)
+	}
+	saved := availableMemory
+	t.Cleanup(func() { availableMemory = saved })
+	// Room for the short sequence's pass, not the long one's.
+	room := shortPlan.Compute + shortPlan.Host + (plan.Compute+plan.Host-shortPlan.Compute-shortPlan.Host)/4
+	availableMemory = func() (int64, string, error) { return room, "test", nil }
+	scorePlan, err := tr.PlanPasses(long, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := tr.sched.BufferSize(tr.backends[0])
+	for _, c := range []struct {
+		name string
+		room int64
+		run  func() error
+	}{
+		{"step", room, func() error { _, err := tr.Step(ctx, setOld(t, tr, long)); return err }},
+		{"check", room, func() error { return tr.CheckSequence(1500) }},
+		{"evaluate", (scorePlan.Compute + scorePlan.Host) * 3 / 4, func() error { _, err := tr.Evaluate(ctx, long); return err }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			availableMemory = func() (int64, string, error) { return c.room, "test", nil }
+			err := c.run()
+			if err == nil {
+				t.Fatal("got nil, want a refusal")
+			}
+			if !strings.Contains(err.Error(), "the longest sequence that fits is about") {
+				t.Errorf("error %q does not name the longest sequence that fits", err)
+			}
+			if got := tr.sched.BufferSize(tr.backends[0]); got > held {
+				t.Errorf("scheduler buffer grew from %d to %d bytes before the refusal", held, got)
+			}
+			t.Log(err)
+		})
+	}
+	availableMemory = func() (int64, string, error) { return room, "test", nil }
+	if err := tr.CheckSequence(100); err != nil {
+		t.Errorf("CheckSequence(100): %v, want nil", err)
+	}
+	availableMemory = saved
+	if _, err := tr.Step(ctx, setOld(t, tr, long)); err != nil {
+		t.Fatalf("with the memory back: %v", err)
+	}
+}
+
+// setOld gives seqs reference logprobs, so that a step runs no reference
+// pass of its own.
+func setOld(t *testing.T, tr *Trainer, seqs []Sequence) []Sequence {
+	t.Helper()
+	out := make([]Sequence, len(seqs))
+	copy(out, seqs)
+	for i := range out {
+		n := len(out[i].Tokens)
+		out[i].RefLogprobs = make([]float32, n)
+	}
+	return out
 }

@@ -115,6 +115,14 @@ type Options struct {
 	// a minibatch is split into passes of sequences of similar length whose
 	// gradients are accumulated.
 	BatchTokens int `yaml:"batch_tokens"`
+	// ActivationMB bounds, in MiB, the activations a training pass keeps
+	// for its backward (and the logits of any pass): a pass predicted to
+	// need more runs one layer at a time, keeping only each layer's input
+	// and recomputing the layer in the backward (its attention one group
+	// of query rows at a time, each group's scores within the budget),
+	// with the output layer over a chunk of rows at a time (segment.go).
+	// 0 means the default, 1,024 MiB.
+	ActivationMB int `yaml:"activation_mb"`
 	// Threads for the CPU backend (explicit: ggml's default busy-waits).
 	Threads int `yaml:"threads"`
 	// Device is "cpu" or "cuda" (the first GPU of the ggml backend registry;
@@ -201,6 +209,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("train: minibatch %d: want 1..%d", o.MiniBatch, MaxMiniBatch)
 	case o.BatchTokens < 16 || o.BatchTokens > MaxBatchTokens:
 		return fmt.Errorf("train: batch tokens %d: want 16..%d", o.BatchTokens, MaxBatchTokens)
+	case o.ActivationMB < 0 || o.ActivationMB > 1<<30:
+		return fmt.Errorf("train: activation mb %d: want 0..%d", o.ActivationMB, 1<<30)
 	case o.Threads < 1 || o.Threads > cpuuse.MaxThreads():
 		return fmt.Errorf("train: threads %d: want 1..%d (%d per core of this machine's %d)", o.Threads, cpuuse.MaxThreads(), cpuuse.ThreadsPerCore, runtime.NumCPU())
 	case o.LossAggregation != "" && o.LossAggregation != "token" && o.LossAggregation != "sequence":

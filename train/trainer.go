@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 
 	"github.com/omar-selfplay/omar/gguf"
@@ -103,6 +104,15 @@ type Trainer struct {
 	// (see attnBlocks); 0 means defaultAttnBlock, < 0 no blocks. Tests and
 	// benchmarks compare settings.
 	attnBlock int
+	// segCache holds the graphs of segmented passes (segment.go);
+	// segmentMode > 0 segments every pass, < 0 none, 0 those over the
+	// activation budget. Tests compare the two.
+	segCache    map[segKey]*built
+	attn        *attnState // the attention tensors of segmented passes
+	segmentMode int
+	// segRows, when > 0, replaces segmentRows (tests: chunks of rows);
+	// groupRows the query rows of an attention group (attnGroups).
+	segRows, groupRows int
 
 	// ppo is Step's objective (Options.PPOLosses), sft SFTStep's.
 	ppo, sft *Objective
@@ -314,7 +324,15 @@ func (t *Trainer) init() error {
 	if err := t.newSched(2 * t.graphSize(0)); err != nil {
 		return err
 	}
-	return t.buildOptimizer()
+	if err := t.buildOptimizer(); err != nil {
+		return err
+	}
+	// Loading made F32 copies of the weights in Go memory (dequantized,
+	// transposed): garbage now, as large as the largest matrix twice over
+	// (1.2 GB for a 151,936-token tied embedding). Return it to the host
+	// now, so that the passes' memory is what the memory check predicts.
+	debug.FreeOSMemory()
+	return nil
 }
 
 // initAdapter draws A from U(−1/√n_in, 1/√n_in) (PEFT's Kaiming-uniform
@@ -415,6 +433,14 @@ func (t *Trainer) Close() error {
 		b.free()
 	}
 	t.cache = nil
+	for _, b := range t.segCache {
+		b.free()
+	}
+	t.segCache = nil
+	if t.attn != nil {
+		t.attn.free()
+		t.attn = nil
+	}
 	t.sched.Free()
 	t.sched = 0
 	t.octx.Free()
@@ -533,22 +559,90 @@ func (p pass) rowOf(k int) (si, q int) {
 	return p.seqs[r/p.t], r % p.t
 }
 
-// setCommon writes the inputs every graph has: tokens, positions, the causal
-// mask, the selected rows and their target indices.
-func (t *Trainer) setCommon(b *built, seqs []Sequence, p pass) {
-	T, N, V := p.t, b.nRows, t.hp.nVocab
-	tokens := make([]int32, N)
-	pos := make([]int32, N)
+// seqData is what the layers of a pass read, made once per pass: every
+// graph of a segmented pass (segment.go) writes it again.
+type seqData struct {
+	tokens, pos []int32
+	// mask is the T×T causal mask, made only when a graph attends without
+	// blocks; blockMask are the blocks' rows of it (attnBlocks).
+	mask      []float32
+	blockMask [][]float32
+}
+
+// seqDataOf makes the layers' inputs of pass p for graphs of its shape
+// with the attention blocks blocks.
+func (t *Trainer) seqDataOf(seqs []Sequence, p pass, blocks []int, full bool) *seqData {
+	T, N := p.t, len(p.seqs)*p.t
+	d := &seqData{tokens: make([]int32, N), pos: make([]int32, N)}
 	for bi, si := range p.seqs {
 		s := seqs[si].Tokens
 		for q := range T {
 			r := bi*T + q
-			pos[r] = int32(q)
+			d.pos[r] = int32(q)
 			if q < len(s) {
-				tokens[r] = s[q]
+				d.tokens[r] = s[q]
 			}
 		}
 	}
+	inf := float32(math.Inf(-1))
+	if full {
+		d.mask = make([]float32, T*T)
+		for q := range T {
+			for k := q + 1; k < T; k++ {
+				d.mask[q*T+k] = inf
+			}
+		}
+	}
+	from := 0
+	for _, to := range blocks {
+		// Block j's queries from..to-1 over keys 0..to-1: the rows of
+		// the full mask, cut at the block's last key.
+		m := make([]float32, to*(to-from))
+		for q := from; q < to; q++ {
+			row := m[(q-from)*to : (q-from+1)*to]
+			for k := q + 1; k < to; k++ {
+				row[k] = inf
+			}
+		}
+		d.blockMask = append(d.blockMask, m)
+		from = to
+	}
+	return d
+}
+
+// setSeq writes the layers' inputs that graph b reads.
+func (t *Trainer) setSeq(b *built, d *seqData) {
+	if b.tokens != nil && b.tokens.Buffer != 0 { // a segment past the first reads no tokens
+		llamacpp.SetI32(b.tokens, d.tokens)
+	}
+	if b.pos != nil && b.pos.Buffer != 0 {
+		llamacpp.SetI32(b.pos, d.pos)
+	}
+	if b.kqMask != nil && b.kqMask.Buffer != 0 { // every layer may attend in blocks
+		llamacpp.SetF32(b.kqMask, d.mask)
+	}
+	if b.blocks != nil {
+		llamacpp.Zero(b.kqvZero)
+		for j := range b.blocks {
+			llamacpp.SetF32(b.blockMask[j], d.blockMask[j])
+		}
+	}
+}
+
+// setCommon writes the inputs every graph has: tokens, positions, the causal
+// mask, the selected rows and their target indices.
+func (t *Trainer) setCommon(b *built, seqs []Sequence, p pass) {
+	t.setSeq(b, t.seqDataOf(seqs, p, b.blocks, b.kqMask.Buffer != 0))
+	t.setTargets(b, seqs, p)
+	if b.lastSelected {
+		t.setSelected(b, p)
+	}
+}
+
+// setTargets writes the selected rows and their target indices k·V + the
+// next token (padding rows: k·V).
+func (t *Trainer) setTargets(b *built, seqs []Sequence, p pass) {
+	V := t.hp.nVocab
 	sel := make([]int32, b.nSel)
 	tgt := make([]int32, b.nSel)
 	for k := range b.nSel {
@@ -559,37 +653,11 @@ func (t *Trainer) setCommon(b *built, seqs []Sequence, p pass) {
 			tgt[k] += seqs[si].Tokens[q+1]
 		}
 	}
-	mask := make([]float32, T*T)
-	for q := range T {
-		for k := q + 1; k < T; k++ {
-			mask[q*T+k] = float32(math.Inf(-1))
-		}
+	if b.sel != nil && b.sel.Buffer != 0 {
+		llamacpp.SetI32(b.sel, sel)
 	}
-	llamacpp.SetI32(b.tokens, tokens)
-	llamacpp.SetI32(b.pos, pos)
-	llamacpp.SetI32(b.sel, sel)
 	if b.tgt.Buffer != 0 { // an objective need not read Forward.Logprob
 		llamacpp.SetI32(b.tgt, tgt)
-	}
-	if b.kqMask.Buffer != 0 { // every layer may attend in blocks
-		llamacpp.SetF32(b.kqMask, mask)
-	}
-	if b.blocks != nil {
-		llamacpp.SetF32(b.kqvZero, make([]float32, b.kqvZero.Ne[0]*b.kqvZero.Ne[1]*b.kqvZero.Ne[2]*b.kqvZero.Ne[3]))
-		from := 0
-		for j, to := range b.blocks {
-			// Block j's queries from..to-1 over keys 0..to-1: the
-			// rows of the full mask, cut at the block's last key.
-			m := make([]float32, 0, to*(to-from))
-			for q := from; q < to; q++ {
-				m = append(m, mask[q*T:q*T+to]...)
-			}
-			llamacpp.SetF32(b.blockMask[j], m)
-			from = to
-		}
-	}
-	if b.lastSelected {
-		t.setSelected(b, p)
 	}
 }
 
@@ -698,6 +766,15 @@ func (t *Trainer) score(ctx context.Context, seqs []Sequence, kind graphKind) (l
 	for _, p := range t.plan(seqs, idx) {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
+		}
+		if err := t.checkPass(p, false, nil); err != nil {
+			return nil, nil, err
+		}
+		if t.segmented(p, false) {
+			if err := t.scoreSegmented(ctx, seqs, p, kind, lps, vals); err != nil {
+				return nil, nil, err
+			}
+			continue
 		}
 		b, err := t.graph(p.key(kind, nil))
 		if err != nil {
@@ -1001,44 +1078,27 @@ func (t *Trainer) accumulate(ctx context.Context, obj *Objective, seqs []Sequenc
 		t.gbuf.Clear(0)
 		return accumulated{}, err
 	}
-	read := func(x llamacpp.Tensor) float64 {
-		v := make([]float32, 1)
-		llamacpp.GetF32(x, v)
-		return float64(v[0])
-	}
 	for _, p := range t.plan(seqs, mb) {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
-		b, err := t.graph(p.key(kindTrain, obj))
-		if err != nil {
+		if err := t.checkPass(p, true, obj); err != nil {
 			return fail(err)
 		}
-		if err := t.run(b, func() { t.setCommon(b, seqs, p); t.setTrain(b, seqs, p, wt) }); err != nil {
-			return fail(err)
-		}
-		acc.loss += read(b.loss)
-		if acc.terms == nil {
-			for _, bt := range b.terms {
-				acc.terms = append(acc.terms, TermStat{Name: bt.name})
-				for _, m := range bt.term.Metrics {
-					acc.terms = append(acc.terms, TermStat{Name: m.Name})
-				}
+		if t.segmented(p, true) {
+			if err := t.accumulateSegmented(ctx, obj, seqs, p, wt, &acc); err != nil {
+				return fail(err)
 			}
-		}
-		j := 0
-		for _, bt := range b.terms {
-			acc.terms[j].Value += read(bt.term.Value)
-			j++
-			for _, m := range bt.term.Metrics {
-				acc.terms[j].Value += read(m.Value)
-				j++
+		} else {
+			b, err := t.graph(p.key(kindTrain, obj))
+			if err != nil {
+				return fail(err)
 			}
-			if bt.term.ApproxKL != nil {
-				acc.approxKL += read(bt.term.ApproxKL)
+			if err := t.run(b, func() { t.setCommon(b, seqs, p); t.setTrain(b, seqs, p, wt) }); err != nil {
+				return fail(err)
 			}
+			acc.add(b)
 		}
-		acc.usesValue = acc.usesValue || b.fwd.value != nil
 		for _, i := range p.seqs {
 			acc.tokens += len(seqs[i].Tokens)
 		}
@@ -1047,6 +1107,37 @@ func (t *Trainer) accumulate(ctx context.Context, obj *Objective, seqs []Sequenc
 		return fail(fmt.Errorf("train: non-finite loss %g at optimizer step %d", l, t.step+1))
 	}
 	return acc, nil
+}
+
+// add adds the loss, terms and metrics of a computed training graph.
+func (acc *accumulated) add(b *built) {
+	read := func(x llamacpp.Tensor) float64 {
+		v := make([]float32, 1)
+		llamacpp.GetF32(x, v)
+		return float64(v[0])
+	}
+	acc.loss += read(b.loss)
+	if acc.terms == nil {
+		for _, bt := range b.terms {
+			acc.terms = append(acc.terms, TermStat{Name: bt.name})
+			for _, m := range bt.term.Metrics {
+				acc.terms = append(acc.terms, TermStat{Name: m.Name})
+			}
+		}
+	}
+	j := 0
+	for _, bt := range b.terms {
+		acc.terms[j].Value += read(bt.term.Value)
+		j++
+		for _, m := range bt.term.Metrics {
+			acc.terms[j].Value += read(m.Value)
+			j++
+		}
+		if bt.term.ApproxKL != nil {
+			acc.approxKL += read(bt.term.ApproxKL)
+		}
+	}
+	acc.usesValue = acc.usesValue || b.fwd.value != nil
 }
 
 // setTrain writes a training pass's inputs: the shared weight and mask rows
