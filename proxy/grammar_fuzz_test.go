@@ -23,7 +23,7 @@ func grammarSeeds() []string {
 	chain.WriteString(`r149999 ::= "a"` + "\n")
 	return []string{
 		`root ::= "yes" | "no"`,
-		jsonGrammar,
+		gbnf.JSONObject,
 		`root ::= [^<\n]{1,40}`,
 		"root ::= (",
 		`root ::= undefined`,

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/inference/gbnf"
 )
 
 // Limits of the request fields, as OpenAI's.
@@ -106,7 +107,7 @@ func chatPlan(r *ChatRequest, o *Options) (*plan, *APIError) {
 			if p.grammar != "" {
 				return nil, badRequest("response_format", "response_format json_object and grammar: give one of them")
 			}
-			p.grammar = jsonGrammar
+			p.grammar = gbnf.JSONObject
 		case "json_schema":
 			return nil, badRequest("response_format", "response_format json_schema is not supported: use json_object, or a GBNF grammar in the grammar field")
 		default:
@@ -264,31 +265,3 @@ func emptyJSON(raw json.RawMessage) bool {
 	s := bytes.TrimSpace(raw)
 	return len(s) == 0 || bytes.Equal(s, []byte("null")) || bytes.Equal(s, []byte("[]"))
 }
-
-// jsonGrammar is a GBNF grammar of one JSON object (llama.cpp's
-// grammars/json.gbnf), used for response_format json_object.
-const jsonGrammar = `root   ::= object
-value  ::= object | array | string | number | ("true" | "false" | "null") ws
-
-object ::=
-  "{" ws (
-            string ":" ws value
-    ("," ws string ":" ws value)*
-  )? "}" ws
-
-array  ::=
-  "[" ws (
-            value
-    ("," ws value)*
-  )? "]" ws
-
-string ::=
-  "\"" (
-    [^"\\\x7F\x00-\x1F] |
-    "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4})
-  )* "\"" ws
-
-number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
-
-ws ::= | " " | "\n" [ \t]{0,20}
-`

@@ -61,27 +61,6 @@ func optionalTree(n int) string {
 	return b.String()
 }
 
-const jsonGrammar = `root   ::= object
-value  ::= object | array | string | number | ("true" | "false" | "null") ws
-object ::=
-  "{" ws (
-            string ":" ws value
-    ("," ws string ":" ws value)*
-  )? "}" ws
-array  ::=
-  "[" ws (
-            value
-    ("," ws value)*
-  )? "]" ws
-string ::=
-  "\"" (
-    [^"\\\x7F\x00-\x1F] |
-    "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4})
-  )* "\"" ws
-number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
-ws ::= | " " | "\n" [ \t]{0,20}
-`
-
 func TestCheck(t *testing.T) {
 	lim := Limits{}.Defaults()
 	tests := []struct {
@@ -90,7 +69,7 @@ func TestCheck(t *testing.T) {
 		wantErr error // nil: accepted; errSyntax: a *SyntaxError
 	}{
 		{"alternatives", `root ::= "yes" | "no"`, nil},
-		{"json", jsonGrammar, nil},
+		{"json", JSONObject, nil},
 		{"say line", "root ::= say | say \"\\n\" move | move\nsay ::= \"SAY: \" [!-~] [^\\n]{0,240}\nmove ::= \"REJECT\" | \"WALK\"\n", nil},
 		{"token ids", `root ::= <[12]> !<[3]>`, nil},
 		{"token text", `root ::= <think> "x"`, nil},
@@ -198,7 +177,7 @@ func TestLimitsValidate(t *testing.T) {
 }
 
 func FuzzCheck(f *testing.F) {
-	for _, s := range []string{`root ::= "yes" | "no"`, jsonGrammar, nestedGroups(70), ruleChain(20), doubling(4),
+	for _, s := range []string{`root ::= "yes" | "no"`, JSONObject, nestedGroups(70), ruleChain(20), doubling(4),
 		optionalTree(3), `root ::= "a"{5,2}`, `root ::= [^\n]{0,240}`, `root ::= <[1]> !<[2]> <x>`, "root ::= (\"a\" |\r\n \"b\")+ # c"} {
 		f.Add(s)
 	}

@@ -269,7 +269,7 @@ func TestOmarGrammarsWithinLimits(t *testing.T) {
 		"sotopia extra":  sotopia.ScoreGrammar(sotopia.ExtraDimensions, 300),
 		"sotopia judge":  sotopia.ProcessGrammar(300),
 		"sealed bid":     sealedbid.Grammar(1_000_000),
-		"proxy json":     jsonObjectGrammar,
+		"proxy json":     gbnf.JSONObject,
 		"choice grammar": `root ::= "VOTE p2" | "VOTE p3" | "ABSTAIN"`,
 	}
 	for name, g := range grammars {
@@ -288,29 +288,6 @@ func TestOmarGrammarsWithinLimits(t *testing.T) {
 		s.Close()
 	}
 }
-
-// jsonObjectGrammar is llama.cpp's grammars/json.gbnf, as the proxy uses
-// it for response_format json_object.
-const jsonObjectGrammar = `root   ::= object
-value  ::= object | array | string | number | ("true" | "false" | "null") ws
-object ::=
-  "{" ws (
-            string ":" ws value
-    ("," ws string ":" ws value)*
-  )? "}" ws
-array  ::=
-  "[" ws (
-            value
-    ("," ws value)*
-  )? "]" ws
-string ::=
-  "\"" (
-    [^"\\\x7F\x00-\x1F] |
-    "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4})
-  )* "\"" ws
-number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
-ws ::= | " " | "\n" [ \t]{0,20}
-`
 
 // TestGrammarStacksBounded: a grammar that doubles its parse stacks with
 // every character ends the reply with an error once it holds more than
