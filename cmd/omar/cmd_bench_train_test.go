@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/omar-selfplay/omar/train"
 )
 
 // TestBenchTrainCompareCPU: the CPU trainer compared with itself from the
@@ -15,7 +17,7 @@ func TestBenchTrainCompareCPU(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var r trainBench
+	var r train.StepBench
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("%v: %s", err, stdout)
 	}

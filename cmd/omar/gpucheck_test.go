@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/train"
 )
 
 // TestGPUCheckScriptCPU runs scripts/gpu-check.sh in its CPU mode at its
@@ -198,19 +199,19 @@ declare -- commit="abc1234"
 					RawTime: time.Second, BackendTime: time.Duration(float64(time.Second) / ratio)})
 			}
 			write("decode-gpu.txt", dec.String())
-			jsonOf := func(r trainBench) string {
+			jsonOf := func(r train.StepBench) string {
 				b, err := json.Marshal(r)
 				if err != nil {
 					t.Fatal(err)
 				}
 				return string(b) + "\n"
 			}
-			write("train-parity-small.txt", jsonOf(trainBench{Device: "cuda", Backend: "CUDA0", Threads: 2, Sequences: 8, Tokens: 800,
+			write("train-parity-small.txt", jsonOf(train.StepBench{Device: "cuda", Backend: "CUDA0", Threads: 2, Sequences: 8, Tokens: 800,
 				StepMSMedian: tc.gpuMS, CompareDevice: "cpu", CompareStepMSMedian: tc.cpuMS, Speedup: tc.cpuMS / tc.gpuMS,
 				DiffLogprobs: f(tc.logprobs), DiffRefLogprobs: f(tc.logprobs), DiffLoss: f(1e-6), DiffGradNorm: f(1e-5),
 				DiffLogprobsAfter: f(tc.after), DiffValuesAfter: f(1e-6)}))
 			zero := f(0)
-			write("train-cpu-tiny.txt", jsonOf(trainBench{Device: "cpu", CompareDevice: "cpu", StepMSMedian: 5, CompareStepMSMedian: 5, Speedup: 1,
+			write("train-cpu-tiny.txt", jsonOf(train.StepBench{Device: "cpu", CompareDevice: "cpu", StepMSMedian: 5, CompareStepMSMedian: 5, Speedup: 1,
 				DiffLogprobs: zero, DiffRefLogprobs: zero, DiffLoss: zero, DiffGradNorm: zero, DiffLogprobsAfter: zero, DiffValuesAfter: zero}))
 			cmd := exec.Command(bash, filepath.Join("..", "..", "scripts", "gpu-check.sh"), dir)
 			cmd.Env = append(os.Environ(), "GPU_CHECK_SUMMARY_ONLY=1")
