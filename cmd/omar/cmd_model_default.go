@@ -20,116 +20,151 @@ import (
 // recipe (loop.DefaultBuiltin) with --rebuild.
 func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "model default")
-	out := fs.String("out", "", "output GGUF file (required)")
-	rebuild := fs.Bool("rebuild", false, "train the model anew from its recipe instead of writing the embedded copy (3 to 4 hours on two cores; --corpus-scale 0.5 --steps 2400 trains the previous recipe, a quarter of the cost)")
-	work := fs.String("work", "", "with --rebuild: directory for the intermediate files and checkpoints; an interrupted build continues from it (default: OUT.work)")
-	steps := fs.Int("steps", 0, "with --rebuild: optimizer steps (default the recipe's)")
-	episodes := fs.Int("episodes", 0, "with --rebuild: corpus episodes per cast of every environment, Werewolf's and SOTOPIA's included (default the recipe's, which differ by environment)")
-	scale := fs.Float64("corpus-scale", 0, "with --rebuild: multiply every environment's corpus episodes by this factor, keeping the recipe's mix (2: twice the corpus)")
-	preset := fs.String("preset", "", "with --rebuild: the model's shape, one of the model presets (default the recipe's, base)")
-	seed := fs.Uint64("seed", 0, "with --rebuild: training seed, drawing the initial weights and the order of the batches (default the recipe's, 1; the corpus is the same): another draw of the same recipe")
-	threads := fs.Int("threads", 0, "with --rebuild: trainer threads; 0 sizes them to the cores free for the process, measured every 5 s (the bytes are the same whatever the count)")
-	daggerRounds := fs.Int("dagger-rounds", -1, "with --rebuild: DAgger rounds after behaviour cloning (default the recipe's; 0 none)")
-	daggerSteps := fs.Int("dagger-steps", 0, "with --rebuild: optimizer steps per DAgger round (default the recipe's)")
-	daggerEpisodes := fs.Int("dagger-episodes", 0, "with --rebuild: DAgger episodes per game, seat and opponent (default the recipe's)")
-	daggerEnvs := fs.String("dagger-envs", "", "with --rebuild: environments of the DAgger rounds, comma-separated (default the six negotiation games; others are labelled and opposed by their default script)")
-	daggerMax := fs.Int("dagger-max-per-seat", -1, "with --rebuild: most labelled turns of one seat per DAgger episode (default the recipe's; 0 all)")
-	variant := fs.String("cpu-variant", "", "with --rebuild: ggml CPU kernels to train on, e.g. "+cpuvariant.Portable+" (every x86-64 CPU with AVX2 runs it): the same bytes on every machine that runs them (default the best for this CPU, whose bytes hold on CPUs of its kind)")
-	lib := fs.String("llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
+	f := bindModelDefault(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *out == "" || fs.NArg() > 0 {
+	if *f.out == "" || fs.NArg() > 0 {
 		return usagef("need --out and no positional arguments")
 	}
-	if !*rebuild {
-		var only []string // the flags that shape a build, meaningless for the embedded copy
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name != "out" && f.Name != "rebuild" && f.Name != "llama-lib" {
-				only = append(only, "--"+f.Name)
-			}
-		})
-		if len(only) > 0 {
-			return usagef("%s only with --rebuild (without it the embedded model is written as it is)", strings.Join(only, ", "))
-		}
-		if err := os.WriteFile(*out, builtin.Bytes(), 0o644); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "wrote the built-in model (%s, sha256 %s) to %s\n", builtin.Name, builtin.SHA256, *out)
-		return nil
+	if !*f.rebuild {
+		return writeEmbedded(fs, env, *f.out)
 	}
+	o, err := f.builtinOptions(fs)
+	if err != nil {
+		return err
+	}
+	return buildBuiltin(ctx, env, o, f)
+}
+
+// modelDefaultFlags are omar model default's flags.
+type modelDefaultFlags struct {
+	out, work, preset, daggerEnvs, variant, lib                                    *string
+	rebuild                                                                        *bool
+	steps, episodes, threads, daggerRounds, daggerSteps, daggerEpisodes, daggerMax *int
+	scale                                                                          *float64
+	seed                                                                           *uint64
+}
+
+func bindModelDefault(fs *flag.FlagSet) *modelDefaultFlags {
+	f := &modelDefaultFlags{}
+	f.out = fs.String("out", "", "output GGUF file (required)")
+	f.rebuild = fs.Bool("rebuild", false, "train the model anew from its recipe instead of writing the embedded copy (3 to 4 hours on two cores; --corpus-scale 0.5 --steps 2400 trains the previous recipe, a quarter of the cost)")
+	f.work = fs.String("work", "", "with --rebuild: directory for the intermediate files and checkpoints; an interrupted build continues from it (default: OUT.work)")
+	f.steps = fs.Int("steps", 0, "with --rebuild: optimizer steps (default the recipe's)")
+	f.episodes = fs.Int("episodes", 0, "with --rebuild: corpus episodes per cast of every environment, Werewolf's and SOTOPIA's included (default the recipe's, which differ by environment)")
+	f.scale = fs.Float64("corpus-scale", 0, "with --rebuild: multiply every environment's corpus episodes by this factor, keeping the recipe's mix (2: twice the corpus)")
+	f.preset = fs.String("preset", "", "with --rebuild: the model's shape, one of the model presets (default the recipe's, base)")
+	f.seed = fs.Uint64("seed", 0, "with --rebuild: training seed, drawing the initial weights and the order of the batches (default the recipe's, 1; the corpus is the same): another draw of the same recipe")
+	f.threads = fs.Int("threads", 0, "with --rebuild: trainer threads; 0 sizes them to the cores free for the process, measured every 5 s (the bytes are the same whatever the count)")
+	f.daggerRounds = fs.Int("dagger-rounds", -1, "with --rebuild: DAgger rounds after behaviour cloning (default the recipe's; 0 none)")
+	f.daggerSteps = fs.Int("dagger-steps", 0, "with --rebuild: optimizer steps per DAgger round (default the recipe's)")
+	f.daggerEpisodes = fs.Int("dagger-episodes", 0, "with --rebuild: DAgger episodes per game, seat and opponent (default the recipe's)")
+	f.daggerEnvs = fs.String("dagger-envs", "", "with --rebuild: environments of the DAgger rounds, comma-separated (default the six negotiation games; others are labelled and opposed by their default script)")
+	f.daggerMax = fs.Int("dagger-max-per-seat", -1, "with --rebuild: most labelled turns of one seat per DAgger episode (default the recipe's; 0 all)")
+	f.variant = fs.String("cpu-variant", "", "with --rebuild: ggml CPU kernels to train on, e.g. "+cpuvariant.Portable+" (every x86-64 CPU with AVX2 runs it): the same bytes on every machine that runs them (default the best for this CPU, whose bytes hold on CPUs of its kind)")
+	f.lib = fs.String("llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
+	return f
+}
+
+// writeEmbedded writes the embedded built-in model to out; the flags that
+// shape a build are refused without --rebuild.
+func writeEmbedded(fs *flag.FlagSet, env *cliEnv, out string) error {
+	var only []string // the flags that shape a build, meaningless for the embedded copy
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name != "out" && f.Name != "rebuild" && f.Name != "llama-lib" {
+			only = append(only, "--"+f.Name)
+		}
+	})
+	if len(only) > 0 {
+		return usagef("%s only with --rebuild (without it the embedded model is written as it is)", strings.Join(only, ", "))
+	}
+	if err := os.WriteFile(out, builtin.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "wrote the built-in model (%s, sha256 %s) to %s\n", builtin.Name, builtin.SHA256, out)
+	return nil
+}
+
+// builtinOptions are the recipe with the flags' changes.
+func (f *modelDefaultFlags) builtinOptions(fs *flag.FlagSet) (loop.BuiltinOptions, error) {
 	// A count given as 0 or less would read as "the recipe's": say so.
 	var bad []string
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
 		case "steps", "episodes", "dagger-steps", "dagger-episodes", "seed":
-			if n, err := strconv.ParseInt(f.Value.String(), 10, 64); err == nil && n <= 0 {
-				bad = append(bad, fmt.Sprintf("--%s %d: want 1 or more (leave it out for the recipe's)", f.Name, n))
+			if n, err := strconv.ParseInt(fl.Value.String(), 10, 64); err == nil && n <= 0 {
+				bad = append(bad, fmt.Sprintf("--%s %d: want 1 or more (leave it out for the recipe's)", fl.Name, n))
 			}
 		case "corpus-scale":
-			if !(*scale > 0 && *scale <= 1000) {
-				bad = append(bad, fmt.Sprintf("--corpus-scale %v: want a factor in (0, 1000]", *scale))
+			if !(*f.scale > 0 && *f.scale <= 1000) {
+				bad = append(bad, fmt.Sprintf("--corpus-scale %v: want a factor in (0, 1000]", *f.scale))
 			}
 		}
 	})
-	if len(bad) > 0 {
-		return usagef("%s", strings.Join(bad, "; "))
-	}
 	o := loop.DefaultBuiltin()
-	if *steps > 0 {
-		o.Steps, o.Train.TotalSteps = *steps, *steps
+	if len(bad) > 0 {
+		return o, usagef("%s", strings.Join(bad, "; "))
 	}
-	if *preset != "" {
-		if !slices.Contains(model.Presets, *preset) {
-			return usagef("--preset %q: want one of %v", *preset, model.Presets)
+	if *f.steps > 0 {
+		o.Steps, o.Train.TotalSteps = *f.steps, *f.steps
+	}
+	if *f.preset != "" {
+		if !slices.Contains(model.Presets, *f.preset) {
+			return o, usagef("--preset %q: want one of %v", *f.preset, model.Presets)
 		}
-		o.Preset = *preset
+		o.Preset = *f.preset
 	}
-	if *seed > 0 {
-		o.Seed = *seed
+	if *f.seed > 0 {
+		o.Seed = *f.seed
 	}
-	if *threads < 0 {
-		return usagef("--threads %d: want 0 (the free cores) or more", *threads)
+	if *f.threads < 0 {
+		return o, usagef("--threads %d: want 0 (the free cores) or more", *f.threads)
 	}
-	o.Train.Threads = *threads
+	o.Train.Threads = *f.threads
 	switch {
-	case *episodes > 0 && *scale != 0:
-		return usagef("--episodes and --corpus-scale: give one")
-	case *episodes > 0:
+	case *f.episodes > 0 && *f.scale != 0:
+		return o, usagef("--episodes and --corpus-scale: give one")
+	case *f.episodes > 0:
 		for i := range o.Corpus.Envs {
-			o.Corpus.Envs[i].Episodes = *episodes
+			o.Corpus.Envs[i].Episodes = *f.episodes
 		}
-	case *scale != 0:
-		if !(*scale > 0 && *scale <= 1000) {
-			return usagef("--corpus-scale %v: want a factor in (0, 1000]", *scale)
+	case *f.scale != 0:
+		if !(*f.scale > 0 && *f.scale <= 1000) {
+			return o, usagef("--corpus-scale %v: want a factor in (0, 1000]", *f.scale)
 		}
-		o.Corpus = o.Corpus.Scaled(*scale)
+		o.Corpus = o.Corpus.Scaled(*f.scale)
 	}
-	if *daggerRounds >= 0 {
-		o.Dagger.Rounds = *daggerRounds
+	if *f.daggerRounds >= 0 {
+		o.Dagger.Rounds = *f.daggerRounds
 	}
-	if *daggerSteps > 0 {
-		o.Dagger.Steps = *daggerSteps
+	if *f.daggerSteps > 0 {
+		o.Dagger.Steps = *f.daggerSteps
 	}
-	if *daggerEpisodes > 0 {
-		o.Dagger.Episodes = *daggerEpisodes
+	if *f.daggerEpisodes > 0 {
+		o.Dagger.Episodes = *f.daggerEpisodes
 	}
-	if *daggerEnvs != "" {
+	if *f.daggerEnvs != "" {
 		o.Dagger.Games = nil
-		for _, e := range strings.Split(*daggerEnvs, ",") {
+		for _, e := range strings.Split(*f.daggerEnvs, ",") {
 			g, err := loop.DaggerGameFor(strings.TrimSpace(e))
 			if err != nil {
-				return usagef("--dagger-envs: %v", err)
+				return o, usagef("--dagger-envs: %v", err)
 			}
 			o.Dagger.Games = append(o.Dagger.Games, g)
 		}
 	}
-	if *daggerMax >= 0 {
-		o.Dagger.MaxPerSeat = *daggerMax
+	if *f.daggerMax >= 0 {
+		o.Dagger.MaxPerSeat = *f.daggerMax
 	}
-	o.CPUVariant = *variant
-	if *work == "" {
-		*work = *out + ".work"
+	o.CPUVariant = *f.variant
+	return o, nil
+}
+
+// buildBuiltin trains the built-in model from o with a progress bar.
+func buildBuiltin(ctx context.Context, env *cliEnv, o loop.BuiltinOptions, f *modelDefaultFlags) error {
+	if *f.work == "" {
+		*f.work = *f.out + ".work"
 	}
 	var bar *progress
 	stage := ""
@@ -149,15 +184,15 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 			}
 		},
 	}
-	rep, err := loop.BuildBuiltin(ctx, o, *out, *work, *lib, hooks)
+	rep, err := loop.BuildBuiltin(ctx, o, *f.out, *f.work, *f.lib, hooks)
 	if bar != nil {
 		bar.finish()
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return fmt.Errorf("interrupted in the %s stage; continue with the same command (the checkpoint is in %s): %w", stage, *work, err)
+			return fmt.Errorf("interrupted in the %s stage; continue with the same command (the checkpoint is in %s): %w", stage, *f.work, err)
 		}
 		return err
 	}
-	return rep.WriteSummary(env.stdout, *out, o.TotalSteps())
+	return rep.WriteSummary(env.stdout, *f.out, o.TotalSteps())
 }
