@@ -180,6 +180,12 @@ func printRunEnd(ctx context.Context, env *cliEnv, run *loop.Run, dir string) er
 	if run.Options().Eval.Every > 0 {
 		files = append(files, [2]string{"best", run.Path(loop.BestDir)})
 	}
+	if tb := run.Options().Logging.TensorBoard; tb != "" {
+		if !filepath.IsAbs(tb) {
+			tb = run.Path(tb)
+		}
+		files = append(files, [2]string{"tensorboard", tb})
+	}
 	if compared {
 		files = append(files, [2]string{"full report", filepath.Join(run.Path(loop.CompareDir), "report.md")},
 			[2]string{"its picture", filepath.Join(run.Path(loop.CompareDir), "reward.svg")})
