@@ -122,10 +122,12 @@
       for (const c of charts) draw(c);
       const eps = (data.episodes || []).filter(showable);
       $("episodes").replaceChildren(...eps.reverse().map(transcript));
-      const bad = skipped + (data.episodes || []).length - eps.length;
-      $("status").dataset.skipped = String(bad);
+      // The server names the metrics lines it left out (data.bad); the
+      // page skips what is left that it cannot chart or show.
       const named = data.bad || [];
-      if (bad || named.length) $("error").textContent = (bad + named.length) + " line(s) of metrics.jsonl or episodes.jsonl are not metrics or episode records and were skipped" + (named.length ? ": " + named.join("; ") : ".");
+      const bad = skipped + named.length + (data.episodes || []).length - eps.length;
+      $("status").dataset.skipped = String(bad);
+      if (bad) $("error").textContent = bad + " line(s) of metrics.jsonl or episodes.jsonl are not metrics or episode records and were skipped" + (named.length ? ": " + named.join("; ") : ".");
     } catch (e) {
       $("error").textContent = e.message;
     }
