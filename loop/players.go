@@ -192,14 +192,27 @@ func (c *RolloutOptions) OpenJudge(jc JudgeOptions, parallel int, policyBackend 
 	return judge.New(b), label, b, nil
 }
 
+// ErrNoJudge refuses a training run on SOTOPIA without a judge: every
+// episode would be unjudged with reward 0, and PPO would step on nothing.
+var ErrNoJudge = errors.New("sotopia: a training run needs a judge (without one every reward is 0); " +
+	"give the rollout section's judge one of: model: JUDGE.gguf (a GGUF on a backend of its own), " +
+	"ollama_model: NAME (an Ollama model, with ollama: URL), or policy: true (the policy's model without the adapter) — " +
+	"e.g. omar selfplay --env sotopia --set rollout.judge.policy=true")
+
 // AttachJudge gives g the LLM judge the options name (SOTOPIA; other
 // environments take none). trainPolicy says the policy is being trained:
 // then judge: {policy: true} loads the policy's model file again without
 // the adapter instead of sharing its backend.
 func AttachJudge(g engine.Game, c *RolloutOptions, p *Players, trainPolicy bool) (engine.Game, error) {
 	jc, err := c.JudgeOptions()
-	if jc == nil || err != nil {
+	if err != nil {
 		return g, err
+	}
+	if jc == nil {
+		if sg, ok := g.(*sotopia.Game); ok && trainPolicy && !sg.Judged() {
+			return nil, ErrNoJudge
+		}
+		return g, nil
 	}
 	sg, ok := g.(*sotopia.Game)
 	if !ok {

@@ -1,8 +1,13 @@
 package loop
 
 import (
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/sotopia"
 
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -46,5 +51,28 @@ func TestReplyReachesEveryPlay(t *testing.T) {
 				t.Errorf("evaluations: got %+v, want %+v", got, want)
 			}
 		})
+	}
+}
+
+// TestSotopiaRunNeedsJudge: a training run on SOTOPIA without a judge is
+// refused, naming the three ways to give it one; a rollout (data
+// generation) may still play unjudged.
+func TestSotopiaRunNeedsJudge(t *testing.T) {
+	c := RolloutOptions{}.Defaults()
+	c.Env = "sotopia"
+	_, err := AttachJudge(sotopia.New(), &c, nil, true)
+	if !errors.Is(err, ErrNoJudge) {
+		t.Fatalf("training without a judge: got %v, want ErrNoJudge", err)
+	}
+	for _, way := range []string{"model:", "ollama_model:", "policy: true"} {
+		if !strings.Contains(err.Error(), way) {
+			t.Errorf("the refusal %q does not name %q", err, way)
+		}
+	}
+	if g, err := AttachJudge(sotopia.New(), &c, nil, false); err != nil || g == nil {
+		t.Errorf("a rollout without a judge: got %v, %v; want the game back", g, err)
+	}
+	if _, err := AttachJudge(engine.Game(nil), &c, nil, true); err != nil {
+		t.Errorf("a game that takes no judge: %v", err)
 	}
 }

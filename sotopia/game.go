@@ -71,6 +71,10 @@ func New() *Game { return &Game{} }
 // WithJudge returns a copy of g whose episodes are scored by j.
 func (g *Game) WithJudge(j *Judge) *Game { return &Game{judge: j} }
 
+// Judged reports whether g has a judge: without one every episode is
+// unjudged and its reward 0.
+func (g *Game) Judged() bool { return g.judge != nil }
+
 // ID implements engine.Game.
 func (g *Game) ID() string { return ID }
 
