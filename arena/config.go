@@ -98,7 +98,7 @@ func DefaultOpponents(names []string) []string {
 	var out []string
 	for _, s := range DefaultScripts(games[0]) {
 		if all(s) {
-			out = append(out, "scripted:"+s)
+			out = append(out, engine.ScriptedAgent(s))
 		}
 	}
 	if len(out) == 0 {

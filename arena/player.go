@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -47,7 +48,7 @@ func (p Player) agent() string {
 	if p.Scripted == "scripted" {
 		return "scripted"
 	}
-	return "scripted:" + p.Scripted
+	return engine.ScriptedAgent(p.Scripted)
 }
 
 func (p Player) kind() string {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Params are a game's parameters as read from YAML or JSON. Each game
@@ -148,6 +149,24 @@ type Policy struct {
 	// New makes the agent for one seat of one episode; seed makes it
 	// deterministic.
 	New func(seat Seat, seed uint64) Agent
+}
+
+// ScriptedPrefix starts an agent spec that names one of a game's scripted
+// policies, "scripted:NAME": the one place the prefix is written.
+const ScriptedPrefix = "scripted:"
+
+// ScriptedAgent returns the agent spec of the scripted policy name
+// ("scripted:NAME"); a name that already carries the prefix keeps one.
+func ScriptedAgent(name string) string { return ScriptedPrefix + ScriptedName(name) }
+
+// ScriptedName returns the policy name of an agent spec "scripted:NAME",
+// or the text itself when it has no prefix.
+func ScriptedName(agent string) string { return strings.TrimPrefix(agent, ScriptedPrefix) }
+
+// IsScripted reports whether agent is a scripted agent: "scripted" (each
+// seat's default script) or "scripted:NAME".
+func IsScripted(agent string) bool {
+	return agent == strings.TrimSuffix(ScriptedPrefix, ":") || strings.HasPrefix(agent, ScriptedPrefix)
 }
 
 // FindPolicy returns the policy of g named name.

@@ -107,7 +107,7 @@ func ScriptedCast(g Game, names []string, seed uint64) (Cast, error) {
 		if name == "scripted" || name == "" {
 			return pols[0], nil
 		}
-		return FindPolicy(g, strings.TrimPrefix(name, "scripted:"))
+		return FindPolicy(g, ScriptedName(name))
 	}
 	for _, n := range names {
 		if _, err := resolve(n); err != nil {
@@ -126,6 +126,6 @@ func ScriptedCast(g Game, names []string, seed uint64) (Cast, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		return pol.New(s, seeds.Derive(seed, uint64(s.Index))), "scripted:" + pol.Name, nil
+		return pol.New(s, seeds.Derive(seed, uint64(s.Index))), ScriptedAgent(pol.Name), nil
 	}, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
@@ -83,9 +82,9 @@ func (e CorpusEnv) learns(agent string) bool {
 	if len(e.Learn) == 0 {
 		return true
 	}
-	name := strings.TrimPrefix(agent, "scripted:")
+	name := engine.ScriptedName(agent)
 	for _, l := range e.Learn {
-		if strings.TrimPrefix(l, "scripted:") == name {
+		if engine.ScriptedName(l) == name {
 			return true
 		}
 	}

@@ -113,7 +113,7 @@ func (o DaggerOptions) Validate() error {
 			return fmt.Errorf("dagger: %w", err)
 		}
 		for _, name := range append([]string{g.Expert}, g.Opponents...) {
-			if _, err := engine.FindPolicy(game, strings.TrimPrefix(name, "scripted:")); err != nil {
+			if _, err := engine.FindPolicy(game, engine.ScriptedName(name)); err != nil {
 				return fmt.Errorf("dagger: %s: %w", g.Env, err)
 			}
 		}
@@ -165,7 +165,7 @@ func daggerPlay(ctx context.Context, c CorpusOptions, d DaggerOptions, round int
 				o := ro
 				o.Parallel = 1
 				o.Seed = seeds.Derive(seed, 0x64616767, uint64(round), uint64(gi), uint64(si), uint64(oi)) // "dagg"
-				o.Agents = side.Agents(p.Label, "scripted:"+strings.TrimPrefix(opp, "scripted:"))
+				o.Agents = side.Agents(p.Label, engine.ScriptedAgent(opp))
 				o.KeyPrefix = fmt.Sprintf("dagger%d/%s/%d/%d/", round, dg.Env, si, oi)
 				r, err := selfplay.NewRunner(g, p, nil, o)
 				if err != nil {

@@ -395,7 +395,7 @@ func openDistill(o DistillOptions, dir string, adapters []string) (_ *distillati
 	}
 	opps, _ := scriptedOpponents(o.Opponents)
 	for _, p := range opps {
-		d.opps = append(d.opps, "scripted:"+p.Scripted)
+		d.opps = append(d.opps, engine.ScriptedAgent(p.Scripted))
 	}
 	student := &selfplay.Player{Label: "student", Backend: d.lb, Tokenizer: d.lb}
 	for i, t := range o.Teachers {

@@ -152,7 +152,7 @@ func (r *Run) newLeague(ctx context.Context) error {
 	lo, hi := r.game.RewardRange()
 	lg := &league{o: o, seed: seeds.Derive(r.opts.Rollout.Seed, 0x6c656167), seats: len(specs), group: r.opts.Rollout.GroupSize, lo: lo, hi: hi}
 	for _, name := range o.Scripted {
-		if _, err := engine.FindPolicy(r.game, strings.TrimPrefix(name, "scripted:")); err != nil {
+		if _, err := engine.FindPolicy(r.game, engine.ScriptedName(name)); err != nil {
 			return fmt.Errorf("league.scripted: %w", err)
 		}
 	}
@@ -227,8 +227,8 @@ func (lg *league) prepare(st LeagueState) {
 	o := lg.o
 	lg.pool = lg.pool[:0]
 	for _, name := range o.Scripted {
-		name = strings.TrimPrefix(name, "scripted:")
-		lg.pool = append(lg.pool, opponent{name: "scripted:" + name, agent: "scripted:" + name, weight: o.WeightScripted})
+		agent := engine.ScriptedAgent(name)
+		lg.pool = append(lg.pool, opponent{name: agent, agent: agent, weight: o.WeightScripted})
 	}
 	if o.Base {
 		lg.pool = append(lg.pool, opponent{name: "base", agent: leaguePlayer("base"), weight: o.WeightBase})

@@ -135,7 +135,7 @@ const maxParallel = 1 << 16
 
 // reservedAgent reports whether v is one of the built-in agent kinds.
 func reservedAgent(v string) bool {
-	return v == AgentPolicy || v == AgentFrozen || v == AgentScripted || strings.HasPrefix(v, AgentScripted+":")
+	return v == AgentPolicy || v == AgentFrozen || engine.IsScripted(v)
 }
 
 // agentFor returns the agent kind of a seat.

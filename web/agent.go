@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/omar-selfplay/omar/engine"
@@ -62,7 +61,7 @@ func NewModelAgents(names []string, players []*selfplay.Player, opts SeatOptions
 	m := &ModelAgents{players: map[string]*selfplay.Player{}, opts: opts}
 	for i, n := range names {
 		switch {
-		case n == "" || n == "remote" || n == "scripted" || strings.HasPrefix(n, "scripted:"):
+		case n == "" || n == "remote" || engine.IsScripted(n):
 			return nil, fmt.Errorf("web: player name %q is reserved (remote, scripted, scripted:NAME)", n)
 		case players[i] == nil || players[i].Backend == nil:
 			return nil, fmt.Errorf("web: player %q has no backend", n)
