@@ -430,6 +430,43 @@ func (t *Trainer) selectedCheaper(key graphKey) bool {
 	return K*perRow+K*N*perPair < N*perRow+N*int64(key.t)*perPair
 }
 
+// outputs adds a graph's outputs on the output layer's hidden rows: the
+// logprobs (kindBase), the logprobs and values (kindPolicy), or the
+// objective's loss with the forward nodes its backward reads (kindTrain;
+// the caller adds the backward). One graph and a segmented pass's head
+// share it.
+func (t *Trainer) outputs(ctx llamacpp.Context, g llamacpp.Graph, b *built, kind graphKind, obj *Objective, hidden llamacpp.Tensor, K int) error {
+	lp, lse, logits, hsel := t.tokenLogprob(ctx, b, hidden, K)
+	output := func(name string, x llamacpp.Tensor) llamacpp.Tensor {
+		llamacpp.SetOutput(llamacpp.SetName(x, name))
+		g.BuildForward(x)
+		return x
+	}
+	switch kind {
+	case kindBase:
+		b.logprob = output("logprob", lp)
+	case kindPolicy:
+		b.logprob = output("logprob", lp)
+		b.value = output("value", t.value(ctx, hidden)) // [1, K] when lastSelected, else [1, N]
+	case kindTrain:
+		b.fwd = &Forward{K: K, Logprob: lp, LogSumExp: lse, Logits: logits, Hidden: hsel, ctx: ctx, t: t}
+		var err error
+		if b.terms, b.loss, err = t.buildObjective(ctx, g, obj, b.fwd); err != nil {
+			return err
+		}
+		llamacpp.SetLoss(b.loss)
+		output("loss", b.loss)
+		// The transposed activations are nodes of the forward pass,
+		// computed before the backward nodes that will read them.
+		for _, x := range b.order {
+			g.BuildForward(x)
+		}
+	default:
+		return fmt.Errorf("train: unknown graph kind %d", kind)
+	}
+	return nil
+}
+
 // build constructs the graph for key.
 func (t *Trainer) build(key graphKey) (*built, error) {
 	size := t.graphSize(key.t)
@@ -466,40 +503,16 @@ func (t *Trainer) build(key graphKey) (*built, error) {
 	}
 	t.blockInputs(ctx, b)
 	hidden := t.forward(ctx, b, key.b, key.t, key.kind != kindBase)
-	lp, lse, logits, hsel := t.tokenLogprob(ctx, b, hidden, K)
-	output := func(name string, x llamacpp.Tensor) llamacpp.Tensor {
-		llamacpp.SetOutput(llamacpp.SetName(x, name))
-		g.BuildForward(x)
-		return x
+	if err := t.outputs(ctx, g, b, key.kind, key.obj, hidden, K); err != nil {
+		ctx.Free()
+		return nil, err
 	}
-	switch key.kind {
-	case kindBase:
-		b.logprob = output("logprob", lp)
-	case kindPolicy:
-		b.logprob = output("logprob", lp)
-		b.value = output("value", t.value(ctx, hidden)) // [1, K] when lastSelected, else [1, N]
-	case kindTrain:
-		b.fwd = &Forward{K: K, Logprob: lp, LogSumExp: lse, Logits: logits, Hidden: hsel, ctx: ctx, t: t}
-		b.terms, b.loss, err = t.buildObjective(ctx, g, key.obj, b.fwd)
-		if err != nil {
-			ctx.Free()
-			return nil, err
-		}
-		llamacpp.SetLoss(b.loss)
-		output("loss", b.loss)
-		// The transposed activations are nodes of the forward pass,
-		// computed before the backward nodes that will read them.
-		for _, x := range b.order {
-			g.BuildForward(x)
-		}
+	if key.kind == kindTrain {
 		t.backward(ctx, g, b.loss, nil)
 		if err := b.rewriteBackward(); err != nil {
 			ctx.Free()
 			return nil, err
 		}
-	default:
-		ctx.Free()
-		return nil, fmt.Errorf("train: unknown graph kind %d", key.kind)
 	}
 	return b, nil
 }

@@ -209,30 +209,11 @@ func (t *Trainer) buildHead(key segKey) (*built, error) {
 	}
 	b.xIn = x
 	hidden := ctx.Mul(ctx.RMSNorm(x, t.hp.eps), t.w.outNorm)
-	lp, lse, logits, hsel := t.tokenLogprob(ctx, b, hidden, K)
-	output := func(name string, x llamacpp.Tensor) llamacpp.Tensor {
-		llamacpp.SetOutput(llamacpp.SetName(x, name))
-		g.BuildForward(x)
-		return x
+	if err := t.outputs(ctx, g, b, key.head, key.obj, hidden, K); err != nil {
+		ctx.Free()
+		return nil, err
 	}
-	switch key.head {
-	case kindBase:
-		b.logprob = output("logprob", lp)
-	case kindPolicy:
-		b.logprob = output("logprob", lp)
-		b.value = output("value", t.value(ctx, hidden))
-	case kindTrain:
-		b.fwd = &Forward{K: K, Logprob: lp, LogSumExp: lse, Logits: logits, Hidden: hsel, ctx: ctx, t: t}
-		b.terms, b.loss, err = t.buildObjective(ctx, g, key.obj, b.fwd)
-		if err != nil {
-			ctx.Free()
-			return nil, err
-		}
-		llamacpp.SetLoss(b.loss)
-		output("loss", b.loss)
-		for _, x := range b.order {
-			g.BuildForward(x)
-		}
+	if key.head == kindTrain {
 		b.dx = ctx.NewTensor(llamacpp.TypeF32, int64(t.hp.nEmbd), int64(K))
 		llamacpp.SetInput(llamacpp.SetName(b.dx, "dx"))
 		llamacpp.SetOutput(b.dx)
@@ -241,9 +222,6 @@ func (t *Trainer) buildHead(key segKey) (*built, error) {
 			ctx.Free()
 			return nil, err
 		}
-	default:
-		ctx.Free()
-		return nil, fmt.Errorf("train: unknown graph kind %d", key.head)
 	}
 	return b, nil
 }
