@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -77,12 +78,17 @@ func TensorBoardScalars(line map[string]any) map[string]float64 {
 	return out
 }
 
-// logScalars writes an iteration's metrics line (JSON) to the TensorBoard
-// event file, opening it on first use.
-func (r *Run) logScalars(it int, line map[string]any) error {
+// logScalars writes an iteration's metrics.jsonl line to the TensorBoard
+// event file, opening it on first use. It decodes the line as written, so
+// the scalars are exactly the file's numbers.
+func (r *Run) logScalars(it int, metricsLine []byte) error {
 	dir := r.opts.Logging.TensorBoard
 	if dir == "" {
 		return nil
+	}
+	var line map[string]any
+	if err := json.Unmarshal(metricsLine, &line); err != nil {
+		return err
 	}
 	if r.tb == nil {
 		if !filepath.IsAbs(dir) {

@@ -503,11 +503,7 @@ func (r *Run) Step(ctx context.Context) (*Metrics, error) {
 	if err := appendFile(r.Path(MetricsFile), append(b, '\n')); err != nil {
 		return nil, err
 	}
-	var line map[string]any
-	if err := json.Unmarshal(b, &line); err != nil {
-		return nil, err
-	}
-	if err := r.logScalars(it, line); err != nil {
+	if err := r.logScalars(it, b); err != nil {
 		return nil, err
 	}
 	if r.Hooks.Iteration != nil {
