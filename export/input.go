@@ -164,25 +164,14 @@ func DecodeRecord(line []byte) (engine.Record, error) {
 	return r, nil
 }
 
+// validateRecord is engine.Record.Validate, and one reward per seat: a
+// dataset row carries each seat's reward.
 func validateRecord(r *engine.Record) error {
-	if r.Env == "" {
-		return errors.New("no env")
-	}
-	if len(r.Seats) == 0 {
-		return errors.New("no seats")
-	}
-	for i, s := range r.Seats {
-		if s.Index != i {
-			return fmt.Errorf("seat %d has index %d", i, s.Index)
-		}
+	if err := r.Validate(); err != nil {
+		return err
 	}
 	if len(r.Outcome.Rewards) != len(r.Seats) {
 		return fmt.Errorf("%d rewards for %d seats", len(r.Outcome.Rewards), len(r.Seats))
-	}
-	for i, e := range r.Events {
-		if e.Seat < -1 || e.Seat >= len(r.Seats) {
-			return fmt.Errorf("event %d (seq %d) is about seat %d of %d", i, e.Seq, e.Seat, len(r.Seats))
-		}
 	}
 	return nil
 }
