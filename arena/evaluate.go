@@ -118,7 +118,7 @@ func checkPlayers(players, opponents []Player) error {
 	for _, list := range [][]Player{players, opponents} {
 		names := map[string]bool{}
 		for _, p := range list {
-			if err := p.validate(); err != nil {
+			if err := p.Validate(); err != nil {
 				return fmt.Errorf("arena: %w", err)
 			}
 			if names[p.Name] {
@@ -140,7 +140,7 @@ func checkPolicies(es []*env, lists ...[]Player) error {
 		for _, list := range lists {
 			for _, p := range list {
 				if p.Model == nil {
-					if _, err := engine.ScriptedCast(e.game, []string{p.agent()}, 0); err != nil {
+					if _, err := engine.ScriptedCast(e.game, []string{p.Agent()}, 0); err != nil {
 						return fmt.Errorf("arena: player %s in %s: %w", p.Name, e.Name, err)
 					}
 				}
@@ -381,14 +381,14 @@ func playOne(ctx context.Context, o Options, w work) (Result, *engine.Record, er
 	c := w.cell
 	ro := o.runnerOptions()
 	ro.Params = c.env.params
-	ro.Agents = c.side.Agents(c.player.agent(), c.opponent.agent())
+	ro.Agents = c.side.Agents(c.player.Agent(), c.opponent.Agent())
 	ro.KeyPrefix = "arena" + strconv.Itoa(c.index) + "/"
 	for _, p := range []Player{c.player, c.opponent} {
 		if p.Model != nil {
 			if ro.Players == nil {
 				ro.Players = map[string]*selfplay.Player{}
 			}
-			ro.Players[p.agent()] = p.Model
+			ro.Players[p.Agent()] = p.Model
 		}
 	}
 	r, err := selfplay.NewRunner(c.env.game, nil, nil, ro)

@@ -23,6 +23,7 @@ import (
 	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/llamacpp/cpuvariant"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -238,7 +239,7 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 		lo.LibDir = libDir
 	}
 	lo.Model, lo.Parallel, lo.Context = init, 1, 256
-	lb, err := llama.New(lo)
+	lb, err := players.OpenLlamaOptions(lo)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +293,7 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 		// One sequence decodes at a time: more threads only spin.
 		lo.Threads, lo.ThreadsBatch = 1, 1
 		lo.KVType = llamacpp.KVTypeF32
-		mb, err := llama.New(lo)
+		mb, err := players.OpenLlamaOptions(lo)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/players"
 )
 
 // CascadeOptions are Cascade RL (SocialRL-Neg): one policy trained on one
@@ -218,7 +219,7 @@ func evaluateStage(ctx context.Context, o CascadeOptions, run *Run, k int, parti
 	if err != nil {
 		return res, err
 	}
-	cur := arena.Player{Name: "policy", Version: "stage " + strconv.Itoa(k) + ", iteration " + strconv.Itoa(res.Iteration), Kind: arena.SpecAdapter, Model: run.player}
+	cur := arena.Player{Name: "policy", Version: "stage " + strconv.Itoa(k) + ", iteration " + strconv.Itoa(res.Iteration), Kind: players.KindAdapter, Model: run.player}
 	dir := run.Path(EvalDir + "/cascade")
 	if partial {
 		dir += "-" + strconv.Itoa(res.Iteration)

@@ -18,6 +18,7 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -457,18 +458,18 @@ func (d *distillation) evaluate(ctx context.Context, student bool) ([]DistillEnv
 		a := rolloutArena(ro, d.ctxLen)
 		a.Envs = []arena.Env{{Name: t.Env, Params: engine.Params(t.Params), Game: d.games[i]}}
 		a.Episodes = d.o.EvalEpisodes
-		players := []arena.Player{
-			{Name: "base", Version: "base", Kind: arena.SpecBase, Model: model(inference.AdapterBase)},
-			{Name: "specialist", Version: "specialist", Kind: arena.SpecAdapter, Model: model(d.teachers[i])},
+		contestants := []arena.Player{
+			{Name: "base", Version: "base", Kind: players.KindBase, Model: model(inference.AdapterBase)},
+			{Name: "specialist", Version: "specialist", Kind: players.KindAdapter, Model: model(d.teachers[i])},
 		}
 		if student {
-			players = append(players, arena.Player{Name: "student", Version: "step " + strconv.Itoa(d.state.Step), Kind: arena.SpecAdapter, Model: model("")})
+			contestants = append(contestants, arena.Player{Name: "student", Version: "step " + strconv.Itoa(d.state.Step), Kind: players.KindAdapter, Model: model("")})
 		}
 		edir := filepath.Join(d.dir, "eval", t.Env)
 		if err := os.MkdirAll(edir, 0o755); err != nil {
 			return nil, err
 		}
-		rep, err := arena.Evaluate(ctx, a, edir, players, opps, arena.Hooks{})
+		rep, err := arena.Evaluate(ctx, a, edir, contestants, opps, arena.Hooks{})
 		if err != nil {
 			return nil, fmt.Errorf("distill: evaluate %s: %w", t.Env, err)
 		}

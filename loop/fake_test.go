@@ -21,6 +21,7 @@ import (
 	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/scripted"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -495,7 +496,7 @@ func FuzzDecodeOptions(f *testing.F) {
 			t.Errorf("validated options %+v", o)
 		}
 		for _, a := range r.Agents {
-			if strings.HasPrefix(a, OllamaAgent) {
+			if s, _ := players.Parse(a); s.Kind != players.KindPolicy && s.Kind != players.KindFrozen && s.Kind != players.KindScripted {
 				return // needs its opened players
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/omar-selfplay/omar/internal/cpuuse"
 	"github.com/omar-selfplay/omar/internal/errclip"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -270,11 +271,12 @@ type RolloutOptions struct {
 	Model       string `yaml:"model"`
 	Adapter     string `yaml:"adapter"`
 	FrozenModel string `yaml:"frozen_model"`
-	// Agents maps a seat name, "seat<N>", a role or "*" to policy, frozen,
-	// scripted, scripted:NAME or ollama:MODEL (an Ollama model at
-	// ollama_host, played at the message level, never trained).
-	Agents     map[string]string `yaml:"agents"`
-	OllamaHost string            `yaml:"ollama_host"`
+	// Agents maps a seat name, "seat<N>", a role or "*" to a player spec
+	// (players.Parse): policy (trained), frozen, scripted[:NAME], or a
+	// player that plays but is never trained: base, adapter:PATH,
+	// model:PATH, ollama:MODEL (an Ollama model at ollama_host, played at
+	// the message level).
+	Agents map[string]string `yaml:"agents"`
 
 	// Reply is how model seats reply (max_tokens, context,
 	// min_reply_tokens, temperature, top_k, top_p, min_p, grammar,
@@ -305,18 +307,14 @@ type RolloutOptions struct {
 	JudgeProcess bool   `yaml:"judge_process,omitempty"`
 	JudgeContext int    `yaml:"judge_context,omitempty"`
 
-	Threads int `yaml:"threads"`
-	// Contexts is the number of llama contexts over the model, each
-	// decoding its share of the episodes on threads threads
-	// (llama.Options.Contexts). 0 (the default) lets a run choose
+	// Backend opens the rollout's backends: threads, contexts, gpu_layers,
+	// kv_cache, llama_lib (machine-specific; the CLI fills it from
+	// --llama-lib or OMAR_LLAMA_LIB), ollama_host. Contexts is the number
+	// of llama contexts over the model, each decoding its share of the
+	// episodes on threads threads: 0 (the default) lets a run choose
 	// (AutoContexts) and record the choice in its config.yaml; elsewhere
 	// it is 1. The transcripts depend on it, not on the machine.
-	Contexts  int    `yaml:"contexts"`
-	GPULayers int    `yaml:"gpu_layers"`
-	KVCache   string `yaml:"kv_cache"` // "f16" (default), "f32" or "q8_0"
-	// LlamaLib is where the llama.cpp libraries are (machine-specific;
-	// the CLI fills it from --llama-lib or OMAR_LLAMA_LIB).
-	LlamaLib string `yaml:"llama_lib"`
+	players.Backend `yaml:",inline"`
 }
 
 // Defaults returns the rollout defaults: 16 episodes, selfplay.Options'
@@ -331,7 +329,7 @@ func (RolloutOptions) Defaults() RolloutOptions {
 	return RolloutOptions{
 		Episodes: 16, Parallel: d.Parallel, GroupSize: d.GroupSize, Seed: d.Seed,
 		Reply: d.Reply, MaxRetries: &retries,
-		Guard: &guard, Threads: 1, KVCache: "f16",
+		Guard: &guard, Backend: players.Backend{Threads: 1, KVCache: "f16"},
 	}
 }
 
@@ -376,6 +374,11 @@ func (c *RolloutOptions) validate() error {
 		return fmt.Errorf("max_legal %d: want -1 (never), 0 (the default) or a count", c.MaxLegal)
 	case !finite(c.InferReward) || c.InferReward < 0 || c.InferReward > 0 && c.Trace != selfplay.TraceToM:
 		return fmt.Errorf("infer_reward %v: want a number ≥ 0, and not 0 only with trace: %s", c.InferReward, selfplay.TraceToM)
+	}
+	for _, k := range engine.SortedKeys(c.Agents) {
+		if _, err := players.Parse(c.Agents[k]); err != nil {
+			return fmt.Errorf("agents: %s: %w", k, err)
+		}
 	}
 	if _, err := c.ThinkingSettings(); err != nil {
 		return err

@@ -11,10 +11,9 @@ import (
 
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
-	"github.com/omar-selfplay/omar/inference/llama"
-	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model/builtin"
+	"github.com/omar-selfplay/omar/players"
 )
 
 func init() {
@@ -47,6 +46,7 @@ func bindEval(f *optionFlags[arena.Config]) {
 	f.String("reference", "player the others are compared with (default: base, else the first)", func(c *C) *string { return &c.Reference })
 	f.Int("bootstrap", "bootstrap resamples per interval (default 1000)", func(c *C) *int { return &c.Bootstrap })
 	f.String("ollama-host", "Ollama server of ollama: players and --judge-ollama", func(c *C) *string { return &c.OllamaHost })
+	bindBackend(f, func(c *C) *players.Backend { return &c.Backend })
 	f.Float32("adapter-scale", "LoRA scale of adapter: players (default 1)", func(c *C) *float32 { return &c.AdapterScale })
 	f.String("judge-model", "GGUF model that judges SOTOPIA episodes", func(c *C) *string { return &c.JudgeModel })
 	f.String("judge-ollama", "Ollama model that judges SOTOPIA episodes", func(c *C) *string { return &c.JudgeOllama })
@@ -61,12 +61,6 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	bindEval(of)
 	params := fs.String("params", "", "game parameters as JSON, given to every environment, e.g. '{\"structured_only\":true}'")
 	scenarios := fs.String("scenarios", "", "curated (a game's curated set where it has one; the default) or seeds")
-	lib := fs.String("llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
-	threads := fs.Int("threads", llama.DefaultThreads(), "threads for token generation")
-	threadsBatch := fs.Int("threads-batch", llama.DefaultThreads(), "threads for prompt processing")
-	contexts := fs.Int("contexts", 1, "llama contexts per model, each on --threads threads (a model too small to split across threads uses a core per context)")
-	gpuLayers := fs.Int("gpu-layers", 0, "layers offloaded to a GPU backend (-1 all)")
-	kv := fs.String("kv", "f16", "KV cache type: f16, f32 or q8_0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,6 +68,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		return usagef("unexpected arguments %q", fs.Args())
 	}
 	cfg := arena.DefaultConfig()
+	cfg.LlamaLib = llamaLibEnv()
 	if *config != "" {
 		if err := decodeYAMLFile(*config, &cfg); err != nil {
 			return err
@@ -102,25 +97,12 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 			cfg.Envs[i].Scenarios = *scenarios
 		}
 	}
-	lo := llama.Options{}.Defaults()
-	if *lib != "" {
-		lo.LibDir = *lib
-	}
-	lo.Threads, lo.ThreadsBatch, lo.GPULayers, lo.Contexts = *threads, *threadsBatch, *gpuLayers, *contexts
-	var err error
-	if lo.KVType, err = llama.ParseKVType(*kv); err != nil {
-		return usagef("--kv %v", err)
-	}
-	if lo.KVType == llamacpp.KVTypeQ8_0 {
-		// A quantized V cache exists only inside flash attention.
-		lo.FlashAttention = llamacpp.FlashAttentionEnabled
-	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
 	if ps, qs, err := cfg.Specs(); err != nil {
 		return usageError{err}
-	} else if cfg.Model == "" && arena.NeedsModel(ps, qs) {
+	} else if cfg.Model == "" && players.NeedsModel(ps, qs) {
 		if cfg.Model, err = builtin.CacheFile(); err != nil {
 			return err
 		}
@@ -147,7 +129,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		Episode: func(arena.Result) { played++; bar.add(1) },
 	}
 	start := time.Now()
-	rep, lineup, err := cfg.Run(ctx, lo, hooks, env.stderr)
+	rep, lineup, err := cfg.Run(ctx, hooks, env.stderr)
 	if bar != nil {
 		bar.finish()
 	}

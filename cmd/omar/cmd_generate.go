@@ -11,6 +11,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/gbnf"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/players"
 )
 
 func init() {
@@ -45,20 +46,11 @@ func (f *llamaFlags) options() (llama.Options, error) {
 	if f.model == "" {
 		return llama.Options{}, fmt.Errorf("--model is required: %w", errUsage)
 	}
-	o := llama.Options{}.Defaults()
-	o.Model = f.model
-	if f.lib != "" {
-		o.LibDir = f.lib
-	}
-	o.Threads, o.ThreadsBatch = f.threads, f.threadsBatch
-	o.GPULayers = f.gpuLayers
-	o.Context = f.ctx
-	var err error
-	if o.KVType, err = llama.ParseKVType(f.kv); err != nil {
-		return o, fmt.Errorf("--kv %w: %w", err, errUsage)
-	}
-	if o.FlashAttention, err = llama.ParseFlashAttention(f.flashAttn); err != nil {
-		return o, fmt.Errorf("--flash-attn %w: %w", err, errUsage)
+	be := players.Backend{LlamaLib: f.lib, Threads: f.threads, ThreadsBatch: f.threadsBatch, GPULayers: f.gpuLayers,
+		KVCache: f.kv, FlashAttention: f.flashAttn}
+	o, err := be.Llama(f.model, "", llama.Options{}.Defaults().Parallel, f.ctx, "")
+	if err != nil {
+		return o, fmt.Errorf("%w: %w", err, errUsage)
 	}
 	return o, nil
 }
@@ -106,7 +98,7 @@ func runGenerate(ctx context.Context, env *cliEnv, args []string) error {
 			return fmt.Errorf("--grammar: %w", err)
 		}
 	}
-	b, err := llama.New(o)
+	b, err := players.OpenLlamaOptions(o)
 	if err != nil {
 		return err
 	}

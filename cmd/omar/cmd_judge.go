@@ -10,6 +10,7 @@ import (
 
 	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/sotopia"
 )
 
@@ -73,7 +74,7 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	f.opts.Label = f.label
 	o := loop.RescoreOptions{Judge: jc, Parallel: f.parallel, Sotopia: f.opts, Log: env.stderr,
-		Rollout: loop.RolloutOptions{LlamaLib: f.llamaLib, Threads: f.threads, GPULayers: f.gpuLayers, KVCache: "f16"}}
+		Rollout: loop.RolloutOptions{Backend: players.Backend{LlamaLib: f.llamaLib, Threads: f.threads, GPULayers: f.gpuLayers, KVCache: "f16"}}}
 	fs.Visit(func(fl *flag.Flag) { o.KeepContext = o.KeepContext || fl.Name == "context" })
 	w := env.stdout
 	if f.out != "" {

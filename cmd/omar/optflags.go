@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/players"
 )
 
 // optionFlags binds flags to the fields of an options value in one place:
@@ -160,6 +161,17 @@ func (f *optionFlags[T]) Given() []string { return f.given }
 // llamaLibEnv is the one place the library directory's environment
 // variable is read; --llama-lib overrides it.
 func llamaLibEnv() string { return os.Getenv("OMAR_LLAMA_LIB") }
+
+// bindBackend binds the flags of how backends are opened; be selects the
+// players.Backend inside T.
+func bindBackend[T any](f *optionFlags[T], be func(*T) *players.Backend) {
+	f.String("llama-lib", "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)", func(o *T) *string { return &be(o).LlamaLib })
+	f.Int("threads", "threads for token generation (default half the CPUs, at most 8)", func(o *T) *int { return &be(o).Threads })
+	f.Int("threads-batch", "threads for prompt processing (default --threads)", func(o *T) *int { return &be(o).ThreadsBatch })
+	f.Int("contexts", "llama contexts per model, each on --threads threads (a model too small to split across threads uses a core per context; default 1)", func(o *T) *int { return &be(o).Contexts })
+	f.Int("gpu-layers", "layers offloaded to a GPU backend (-1 all)", func(o *T) *int { return &be(o).GPULayers })
+	f.String("kv", "KV cache type: f16 (default), f32 or q8_0", func(o *T) *string { return &be(o).KVCache })
+}
 
 // bindRollout binds the flags that override a rollout's options; ro
 // selects them inside T.

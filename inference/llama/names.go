@@ -32,3 +32,21 @@ func ParseFlashAttention(name string) (llamacpp.FlashAttention, error) {
 	}
 	return 0, fmt.Errorf("%q: want off, on or auto", name)
 }
+
+// SetKVCache sets the K and V cache type by name ("" keeps the type set,
+// F16 by default). q8_0 turns flash attention on: a quantized V cache
+// exists only inside flash attention.
+func (o *Options) SetKVCache(name string) error {
+	if name == "" {
+		return nil
+	}
+	kv, err := ParseKVType(name)
+	if err != nil {
+		return err
+	}
+	o.KVType = kv
+	if kv == llamacpp.KVTypeQ8_0 {
+		o.FlashAttention = llamacpp.FlashAttentionEnabled
+	}
+	return nil
+}

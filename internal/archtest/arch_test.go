@@ -35,7 +35,7 @@ var layers = map[string]int{
 	// The catalogue, seats and trajectories, the trainer.
 	"envs": 4, "selfplay": 4, "train": 4,
 	// What plays or reads trajectories: the judge, exports.
-	"judge": 5, "export": 5,
+	"judge": 5, "export": 5, "players": 5,
 	// Evaluation and the proxy.
 	"arena": 6, "proxy": 6,
 	// The training run.
@@ -61,6 +61,7 @@ var forbidden = map[string][]string{
 	"selfplay": {"llamacpp"},
 	"export":   {"llamacpp", "train"},
 	"proxy":    {"llamacpp", "train"},
+	"players":  {"llamacpp", "train"},
 }
 
 // layer returns the layer of a package path (relative to the module).
