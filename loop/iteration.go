@@ -9,6 +9,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -322,7 +323,7 @@ func (r *Run) score(ctx context.Context, it int, m *Metrics, b *batch, sc *score
 // returns, and gives each item's sequence PPO's old logprobs and values.
 func (r *Run) estimate(m *Metrics, b *batch) error {
 	start := time.Now()
-	in := selfplay.AdvantageInput{Samples: make([]selfplay.Sample, len(b.keep))}
+	in := advantage.Input{Samples: make([]advantage.Sample, len(b.keep))}
 	for j := range b.keep {
 		in.Samples[j] = selfplay.SampleOf(b.item(j), b.scores[j].Values)
 	}

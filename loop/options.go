@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
@@ -37,10 +38,10 @@ type Options struct {
 	// ("tiny", "base", "small").
 	ModelPreset string `yaml:"model_preset"`
 	ModelArch   string `yaml:"model_arch"`
-	// Estimator names a selfplay estimator; EstimatorParams tune it.
-	Estimator       string                   `yaml:"estimator"`
-	EstimatorParams selfplay.EstimatorParams `yaml:"estimator_params"`
-	Train           train.Options            `yaml:"train"`
+	// Estimator names an advantage estimator; EstimatorParams tune it.
+	Estimator       string           `yaml:"estimator"`
+	EstimatorParams advantage.Params `yaml:"estimator_params"`
+	Train           train.Options    `yaml:"train"`
 	// CheckpointEvery writes a checkpoint every n iterations (and always
 	// at the end and on interrupt).
 	CheckpointEvery int `yaml:"checkpoint_every"`
@@ -129,8 +130,8 @@ func (Options) Defaults() Options {
 		Rollout:         r,
 		ModelPreset:     BuiltinPreset,
 		ModelArch:       "llama",
-		Estimator:       selfplay.DefaultEstimator,
-		EstimatorParams: selfplay.EstimatorParams{}.Defaults(),
+		Estimator:       advantage.Default,
+		EstimatorParams: advantage.Params{}.Defaults(),
 		Train:           t,
 		CheckpointEvery: 1,
 		Eval:            eval,
@@ -203,7 +204,7 @@ func (o *Options) validate() error {
 	if err := o.EstimatorParams.Validate(); err != nil {
 		return fmt.Errorf("estimator_params: %w", err)
 	}
-	if _, err := selfplay.NewEstimator(o.Estimator, o.EstimatorParams); err != nil {
+	if _, err := advantage.New(o.Estimator, o.EstimatorParams); err != nil {
 		return fmt.Errorf("estimator: %w", err)
 	}
 	if g := o.Rollout.GroupSize; g > 1 && o.Rollout.Episodes%g != 0 {

@@ -23,7 +23,7 @@ var layers = map[string]int{
 	// Leaves: no repository imports, or only other leaves.
 	"seeds": 0, "gguf": 0, "internal": 0, "chart": 0, "model/builtin": 0,
 	"llamacpp/cpuvariant": 0, "judge/judgetest": 0, "inference/gbnf": 0,
-	"chattemplate": 0,
+	"chattemplate": 0, "advantage": 0,
 	// The runtime, the bindings, the model writer.
 	"engine": 1, "llamacpp": 1, "model": 1,
 	// Environments' shared parts and the inference seam.
