@@ -61,7 +61,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	out := fs.String("out", "", "run directory (default runs/selfplay-<time>)")
 	overwrite := fs.Bool("overwrite", false, "start afresh in an --out directory that holds a previous run (its files are replaced)")
 	ui := fs.String("ui", "", "serve a live training dashboard on this address, e.g. 127.0.0.1:8090 (its secret: $"+serveSecretEnv+", else drawn and printed)")
-	of := newOptionFlags[loop.Options](fs)
+	of := newOptionFlags(fs, loop.Options{}.Defaults())
 	bindSelfplay(of)
 	if err := fs.Parse(args); err != nil {
 		return err

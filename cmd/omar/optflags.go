@@ -20,7 +20,10 @@ import (
 // the command line records a setter that Apply runs after the config file
 // is read (flags override the file).
 type optionFlags[T any] struct {
-	fs    *flag.FlagSet
+	fs *flag.FlagSet
+	// def are the options without flags: -h shows each field's value
+	// there as the flag's default.
+	def   T
 	sets  []func(*T) error
 	given []string
 }
@@ -28,8 +31,8 @@ type optionFlags[T any] struct {
 // newOptionFlags returns the flags of an options value, with --set
 // KEY=VALUE: a dotted YAML key of the config (train.lr=1e-4) set as the
 // config file would set it, checked as strictly (setYAML).
-func newOptionFlags[T any](fs *flag.FlagSet) *optionFlags[T] {
-	f := &optionFlags[T]{fs: fs}
+func newOptionFlags[T any](fs *flag.FlagSet, def T) *optionFlags[T] {
+	f := &optionFlags[T]{fs: fs, def: def}
 	f.Func("set", "set a config key, dotted, as the YAML file would (repeatable): --set train.lr=1e-4 --set rollout.env=casino", func(o *T, v string) error {
 		return setYAML(o, v)
 	})
@@ -96,11 +99,13 @@ func (f *optionFlags[T]) Bool(name, usage string, field func(*T) *bool) {
 		f.sets = append(f.sets, func(o *T) error { *field(o) = b; return nil })
 		return nil
 	})
+	f.showDefault(name, *field(&f.def))
 }
 
 // String binds a string field.
 func (f *optionFlags[T]) String(name, usage string, field func(*T) *string) {
 	f.Func(name, usage, func(o *T, v string) error { *field(o) = v; return nil })
+	f.showDefault(name, *field(&f.def))
 }
 
 // Int binds an int field.
@@ -110,6 +115,7 @@ func (f *optionFlags[T]) Int(name, usage string, field func(*T) *int) {
 		*field(o) = n
 		return numErr(err)
 	})
+	f.showDefault(name, *field(&f.def))
 }
 
 // Uint64 binds a uint64 field.
@@ -119,6 +125,7 @@ func (f *optionFlags[T]) Uint64(name, usage string, field func(*T) *uint64) {
 		*field(o) = n
 		return numErr(err)
 	})
+	f.showDefault(name, *field(&f.def))
 }
 
 // Float32 binds a float32 field.
@@ -128,6 +135,7 @@ func (f *optionFlags[T]) Float32(name, usage string, field func(*T) *float32) {
 		*field(o) = float32(n)
 		return numErr(err)
 	})
+	f.showDefault(name, *field(&f.def))
 }
 
 // Strings binds a comma-separated list.
@@ -136,6 +144,13 @@ func (f *optionFlags[T]) Strings(name, usage string, field func(*T) *[]string) {
 		*field(o) = strings.Split(v, ",")
 		return nil
 	})
+	f.showDefault(name, strings.Join(*field(&f.def), ","))
+}
+
+// showDefault records v, the field's value without flags, as the flag's
+// default for -h.
+func (f *optionFlags[T]) showDefault(name string, v any) {
+	f.fs.Lookup(name).DefValue = fmt.Sprint(v)
 }
 
 func numErr(err error) error {
