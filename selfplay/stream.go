@@ -77,12 +77,17 @@ func SamplingSeed(seed uint64, episode int) uint64 {
 }
 
 // NewSeatStream returns the stream of seat played by p, with its requests
-// sent straight to p's backend (Act).
+// sent straight to p's backend (Act). o.ChatTemplate is not read here:
+// it is applied where p's model is loaded.
 func NewSeatStream(p *Player, seat engine.Seat, o StreamOptions) (*SeatStream, error) {
 	if p == nil || p.Backend == nil {
 		return nil, errors.New("selfplay: seat stream: no backend")
 	}
-	if err := o.Reply.Validate(); err != nil {
+	// A template file is read once, where the model is loaded; a seat of
+	// every served episode must not depend on it still being there.
+	r := o.Reply
+	r.ChatTemplate = ""
+	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("selfplay: seat stream: %w", err)
 	}
 	return newSeatStream(p, seat, o, Trajectory{}, false), nil
