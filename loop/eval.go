@@ -151,6 +151,22 @@ func (r *Run) evalDue(it int) bool {
 	return it == 0 || it%e.Every == 0 || it == r.opts.Iterations
 }
 
+// EvalsAfter is the number of held-out evaluations the run plays after
+// iteration it: those of the later iterations, and with it = 0 the
+// starting policy's when it is due and not yet played.
+func (r *Run) EvalsAfter(it int) int {
+	n := 0
+	if it == 0 && r.state.Evals == 0 && r.evalDue(0) {
+		n++
+	}
+	for k := it + 1; k <= r.opts.Iterations; k++ {
+		if r.evalDue(k) {
+			n++
+		}
+	}
+	return n
+}
+
 // arenaOptions are the evaluation's arena options: the run's reply
 // settings, so the policy is measured as it plays, at eval.temperature
 // where the section sets one.

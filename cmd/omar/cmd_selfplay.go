@@ -17,6 +17,7 @@ import (
 	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/cluster"
+	"github.com/omar-selfplay/omar/internal/eta"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/web"
 )
@@ -202,43 +203,69 @@ func printRunEnd(ctx context.Context, env *cliEnv, run *loop.Run, dir string) er
 // on a terminal, shows a progress bar.
 func attachSelfplay(run *loop.Run, env *cliEnv) {
 	total := run.Options().Iterations
+	var est eta.Estimator
+	// left is the estimated time left during iteration it (or after it,
+	// when done), counting the evaluations still to play.
+	left := func(it int, done bool) string {
+		iters, evals := total-it, run.EvalsAfter(it-1)
+		if done {
+			evals = run.EvalsAfter(it)
+		} else {
+			iters-- // the current one's remaining phases are counted apart
+		}
+		d, ok := est.Left(time.Now(), max(0, iters), evals)
+		if !ok {
+			return "eta measuring"
+		}
+		return "eta " + d.Round(time.Second).String()
+	}
 	var bar *progressbar.ProgressBar
 	if env.interactive {
 		bar = iterationBar(run, env.stderr)
 	}
+	phase := ""
+	run.Hooks.Phase = func(it int, name string) {
+		est.Enter(name, time.Now())
+		if phase = name; bar != nil {
+			bar.Describe(fmt.Sprintf("iteration %d: %s · %s", it, name, left(it, false)))
+		}
+	}
+	if bar != nil {
+		run.Hooks.Episode = func(it, done, n int) {
+			bar.Describe(fmt.Sprintf("iteration %d: %s %d/%d episodes · %s", it, phase, done, n, left(it, false)))
+		}
+	}
 	run.Hooks.Iteration = func(m *loop.Metrics) {
+		est.Finish(time.Now())
+		line := m.Line(total)
+		if m.Iteration < total {
+			line += "  " + left(m.Iteration, true)
+		}
 		if bar != nil {
-			bar.Describe(fmt.Sprintf("iteration %d: reward %.3f", m.Iteration, m.RewardMean))
+			bar.Describe(fmt.Sprintf("iteration %d: reward %.3f · %s", m.Iteration, m.RewardMean, left(m.Iteration, true)))
 			bar.Set(m.Iteration)
 			// The summary line goes to stdout next; the bar is drawn
 			// again by its next update.
 			bar.Clear()
 		}
-		fmt.Fprintln(env.stdout, m.Line(total))
+		fmt.Fprintln(env.stdout, line)
 		if err := plotRun(run); err != nil {
 			fmt.Fprintf(env.stderr, "selfplay: reward plot: %v\n", err)
 		}
 	}
 }
 
-// iterationBar shows an iteration bar and the current phase on w.
+// iterationBar shows an iteration bar on w; its description carries the
+// phase and the time left (attachSelfplay), which counts evaluations as
+// the bar's own prediction from iterations alone would not.
 func iterationBar(run *loop.Run, w io.Writer) *progressbar.ProgressBar {
 	bar := progressbar.NewOptions(run.Options().Iterations,
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription("selfplay"),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionClearOnFinish(),
 	)
 	bar.Set(run.State().Iteration)
-	phase := ""
-	run.Hooks.Phase = func(it int, name string) {
-		phase = name
-		bar.Describe(fmt.Sprintf("iteration %d: %s", it, name))
-	}
-	run.Hooks.Episode = func(it, done, total int) {
-		bar.Describe(fmt.Sprintf("iteration %d: %s %d/%d episodes", it, phase, done, total))
-	}
 	return bar
 }

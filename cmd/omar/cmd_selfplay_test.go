@@ -151,7 +151,10 @@ func TestSelfplayCorruptCheckpoint(t *testing.T) {
 
 func TestSelfplayRefusesPreviousRun(t *testing.T) {
 	dir := t.TempDir()
+	// A run that finished an iteration (a start that failed before one
+	// leaves a directory that is reused: loop's TestClearRunDir).
 	os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("iterations: 1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(`{"iteration":1}`+"\n"), 0o644)
 	_, stderr, code := runCLI(t, "selfplay", "--out", dir)
 	if code != 2 || !strings.Contains(stderr, "--resume") || !strings.Contains(stderr, "--overwrite") {
 		t.Errorf("exit %d, stderr %q; want a usage error naming --resume and --overwrite", code, stderr)

@@ -61,12 +61,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	policy := fs.String("policy", "", "policy model (GGUF) also served on OpenAI-compatible /v1/chat/completions and /v1/completions; calls are recorded for training (docs/proxy.md)")
 	policyAdapter := fs.String("policy-adapter", "", "LoRA adapter of --policy")
 	policyKey := fs.String("policy-key", "", "bearer token the proxy's completion calls need (default: $"+policyKeyEnv+", else none: open to whoever reaches the server)")
-	ho := web.HTTPOptions{}.Defaults()
-	fs.DurationVar(&ho.ReadHeaderTimeout, "read-header-timeout", ho.ReadHeaderTimeout, "time a client has to send a request's headers")
-	fs.DurationVar(&ho.ReadTimeout, "read-timeout", ho.ReadTimeout, "time a client has to send a whole request, body included")
-	fs.DurationVar(&ho.WriteTimeout, "write-timeout", ho.WriteTimeout, "time a response may take from its request's headers (above --max-wait and the longest proxy call; 0 none)")
-	fs.DurationVar(&ho.IdleTimeout, "idle-timeout", ho.IdleTimeout, "an idle keep-alive connection is closed after this")
-	fs.IntVar(&ho.MaxConns, "max-conns", ho.MaxConns, "open connections at most (beyond: 503); lowered to fit the open-file limit")
+	ho := bindHTTP(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -139,9 +134,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		defer closer.Close()
 		handler = h
 	}
-	hs := web.NewHTTPServer(handler, ho)
+	hs := web.NewHTTPServer(handler, *ho)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(web.Listener(ln, ho)) }()
+	go func() { errc <- hs.Serve(web.Listener(ln, *ho)) }()
 	select {
 	case err := <-errc:
 		return err
@@ -182,4 +177,16 @@ func servedReply(fs *flag.FlagSet, rf *optionFlags[selfplay.Reply], dir string, 
 		}
 	}
 	return rf.Apply(reply)
+}
+
+// bindHTTP binds the flags of the HTTP server's timeouts and connection
+// cap.
+func bindHTTP(fs *flag.FlagSet) *web.HTTPOptions {
+	ho := web.HTTPOptions{}.Defaults()
+	fs.DurationVar(&ho.ReadHeaderTimeout, "read-header-timeout", ho.ReadHeaderTimeout, "time a client has to send a request's headers")
+	fs.DurationVar(&ho.ReadTimeout, "read-timeout", ho.ReadTimeout, "time a client has to send a whole request, body included")
+	fs.DurationVar(&ho.WriteTimeout, "write-timeout", ho.WriteTimeout, "time a response may take from its request's headers (above --max-wait and the longest proxy call; 0 none)")
+	fs.DurationVar(&ho.IdleTimeout, "idle-timeout", ho.IdleTimeout, "an idle keep-alive connection is closed after this")
+	fs.IntVar(&ho.MaxConns, "max-conns", ho.MaxConns, "open connections at most (beyond: 503); lowered to fit the open-file limit")
+	return &ho
 }
