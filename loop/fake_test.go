@@ -21,6 +21,7 @@ import (
 	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/scripted"
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -440,7 +441,7 @@ func TestValidateNamesFields(t *testing.T) {
 	}
 }
 
-func TestDecodeYAML(t *testing.T) {
+func TestDecodeOptions(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
@@ -459,7 +460,7 @@ func TestDecodeYAML(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Options{}.Defaults()
-			err := DecodeYAML(strings.NewReader(tc.in), &o)
+			err := strictyaml.Decode(strings.NewReader(tc.in), &o)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("got %v", err)
@@ -482,7 +483,7 @@ func FuzzDecodeOptions(f *testing.F) {
 	f.Add("rollout:\n  <<: {episodes: 2.5}\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		o := Options{}.Defaults()
-		if err := DecodeYAML(strings.NewReader(in), &o); err != nil {
+		if err := strictyaml.Decode(strings.NewReader(in), &o); err != nil {
 			return
 		}
 		if err := o.Validate(); err != nil {

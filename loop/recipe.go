@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 )
 
 // RecipeFile is a recipe's config in its directory (cascade,
@@ -25,7 +27,7 @@ func RecipeConfig[T interface{ Validate() error }](dir, path string, resume bool
 		if path != "" {
 			return def, errors.New("a resumed recipe continues with its own config: no config file")
 		}
-		if err := DecodeYAMLFile(file, &def); err != nil {
+		if err := strictyaml.DecodeFile(file, &def); err != nil {
 			return def, fmt.Errorf("resume: %w", err)
 		}
 		return def, nil
@@ -34,7 +36,7 @@ func RecipeConfig[T interface{ Validate() error }](dir, path string, resume bool
 		return def, fmt.Errorf("%s holds a recipe already: resume it, or choose another directory", dir)
 	}
 	if path != "" {
-		if err := DecodeYAMLFile(path, &def); err != nil {
+		if err := strictyaml.DecodeFile(path, &def); err != nil {
 			return def, err
 		}
 	}

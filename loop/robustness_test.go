@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 )
 
 // TestConfigErrorsBounded: a 5 MB config value is refused without being
@@ -18,9 +20,9 @@ func TestConfigErrorsBounded(t *testing.T) {
 		t.Errorf("Validate: got a %d-byte error, want one naming model_preset in at most 2048 bytes", len(errString(err)))
 	}
 	var ro RolloutOptions
-	err = DecodeYAML(strings.NewReader("threads: "+huge+"\n"), &ro)
+	err = strictyaml.Decode(strings.NewReader("threads: "+huge+"\n"), &ro)
 	if err == nil || len(err.Error()) > 2048 {
-		t.Errorf("DecodeYAML: got a %d-byte error, want one of at most 2048 bytes", len(errString(err)))
+		t.Errorf("strictyaml.Decode: got a %d-byte error, want one of at most 2048 bytes", len(errString(err)))
 	}
 }
 

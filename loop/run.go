@@ -16,6 +16,7 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/internal/cpuuse"
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/internal/tensorboard"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/model/builtin"
@@ -184,7 +185,7 @@ func ReadConfig(dir string) (Options, error) {
 	// written since records every key).
 	o.Rollout.Guard = &selfplay.GuardOptions{}
 	o.League.Enabled, o.Eval.Every = false, 0
-	if err := DecodeYAMLFile(filepath.Join(dir, ConfigFile), &o); err != nil {
+	if err := strictyaml.DecodeFile(filepath.Join(dir, ConfigFile), &o); err != nil {
 		return o, fmt.Errorf("resume: %w", err)
 	}
 	return o, nil

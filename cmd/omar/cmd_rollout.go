@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
 )
 
@@ -12,9 +13,9 @@ func init() {
 	register(command{name: "rollout", summary: "play episodes with one policy on every seat and write trajectories", run: runRollout})
 }
 
-// decodeYAMLFile decodes a config file strictly (loop.DecodeYAML: unknown
+// decodeYAMLFile decodes a config file strictly (strictyaml.Decode: unknown
 // keys and second documents are errors naming their line).
-func decodeYAMLFile(path string, v any) error { return loop.DecodeYAMLFile(path, v) }
+func decodeYAMLFile(path string, v any) error { return strictyaml.DecodeFile(path, v) }
 
 func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "rollout")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/cluster"
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/web"
@@ -94,7 +95,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	case *config != "":
-		if err := loop.DecodeYAMLFile(*config, &o); err != nil {
+		if err := strictyaml.DecodeFile(*config, &o); err != nil {
 			return err
 		}
 	}
