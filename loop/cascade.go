@@ -15,6 +15,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 // CascadeOptions are Cascade RL (SocialRL-Neg): one policy trained on one
@@ -125,7 +126,7 @@ func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Ru
 		if r.Best {
 			best, bestMean = r.Adapter, r.Mean
 			if best == "" { // a line from before Adapter was recorded
-				best = filepath.Join(dir, "stage-"+strconv.Itoa(r.Stage), AdapterFile)
+				best = filepath.Join(dir, "stage-"+strconv.Itoa(r.Stage), runfiles.AdapterFile)
 			}
 		}
 		if !r.Partial {
@@ -142,7 +143,7 @@ func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Ru
 		}
 		sdir := filepath.Join(dir, "stage-"+strconv.Itoa(k+1))
 		mode := Fresh
-		if _, err := os.Stat(filepath.Join(sdir, ConfigFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(sdir, runfiles.ConfigFile)); err == nil {
 			if ro, err = ReadConfig(sdir); err != nil {
 				return nil, err
 			}
@@ -161,7 +162,7 @@ func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Ru
 				return err
 			}
 			if res.Best = res.Mean > bestMean; res.Best {
-				res.Adapter = run.Path(AdapterFile)
+				res.Adapter = run.Path(runfiles.AdapterFile)
 				if partial {
 					// Later iterations of the stage overwrite adapter.gguf.
 					b, err := os.ReadFile(res.Adapter)
@@ -219,7 +220,7 @@ func evaluateStage(ctx context.Context, o CascadeOptions, run *Run, k int, parti
 		return res, err
 	}
 	cur := arena.Player{Name: "policy", Version: "stage " + strconv.Itoa(k) + ", iteration " + strconv.Itoa(res.Iteration), Kind: arena.SpecAdapter, Model: run.player}
-	dir := run.Path(EvalDir + "/cascade")
+	dir := run.Path(runfiles.EvalDir + "/cascade")
 	if partial {
 		dir += "-" + strconv.Itoa(res.Iteration)
 	}

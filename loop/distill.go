@@ -18,6 +18,7 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -306,7 +307,7 @@ func trainSpecialist(ctx context.Context, o DistillOptions, t DistillTeacher, sd
 	ro := o.Run
 	ro.Rollout.Env, ro.Rollout.Params, ro.Iterations = t.Env, t.Params, t.Iterations
 	mode := Fresh
-	if _, err := os.Stat(filepath.Join(sdir, ConfigFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(sdir, runfiles.ConfigFile)); err == nil {
 		var err error
 		if ro, err = ReadConfig(sdir); err != nil {
 			return "", err
@@ -324,7 +325,7 @@ func trainSpecialist(ctx context.Context, o DistillOptions, t DistillTeacher, sd
 	if err := run.Train(ctx); err != nil && !errors.Is(err, ErrStopped) {
 		return "", err
 	}
-	return run.Path(AdapterFile), nil
+	return run.Path(runfiles.AdapterFile), nil
 }
 
 // distillation is an open distillation: one llama backend serving the
@@ -355,7 +356,7 @@ func openDistill(o DistillOptions, dir string, adapters []string) (_ *distillati
 	}()
 	ro := o.Run.Rollout
 	if ro.Model == "" {
-		path, err := filepath.Abs(filepath.Join(dir, ModelFile))
+		path, err := filepath.Abs(filepath.Join(dir, runfiles.ModelFile))
 		if err != nil {
 			return nil, err
 		}

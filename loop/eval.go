@@ -14,6 +14,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/internal/atomicfile"
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -96,14 +97,6 @@ func meanBy(cells []arena.Cell, key func(arena.Cell) string) (map[string]float64
 	}
 	return sums, all
 }
-
-// EvalFile holds a line per evaluation of a run; EvalDir the arena's
-// files of each (eval/iter-N/).
-const (
-	EvalFile = "eval.jsonl"
-	EvalDir  = "eval"
-	BestDir  = "best"
-)
 
 // Evaluation is one held-out evaluation of a run's policy: one line of
 // eval.jsonl.
@@ -194,7 +187,7 @@ func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
 	}
 	cur := arena.Player{Name: evalPlayer, Version: "iteration " + strconv.Itoa(it), Kind: arena.SpecAdapter,
 		Model: &selfplay.Player{Label: r.player.Label, Backend: r.player.Backend, Tokenizer: r.player.Tokenizer}}
-	dir := r.Path(filepath.Join(EvalDir, "iter-"+strconv.Itoa(it)))
+	dir := r.Path(filepath.Join(runfiles.EvalDir, "iter-"+strconv.Itoa(it)))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -211,7 +204,7 @@ func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := appendFile(r.Path(EvalFile), append(b, '\n')); err != nil {
+	if err := appendFile(r.Path(runfiles.EvalFile), append(b, '\n')); err != nil {
 		return nil, err
 	}
 	if it > 0 && (r.state.BestIteration == 0 || ev.Mean > r.state.BestEval) {
@@ -224,21 +217,21 @@ func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
 
 // keepBest copies the current adapter to best/ with its evaluation.
 func (r *Run) keepBest(it int, ev *Evaluation) error {
-	if err := os.MkdirAll(r.Path(BestDir), 0o755); err != nil {
+	if err := os.MkdirAll(r.Path(runfiles.BestDir), 0o755); err != nil {
 		return err
 	}
-	b, err := os.ReadFile(r.Path(AdapterFile))
+	b, err := os.ReadFile(r.Path(runfiles.AdapterFile))
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(r.Path(filepath.Join(BestDir, AdapterFile)), b); err != nil {
+	if err := writeFileAtomic(r.Path(filepath.Join(runfiles.BestDir, runfiles.AdapterFile)), b); err != nil {
 		return err
 	}
 	js, err := json.MarshalIndent(ev, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(r.Path(filepath.Join(BestDir, "eval.json")), append(js, '\n')); err != nil {
+	if err := writeFileAtomic(r.Path(filepath.Join(runfiles.BestDir, "eval.json")), append(js, '\n')); err != nil {
 		return err
 	}
 	r.state.BestIteration, r.state.BestEval = it, ev.Mean
@@ -248,9 +241,6 @@ func (r *Run) keepBest(it int, ev *Evaluation) error {
 // writeFileAtomic writes path so that a crash leaves the old file or the
 // new one (package atomicfile).
 func writeFileAtomic(path string, b []byte) error { return atomicfile.Write(path, b, 0o644) }
-
-// CompareDir holds the before-and-after comparison of a run.
-const CompareDir = "compare"
 
 // Compare plays the starting model (the base weights) and the trained
 // policy side by side against the eval section's opponents on the same
@@ -275,7 +265,7 @@ func (r *Run) Compare(ctx context.Context, h arena.Hooks) (*arena.Report, error)
 	}
 	o := r.arenaOptions()
 	o.Reference = "base"
-	dir := r.Path(CompareDir)
+	dir := r.Path(runfiles.CompareDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -301,7 +291,7 @@ func (r *Run) Compare(ctx context.Context, h arena.Hooks) (*arena.Report, error)
 // importEval adds to the evaluation in dir what the policy played in the
 // held-out evaluation after it iterations, as p's results.
 func (r *Run) importEval(dir string, o arena.Options, it int, p arena.Player) error {
-	src := r.Path(filepath.Join(EvalDir, "iter-"+strconv.Itoa(it)))
+	src := r.Path(filepath.Join(runfiles.EvalDir, "iter-"+strconv.Itoa(it)))
 	if _, err := arena.Import(dir, src, o, evalPlayer, p); err != nil {
 		return fmt.Errorf("compare: %w", err)
 	}

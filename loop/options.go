@@ -17,6 +17,7 @@ import (
 	"github.com/omar-selfplay/omar/internal/cpuuse"
 	"github.com/omar-selfplay/omar/internal/errclip"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -73,7 +74,7 @@ type EarlyStop struct {
 }
 
 // reason returns why the run should stop after metrics m, or "".
-func (c EarlyStop) reason(firstEntropy float64, m *Metrics) string {
+func (c EarlyStop) reason(firstEntropy float64, m *runfiles.Metrics) string {
 	if c.MaxKLRef > 0 && m.KLRef > c.MaxKLRef {
 		return fmt.Sprintf("kl_ref %.3f > max_kl_ref %.3f", m.KLRef, c.MaxKLRef)
 	}

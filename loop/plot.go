@@ -7,33 +7,31 @@ import (
 
 	"github.com/omar-selfplay/omar/chart"
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/runfiles"
 )
-
-// RewardPlot is the picture of a run's reward per role in its directory.
-const RewardPlot = "reward.svg"
 
 // PlotReward redraws the run's reward.svg from its metrics.jsonl and
 // eval.jsonl (nothing before the first iteration).
 func (r *Run) PlotReward() error {
-	ms, err := ReadMetrics(r.Path(MetricsFile))
+	ms, err := runfiles.ReadMetrics(r.Path(runfiles.MetricsFile))
 	if errors.Is(err, os.ErrNotExist) || err == nil && len(ms) == 0 {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	evals, err := ReadEvaluations(r.Path(EvalFile))
+	evals, err := ReadEvaluations(r.Path(runfiles.EvalFile))
 	if err != nil {
 		return err
 	}
 	lo, hi := r.Game().RewardRange()
-	return os.WriteFile(r.Path(RewardPlot), RewardSVG(r.Game().ID(), ms, evals, lo, hi), 0o644)
+	return os.WriteFile(r.Path(runfiles.RewardPlot), RewardSVG(r.Game().ID(), ms, evals, lo, hi), 0o644)
 }
 
 // RewardSVG draws mean reward per role against iteration, with the
 // held-out evaluations' reward per side dashed beside it, from the one
 // before the first iteration (x = 0) on.
-func RewardSVG(title string, ms []Metrics, evals []Evaluation, lo, hi float64) []byte {
+func RewardSVG(title string, ms []runfiles.Metrics, evals []Evaluation, lo, hi float64) []byte {
 	roles, sides := map[string]bool{}, map[string]bool{}
 	for _, m := range ms {
 		for role := range m.Reward {

@@ -3,10 +3,12 @@ package loop
 import (
 	"strings"
 	"testing"
+
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 func TestRewardSVG(t *testing.T) {
-	ms := []Metrics{
+	ms := []runfiles.Metrics{
 		{Iteration: 1, Reward: map[string]float64{"buyer": .2, "seller": .5}},
 		{Iteration: 2, Reward: map[string]float64{"buyer": .4, "seller": .45}, Eval: map[string]float64{"buyer": .3}},
 	}

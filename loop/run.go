@@ -20,6 +20,7 @@ import (
 	"github.com/omar-selfplay/omar/internal/tensorboard"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/model/builtin"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -71,28 +72,12 @@ type Hooks struct {
 	// Iteration is called with each completed iteration's metrics (and
 	// its held-out evaluation, when one was due), after they are written
 	// to metrics.jsonl and before the checkpoint.
-	Iteration func(m *Metrics)
+	Iteration func(m *runfiles.Metrics)
 }
 
 // ErrStopped is returned by Step and Train once early stopping has ended a
 // run (State().Stopped says why).
 var ErrStopped = errors.New("loop: stopped early")
-
-// The files a run writes into its directory.
-const (
-	ConfigFile       = "config.yaml"
-	ModelFile        = "model.gguf"
-	MetricsFile      = "metrics.jsonl"
-	EpisodesFile     = "episodes.jsonl"
-	TrajectoriesFile = "trajectories.jsonl"
-	AdapterFile      = "adapter.gguf"
-	CheckpointDir    = "checkpoint"
-)
-
-// runFiles are removed when a run starts afresh over a previous one
-// (reward.svg is the CLI's plot; nats and cluster package cluster's
-// server storage and worker cache).
-var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir, EvalFile, EvalDir, BestDir, LeagueDir, CompareDir, "nats", "cluster", DefaultTensorBoardDir}
 
 // State is a run's own part of a checkpoint (the trainer writes its own
 // files next to it).
@@ -185,7 +170,7 @@ func ReadConfig(dir string) (Options, error) {
 	// written since records every key).
 	o.Rollout.Guard = &selfplay.GuardOptions{}
 	o.League.Enabled, o.Eval.Every = false, 0
-	if err := strictyaml.DecodeFile(filepath.Join(dir, ConfigFile), &o); err != nil {
+	if err := strictyaml.DecodeFile(filepath.Join(dir, runfiles.ConfigFile), &o); err != nil {
 		return o, fmt.Errorf("resume: %w", err)
 	}
 	return o, nil
@@ -212,13 +197,13 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 			r.Close()
 		}
 	}()
-	if err := os.MkdirAll(filepath.Join(dir, CheckpointDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, runfiles.CheckpointDir), 0o755); err != nil {
 		return nil, err
 	}
 	if o.Rollout.Model == "" && parts == nil {
 		// Absolute: config.yaml records it, and a resume may run from
 		// another working directory than the one dir was relative to.
-		path, err := filepath.Abs(filepath.Join(dir, ModelFile))
+		path, err := filepath.Abs(filepath.Join(dir, runfiles.ModelFile))
 		if err != nil {
 			return nil, err
 		}
@@ -249,7 +234,7 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 		}
 		// Atomic: a full disk leaves no config.yaml rather than a cut
 		// one that a resume would misread.
-		if err := writeFileAtomic(filepath.Join(dir, ConfigFile), b); err != nil {
+		if err := writeFileAtomic(filepath.Join(dir, runfiles.ConfigFile), b); err != nil {
 			return nil, err
 		}
 	}
@@ -414,13 +399,13 @@ func (r *Run) Path(name string) string { return filepath.Join(r.dir, name) }
 // overwrite, in which case it removes the previous run's files (only
 // those).
 func clearRunDir(dir string, overwrite bool) error {
-	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, runfiles.ConfigFile)); err != nil {
 		return nil
 	}
 	if !overwrite {
 		return &PreviousRunError{Dir: dir}
 	}
-	for _, f := range runFiles {
+	for _, f := range runfiles.All() {
 		if err := os.RemoveAll(filepath.Join(dir, f)); err != nil {
 			return err
 		}
@@ -457,7 +442,7 @@ func (r *Run) Train(ctx context.Context) error {
 // so an interrupt always leaves a checkpoint at an iteration boundary and
 // a resumed run continues exactly. An interrupted Step returns
 // context.Canceled once the checkpoint is written.
-func (r *Run) Step(ctx context.Context) (*Metrics, error) {
+func (r *Run) Step(ctx context.Context) (*runfiles.Metrics, error) {
 	if r.state.Stopped != "" {
 		return nil, ErrStopped
 	}
@@ -501,7 +486,7 @@ func (r *Run) Step(ctx context.Context) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := appendFile(r.Path(MetricsFile), append(b, '\n')); err != nil {
+	if err := appendFile(r.Path(runfiles.MetricsFile), append(b, '\n')); err != nil {
 		return nil, err
 	}
 	if err := r.logScalars(it, b); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 // tinyOptions is a small sealed-bid run on the tiny llama model
@@ -103,11 +104,11 @@ func TestResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := stable(t, filepath.Join(straight, MetricsFile)), stable(t, filepath.Join(broken, MetricsFile)); a != b {
+	if a, b := stable(t, filepath.Join(straight, runfiles.MetricsFile)), stable(t, filepath.Join(broken, runfiles.MetricsFile)); a != b {
 		t.Errorf("metrics after resume:\n%s\nwant\n%s", b, a)
 	}
-	a, _ := os.ReadFile(filepath.Join(straight, AdapterFile))
-	b, _ := os.ReadFile(filepath.Join(broken, AdapterFile))
+	a, _ := os.ReadFile(filepath.Join(straight, runfiles.AdapterFile))
+	b, _ := os.ReadFile(filepath.Join(broken, runfiles.AdapterFile))
 	if len(a) == 0 || !bytes.Equal(a, b) {
 		t.Errorf("adapter bytes differ after resume (%d and %d bytes)", len(a), len(b))
 	}
@@ -129,7 +130,7 @@ func TestInterruptCheckpointFails(t *testing.T) {
 	r.Hooks.Phase = func(it int, phase string) {
 		if it == 2 && phase == "rollout" {
 			// The checkpoint directory cannot be written any more.
-			ckpt := filepath.Join(out, CheckpointDir)
+			ckpt := filepath.Join(out, runfiles.CheckpointDir)
 			if err := os.RemoveAll(ckpt); err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +165,7 @@ func TestLeagueLlama(t *testing.T) {
 	if err := r.Train(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := ReadMetrics(r.Path(MetricsFile))
+	ms, err := runfiles.ReadMetrics(r.Path(runfiles.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestTraceLlama(t *testing.T) {
 	if rep.Episodes != 2 || rep.Trajectories == 0 {
 		t.Fatalf("report %+v", rep)
 	}
-	recs, err := engine.LoadRecords(nil, filepath.Join(dir, "out", EpisodesFile))
+	recs, err := engine.LoadRecords(nil, filepath.Join(dir, "out", runfiles.EpisodesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestTraceLlama(t *testing.T) {
 			}
 		}
 	}
-	f, err := os.Open(filepath.Join(dir, "out", TrajectoriesFile))
+	f, err := os.Open(filepath.Join(dir, "out", runfiles.TrajectoriesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +307,7 @@ func TestRolloutReproducible(t *testing.T) {
 		if rep.Episodes != 3 || rep.Trajectories == 0 {
 			t.Fatalf("report %+v", rep)
 		}
-		if got[k], err = os.ReadFile(filepath.Join(out, TrajectoriesFile)); err != nil {
+		if got[k], err = os.ReadFile(filepath.Join(out, runfiles.TrajectoriesFile)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/werewolf"
 )
 
@@ -500,7 +501,7 @@ func TestUIDashboardLive(t *testing.T) {
 	}
 	defer run.Close()
 	var iterations []int
-	run.Hooks.Iteration = func(m *loop.Metrics) { iterations = append(iterations, m.Iteration) }
+	run.Hooks.Iteration = func(m *runfiles.Metrics) { iterations = append(iterations, m.Iteration) }
 	d, err := AttachDashboard(run, "127.0.0.1:0", "")
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 // RunStatus is what a live run reports between iterations.
@@ -63,7 +64,7 @@ func (f *RunFeed) Attach(h *loop.Hooks, iterations int) {
 		}
 		f.update(func(s *RunStatus) { s.Iteration, s.Episodes, s.Total = it, done, total })
 	}
-	h.Iteration = func(m *loop.Metrics) {
+	h.Iteration = func(m *runfiles.Metrics) {
 		if iteration != nil {
 			iteration(m)
 		}
@@ -118,7 +119,7 @@ func (f *RunFeed) Page(after, episodes int) (RunPage, error) {
 	f.mu.Lock()
 	p := RunPage{Dir: f.dir, Status: f.status, Metrics: []json.RawMessage{}, Episodes: []json.RawMessage{}, Evals: []EvalPoint{}}
 	f.mu.Unlock()
-	b, err := os.ReadFile(filepath.Join(f.dir, loop.MetricsFile))
+	b, err := os.ReadFile(filepath.Join(f.dir, runfiles.MetricsFile))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return p, err
 	}
@@ -144,7 +145,7 @@ func (f *RunFeed) Page(after, episodes int) (RunPage, error) {
 				why = err.Error()
 			}
 			if len(p.Bad) < maxBadLines {
-				p.Bad = append(p.Bad, fmt.Sprintf("%s:%d: %s", loop.MetricsFile, line, why))
+				p.Bad = append(p.Bad, fmt.Sprintf("%s:%d: %s", runfiles.MetricsFile, line, why))
 			}
 			continue
 		}
@@ -156,10 +157,10 @@ func (f *RunFeed) Page(after, episodes int) (RunPage, error) {
 	if err := sc.Err(); err != nil {
 		return p, err
 	}
-	if p.Evals, err = readEvals(filepath.Join(f.dir, loop.EvalFile)); err != nil {
+	if p.Evals, err = readEvals(filepath.Join(f.dir, runfiles.EvalFile)); err != nil {
 		return p, err
 	}
-	lines, err := tailLines(filepath.Join(f.dir, loop.EpisodesFile), min(max(episodes, 0), maxDashboardEpisodes), maxEpisodesTail)
+	lines, err := tailLines(filepath.Join(f.dir, runfiles.EpisodesFile), min(max(episodes, 0), maxDashboardEpisodes), maxEpisodesTail)
 	if err != nil {
 		return p, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 func init() {
@@ -63,7 +64,7 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	if rep.ScheduleBypasses > 0 {
 		fmt.Fprintf(env.stderr, "omar rollout: warning: %d requests from outside the episodes' decode schedule were decoded out of turn; this rollout may not be reproducible to the bit\n", rep.ScheduleBypasses)
 	}
-	fmt.Fprintf(env.stdout, "wrote %s, %s and %s\n", filepath.Join(*out, loop.TrajectoriesFile),
-		filepath.Join(*out, loop.EpisodesFile), filepath.Join(*out, "stats.json"))
+	fmt.Fprintf(env.stdout, "wrote %s, %s and %s\n", filepath.Join(*out, runfiles.TrajectoriesFile),
+		filepath.Join(*out, runfiles.EpisodesFile), filepath.Join(*out, "stats.json"))
 	return nil
 }

@@ -25,8 +25,9 @@ var layers = map[string]int{
 	"llamacpp/cpuvariant": 0, "judge/judgetest": 0, "inference/gbnf": 0,
 	"chattemplate": 0,
 	// The runtime, the bindings, the model writer; strict YAML (over
-	// internal/errclip).
-	"engine": 1, "llamacpp": 1, "model": 1, "internal/strictyaml": 1,
+	// internal/errclip); a run directory's names and metrics lines (over
+	// internal/jsonl).
+	"engine": 1, "llamacpp": 1, "model": 1, "internal/strictyaml": 1, "runfiles": 1,
 	// Environments' shared parts and the inference seam.
 	"engine/remote": 2, "engine/enginetest": 2, "games/negotiation": 2, "games/sealedbid": 2,
 	"werewolf": 2, "sotopia": 2, "inference": 2, "llamacpp/llamatest": 2,
