@@ -2,7 +2,6 @@ package loop
 
 import (
 	"errors"
-	"math"
 	"os"
 
 	"github.com/omar-selfplay/omar/chart"
@@ -65,19 +64,4 @@ func RewardSVG(title string, ms []runfiles.Metrics, evals []Evaluation, lo, hi f
 		series = append(series, se)
 	}
 	return chart.Lines(title+": mean reward per role", "iteration", series, xMin, xMax, lo, hi)
-}
-
-// LossSVG draws a loss against optimizer step (NaN: a step without a
-// recorded loss, left out).
-func LossSVG(title string, losses []float64) []byte {
-	hi := 0.0
-	se := chart.Series{Name: "loss"}
-	for i, l := range losses {
-		if math.IsNaN(l) {
-			continue // not recorded
-		}
-		se.Points = append(se.Points, chart.Point{X: float64(i + 1), Y: l})
-		hi = max(hi, l)
-	}
-	return chart.Lines(title, "optimizer step", []chart.Series{se}, 1, float64(max(len(losses), 2)), 0, hi)
 }

@@ -28,10 +28,3 @@ func TestRewardSVG(t *testing.T) {
 		t.Errorf("%d held-out dots, want 2 and the x axis from 0:\n%s", got, svg)
 	}
 }
-
-func TestLossSVG(t *testing.T) {
-	svg := string(LossSVG("loss", []float64{3, 2, 1}))
-	if !strings.Contains(svg, "optimizer step") || strings.Count(svg, "<polyline") != 1 {
-		t.Errorf("got %s, want one loss line against optimizer step", svg)
-	}
-}
