@@ -97,10 +97,10 @@ func (o DistillOptions) Validate() error {
 	switch {
 	case len(o.Teachers) == 0:
 		return errors.New("distill: no teachers")
-	case o.Steps < 1 || o.Steps > maxCount:
-		return fmt.Errorf("distill: steps %d: want 1..%d", o.Steps, maxCount)
-	case o.Episodes < 1 || o.Episodes > maxCount:
-		return fmt.Errorf("distill: episodes %d: want 1..%d", o.Episodes, maxCount)
+	case o.Steps < 1 || o.Steps > MaxCount:
+		return fmt.Errorf("distill: steps %d: want 1..%d", o.Steps, MaxCount)
+	case o.Episodes < 1 || o.Episodes > MaxCount:
+		return fmt.Errorf("distill: episodes %d: want 1..%d", o.Episodes, MaxCount)
 	case o.TopK < 1 || o.TopK > 1024:
 		return fmt.Errorf("distill: top_k %d: want 1..1024", o.TopK)
 	case !finite(float64(o.LR)) || o.LR <= 0:
@@ -336,7 +336,7 @@ type distillation struct {
 	dir      string
 	lb       *llama.Backend
 	tr       *train.Trainer
-	threads  *trainThreads
+	threads  *TrainThreads
 	games    []engine.Game
 	runners  []*selfplay.Runner
 	opps     []string
@@ -390,7 +390,7 @@ func openDistill(o DistillOptions, dir string, adapters []string) (_ *distillati
 	}
 	to := o.Run.Train
 	to.LibDir, to.LR = ro.LlamaLib, o.LR
-	d.threads = newTrainThreads(&to)
+	d.threads = NewTrainThreads(&to)
 	if d.tr, err = train.New(ro.Model, to); err != nil {
 		return nil, err
 	}
@@ -517,7 +517,7 @@ func (d *distillation) step(ctx context.Context, before []DistillEnvResult) (Dis
 	var trajs []selfplay.Trajectory
 	var rewards []float64
 	cursor := d.state.Cursor[env]
-	d.threads.begin()
+	d.threads.Begin()
 	_, err := d.runners[e].Run(ctx, cursor, o.Episodes, func(r *selfplay.EpisodeResult) error {
 		trajs = append(trajs, r.Trajectories...)
 		rewards = append(rewards, r.Record.Outcome.Rewards[r.Index%2])
@@ -540,7 +540,7 @@ func (d *distillation) step(ctx context.Context, before []DistillEnvResult) (Dis
 	if err != nil {
 		return res, err
 	}
-	if _, err := d.threads.apply(d.tr); err != nil {
+	if _, err := d.threads.Apply(d.tr); err != nil {
 		return res, err
 	}
 	ts, err := d.tr.StepWith(ctx, obj, seqs)

@@ -154,7 +154,7 @@ func (s *rolloutSink) episode(res *selfplay.EpisodeResult, record []byte) error 
 func (r *Run) rollout(ctx context.Context, it int, m *runfiles.Metrics, b *batch) (_ *scorer, _ rolloutFiles, err error) {
 	r.phase(it, "rollout")
 	start := time.Now()
-	r.threads.begin()
+	r.threads.Begin()
 	var before llama.Stats
 	lb, _ := r.swapper.(*llama.Backend)
 	if lb != nil {
@@ -278,7 +278,7 @@ func (r *Run) score(ctx context.Context, it int, m *runfiles.Metrics, b *batch, 
 			return err
 		}
 	}
-	if m.TrainThreads, err = r.threads.apply(r.trainer); err != nil {
+	if m.TrainThreads, err = r.threads.Apply(r.trainer); err != nil {
 		return err
 	}
 	tail := time.Now()

@@ -11,7 +11,6 @@ import (
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/judge"
-	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/sotopia"
 )
@@ -54,15 +53,10 @@ func (c *RolloutOptions) LlamaOptions(path, adapter string, parallel, context in
 	o.Batch = max(o.Batch, o.Parallel)
 	o.Threads, o.ThreadsBatch = c.Threads, c.Threads
 	o.GPULayers = c.GPULayers
-	kv, err := llama.ParseKVType(c.KVCache)
-	if err != nil {
+	if err := o.SetKVCache(c.KVCache); err != nil {
 		return o, fmt.Errorf("kv_cache %w", err)
 	}
-	o.KVType = kv
-	if kv == llamacpp.KVTypeQ8_0 {
-		// A quantized V cache exists only inside flash attention.
-		o.FlashAttention = llamacpp.FlashAttentionEnabled
-	}
+	var err error
 	if o.ChatTemplate, err = c.ChatTemplateSource(); err != nil {
 		return o, err
 	}

@@ -126,7 +126,7 @@ type Run struct {
 	game    engine.Game
 	runner  *selfplay.Runner
 	trainer Trainer
-	threads *trainThreads
+	threads *TrainThreads
 	swapper Swapper
 	est     selfplay.Estimator
 	state   State
@@ -247,7 +247,7 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 	r.game, r.trainer, r.swapper = parts.Game, parts.Trainer, parts.Swapper
 	if r.threads == nil { // the caller's trainer
 		to := o.Train
-		r.threads = newTrainThreads(&to)
+		r.threads = NewTrainThreads(&to)
 	}
 	if r.game == nil || r.trainer == nil || r.swapper == nil || parts.Policy == nil {
 		return nil, errors.New("loop: parts need a game, a policy player, a swapper and a trainer")
@@ -306,7 +306,7 @@ func (r *Run) openParts() (*Parts, error) {
 	r.closers = append(r.closers, ps)
 	to := o.Train
 	to.LibDir = o.Rollout.LlamaLib
-	r.threads = newTrainThreads(&to)
+	r.threads = NewTrainThreads(&to)
 	tr, err := train.New(o.Rollout.Model, to)
 	if err != nil {
 		return nil, err

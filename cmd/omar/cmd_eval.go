@@ -12,7 +12,6 @@ import (
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference/llama"
-	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model/builtin"
 )
@@ -107,13 +106,8 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		lo.LibDir = *lib
 	}
 	lo.Threads, lo.ThreadsBatch, lo.GPULayers, lo.Contexts = *threads, *threadsBatch, *gpuLayers, *contexts
-	var err error
-	if lo.KVType, err = llama.ParseKVType(*kv); err != nil {
+	if err := lo.SetKVCache(*kv); err != nil {
 		return usagef("--kv %v", err)
-	}
-	if lo.KVType == llamacpp.KVTypeQ8_0 {
-		// A quantized V cache exists only inside flash attention.
-		lo.FlashAttention = llamacpp.FlashAttentionEnabled
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}

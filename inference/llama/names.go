@@ -32,3 +32,19 @@ func ParseFlashAttention(name string) (llamacpp.FlashAttention, error) {
 	}
 	return 0, fmt.Errorf("%q: want off, on or auto", name)
 }
+
+// SetKVCache sets the K and V cache type as flags and configs spell it
+// (ParseKVType). q8_0 also turns flash attention on: llama.cpp quantizes
+// the V cache only inside flash attention, so a caller asking for q8_0
+// wants it on.
+func (o *Options) SetKVCache(name string) error {
+	kv, err := ParseKVType(name)
+	if err != nil {
+		return err
+	}
+	o.KVType = kv
+	if kv == llamacpp.KVTypeQ8_0 {
+		o.FlashAttention = llamacpp.FlashAttentionEnabled
+	}
+	return nil
+}

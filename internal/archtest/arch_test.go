@@ -42,10 +42,13 @@ var layers = map[string]int{
 	"arena": 6, "proxy": 6,
 	// The training run.
 	"loop": 7,
+	// What is built on the run's parts: behaviour cloning and the
+	// built-in model's build, the research recipes.
+	"bc": 8, "recipes": 8,
 	// What drives runs: the cluster, the web page.
-	"cluster": 8, "web": 8,
+	"cluster": 9, "web": 9,
 	// Programs.
-	"cmd": 9, "examples": 9,
+	"cmd": 10, "examples": 10,
 }
 
 // forbidden are imports the layers allow but the architecture does not:
@@ -59,8 +62,12 @@ var forbidden = map[string][]string{
 	"games":    {"inference", "selfplay", "train", "llamacpp"},
 	"werewolf": {"inference", "selfplay", "train", "llamacpp"},
 	"sotopia":  {"inference", "selfplay", "train", "llamacpp"},
-	// Only inference/llama and train touch the bindings.
+	// Only inference/llama, train and bc (to load a pinned CPU variant)
+	// touch the bindings; the training run reaches llama.cpp through
+	// inference/llama and train alone, and knows nothing built on it.
 	"selfplay": {"llamacpp"},
+	"loop":     {"llamacpp", "bc", "recipes"},
+	"recipes":  {"llamacpp"},
 	"export":   {"llamacpp", "train"},
 	"proxy":    {"llamacpp", "train"},
 }

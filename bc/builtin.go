@@ -1,4 +1,4 @@
-package loop
+package bc
 
 import (
 	"bytes"
@@ -22,28 +22,17 @@ import (
 	"github.com/omar-selfplay/omar/internal/atomicfile"
 	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/llamacpp/cpuvariant"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
 
-// BuiltinParams are the negotiation games' parameters the built-in model
-// is trained and played with: structured moves only (no free-text SAY
-// lines), 4 turns per seat, short enough for a small model, and the
-// compact texts (a seat stream about a third as long, so the corpus, the
-// rollouts and the PPO passes cost less) with their hints (the standing
-// offer's worth to the seat, preferences best first), which raised the
-// held-out reward over the same recipe without them (docs/models.md, the
-// built-in model).
-func BuiltinParams() map[string]any {
-	return map[string]any{"structured_only": true, "rounds": 4, "compact": true, "hints": true}
-}
-
-// BuiltinOptions are the recipe of the built-in model: a corpus of the
+// BuildOptions are the recipe of the built-in model: a corpus of the
 // scripted policies' play, a tokenizer fitted to it, and a small model
 // trained from scratch on it with every weight trainable.
-type BuiltinOptions struct {
+type BuildOptions struct {
 	Corpus CorpusOptions
 	// Arch and Preset are the model's shape (model.PresetConfig); Vocab is
 	// the fitted tokenizer's size (special tokens included).
@@ -78,12 +67,12 @@ type BuiltinOptions struct {
 	CPUVariant string `json:",omitempty"`
 }
 
-// DefaultBuiltin is the recipe `omar model default` follows.
-func DefaultBuiltin() BuiltinOptions {
+// DefaultBuild is the recipe `omar model default` follows.
+func DefaultBuild() BuildOptions {
 	var es []CorpusEnv
 	for _, id := range envs.Negotiation {
 		es = append(es, CorpusEnv{
-			Env: id, Params: BuiltinParams(), Episodes: 576,
+			Env: id, Params: loop.BuiltinParams(), Episodes: 576,
 			// Strategic against both scripts, from both sides; only the
 			// strategic seats are learnt.
 			Casts: [][]string{{"strategic"}, {"strategic", "naive"}, {"naive", "strategic"}},
@@ -98,7 +87,7 @@ func DefaultBuiltin() BuiltinOptions {
 	t.LR = 2e-3
 	t.LRSchedule, t.WarmupSteps, t.MinLRRatio = "cosine", 20, 0.1
 	t.BatchTokens = 4096
-	o := BuiltinOptions{
+	o := BuildOptions{
 		Corpus: CorpusOptions{Envs: es, Seed: 1, MaxTokens: 64, Context: 4096},
 		Arch:   "llama", Preset: "base", Vocab: 1024, SplitDigits: true, PromptWeight: 0.2,
 		Steps: 4800, Batch: 8, Train: t, CheckpointEvery: 25, Seed: 1,
@@ -114,7 +103,7 @@ func DefaultBuiltin() BuiltinOptions {
 }
 
 // Validate reports the first invalid option.
-func (o BuiltinOptions) Validate() error {
+func (o BuildOptions) Validate() error {
 	if err := o.Corpus.Validate(); err != nil {
 		return err
 	}
@@ -133,7 +122,7 @@ func (o BuiltinOptions) Validate() error {
 	if err := o.Dagger.Validate(); err != nil {
 		return err
 	}
-	return validateTrain(o.Train)
+	return loop.ValidateTrain(o.Train)
 }
 
 // BuildHooks follow a build.
@@ -162,11 +151,11 @@ type BuildReport struct {
 	Dagger []DaggerStats
 }
 
-// BuildBuiltin builds the built-in model into out. work is a directory
+// Build builds the built-in model into out. work is a directory
 // for the intermediate files (the untrained model, checkpoints): a build
 // interrupted (ctx cancelled) resumes from its last checkpoint there and
 // finishes with the same bytes as an uninterrupted one.
-func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir string, h BuildHooks) (*BuildReport, error) {
+func Build(ctx context.Context, o BuildOptions, out, work, libDir string, h BuildHooks) (*BuildReport, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -332,7 +321,7 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 }
 
 // TotalSteps are the optimizer steps of a whole build.
-func (o BuiltinOptions) TotalSteps() int { return o.Steps + o.Dagger.Rounds*o.Dagger.Steps }
+func (o BuildOptions) TotalSteps() int { return o.Steps + o.Dagger.Rounds*o.Dagger.Steps }
 
 // stepHook reports a stage's steps as steps of the whole build, and
 // keeps their losses in the work directory's losses file (recorded is
@@ -350,13 +339,13 @@ type stepHook struct {
 // to a step resumed from the checkpoint in ckpt (written every
 // checkpointEvery steps and on an interrupt).
 func trainStage(ctx context.Context, from, out, ckpt string, to train.Options, steps, batch, checkpointEvery int, data func(epoch int) []train.Sequence, rng *rand.Rand, sh stepHook, rep *BuildReport) error {
-	threads := newTrainThreads(&to)
+	threads := loop.NewTrainThreads(&to)
 	tr, err := train.New(from, to)
 	if err != nil {
 		return err
 	}
 	defer tr.Close()
-	threads.begin()
+	threads.Begin()
 	rep.Params = tr.TrainableParams()
 	resumed := 0
 	if _, err := os.Stat(filepath.Join(ckpt, train.CheckpointFile)); err == nil {
@@ -402,7 +391,7 @@ func trainStage(ctx context.Context, from, out, ckpt string, to train.Options, s
 			return err
 		}
 		rep.Losses = append(rep.Losses, loss)
-		if err := threads.tick(tr); err != nil {
+		if err := threads.Tick(tr); err != nil {
 			return err
 		}
 		if sh.h != nil {
@@ -501,7 +490,7 @@ const recipeFile = "recipe.json"
 // another recipe would resume into a model of neither. What does not
 // change the bytes — the thread count, the library directory, how many
 // DAgger rounds follow the ones already trained — may differ.
-func checkWork(work string, o BuiltinOptions) error {
+func checkWork(work string, o BuildOptions) error {
 	o.Train.Threads, o.Train.LibDir, o.Dagger.Rounds = 0, "", 0
 	want, err := json.MarshalIndent(o, "", "  ")
 	if err != nil {

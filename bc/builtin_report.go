@@ -1,4 +1,4 @@
-package loop
+package bc
 
 import (
 	"crypto/sha256"
