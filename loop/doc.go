@@ -35,7 +35,8 @@
 //
 // Rollout (no training) is here too, on the same options. Built on these
 // parts, and never imported by this package: behaviour cloning, SFT and
-// the built-in model's build (package bc). The SOTOPIA judge's adapter
-// over a backend is package judge; the names of a run directory's files
-// and its metrics lines are package runfiles.
+// the built-in model's build (package bc); Cascade RL and distillation,
+// loops over runs (package recipes). The SOTOPIA judge's adapter over a
+// backend is package judge; the names of a run directory's files and its
+// metrics lines are package runfiles.
 package loop

@@ -57,15 +57,16 @@ func (e EvalOptions) Validate() error {
 	case len(e.Opponents) == 0:
 		return errors.New("eval.opponents: none")
 	}
-	if _, err := scriptedOpponents(e.Opponents); err != nil {
+	if _, err := ScriptedOpponents(e.Opponents); err != nil {
 		return fmt.Errorf("eval.opponents: %w", err)
 	}
 	return nil
 }
 
-// scriptedOpponents are the arena players of specs, which must name
-// scripted policies (a run evaluates its policy against fixed scripts).
-func scriptedOpponents(specs []string) ([]arena.Player, error) {
+// ScriptedOpponents are the arena players of specs, which must name
+// scripted policies (a run, and a recipe built on runs, evaluates its
+// policy against fixed scripts).
+func ScriptedOpponents(specs []string) ([]arena.Player, error) {
 	opps := make([]arena.Player, len(specs))
 	for i, s := range specs {
 		spec, err := arena.ParseSpec(s)
@@ -80,9 +81,9 @@ func scriptedOpponents(specs []string) ([]arena.Player, error) {
 	return opps, nil
 }
 
-// meanBy averages the cells' mean rewards by key (a side, an
-// environment) and over all cells.
-func meanBy(cells []arena.Cell, key func(arena.Cell) string) (map[string]float64, float64) {
+// MeanRewardBy averages the cells' mean rewards by key (a side, an
+// environment, a player) and over all cells.
+func MeanRewardBy(cells []arena.Cell, key func(arena.Cell) string) (map[string]float64, float64) {
 	sums, counts, all := map[string]float64{}, map[string]int{}, 0.0
 	for _, c := range cells {
 		sums[key(c)] += c.Reward.Mean
@@ -143,12 +144,12 @@ func (r *Run) evalDue(it int) bool {
 	return it == 0 || it%e.Every == 0 || it == r.opts.Iterations
 }
 
-// arenaOptions are the evaluation's arena options: the run's reply
+// ArenaOptions are the evaluation's arena options: the run's reply
 // settings, so the policy is measured as it plays, at eval.temperature
 // where the section sets one.
-func (r *Run) arenaOptions() arena.Options {
+func (r *Run) ArenaOptions() arena.Options {
 	e, ro := r.opts.Eval, r.opts.Rollout
-	a := rolloutArena(ro, r.runnerContext)
+	a := ro.ArenaOptions(r.runnerContext)
 	a.Envs = e.Envs
 	if len(a.Envs) == 0 {
 		a.Envs = []arena.Env{{Name: ro.Env, Params: engine.Params(ro.Params), Game: r.game}}
@@ -160,11 +161,11 @@ func (r *Run) arenaOptions() arena.Options {
 	return a
 }
 
-// rolloutArena are arena options that play model seats as ro's rollouts
+// ArenaOptions are arena options that play model seats as ro's rollouts
 // do (seed, parallelism, retries and the whole selfplay.Reply: budget,
 // sampling, grammar, legal-replies line, trace), with seat streams of
 // ctxLen tokens.
-func rolloutArena(ro RolloutOptions, ctxLen int) arena.Options {
+func (ro *RolloutOptions) ArenaOptions(ctxLen int) arena.Options {
 	a := arena.Options{}.Defaults()
 	a.Seed, a.Parallel = ro.Seed, ro.Parallel
 	a.Reply = ro.Reply
@@ -181,7 +182,7 @@ const evalPlayer = "policy"
 // evaluate plays the held-out evaluation after it completed iterations,
 // appends it to eval.jsonl and keeps the best policy so far in best/.
 func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
-	opps, err := scriptedOpponents(r.opts.Eval.Opponents)
+	opps, err := ScriptedOpponents(r.opts.Eval.Opponents)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +192,7 @@ func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	rep, err := arena.Evaluate(ctx, r.arenaOptions(), dir, []arena.Player{cur}, opps, arena.Hooks{})
+	rep, err := arena.Evaluate(ctx, r.ArenaOptions(), dir, []arena.Player{cur}, opps, arena.Hooks{})
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
@@ -199,7 +200,7 @@ func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
 		return nil, err
 	}
 	ev := &Evaluation{Iteration: it, Cells: rep.Cells}
-	ev.Reward, ev.Mean = meanBy(rep.Cells, func(c arena.Cell) string { return c.Side })
+	ev.Reward, ev.Mean = MeanRewardBy(rep.Cells, func(c arena.Cell) string { return c.Side })
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return nil, err
@@ -252,7 +253,7 @@ func (r *Run) Compare(ctx context.Context, h arena.Hooks) (*arena.Report, error)
 	if e.Every == 0 {
 		return nil, errors.New("compare: the run has no eval section (eval.every = 0)")
 	}
-	opps, err := scriptedOpponents(e.Opponents)
+	opps, err := ScriptedOpponents(e.Opponents)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +264,7 @@ func (r *Run) Compare(ctx context.Context, h arena.Hooks) (*arena.Report, error)
 		{Name: "base", Version: "start", Kind: arena.SpecBase, Model: model(inference.AdapterBase)},
 		{Name: "trained", Version: "iteration " + strconv.Itoa(r.state.Iteration), Kind: arena.SpecAdapter, Model: model("")},
 	}
-	o := r.arenaOptions()
+	o := r.ArenaOptions()
 	o.Reference = "base"
 	dir := r.Path(runfiles.CompareDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -208,7 +208,7 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 			return nil, err
 		}
 		if _, err := os.Stat(path); err != nil {
-			if err := writeModel(path, o); err != nil {
+			if err := WriteModel(path, o); err != nil {
 				return nil, err
 			}
 		}
@@ -282,9 +282,9 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 	return r, nil
 }
 
-// writeModel writes the model a run without rollout.model plays: the
+// WriteModel writes the model a run without rollout.model plays: the
 // built-in one or a random one of model_preset.
-func writeModel(path string, o Options) error {
+func WriteModel(path string, o Options) error {
 	if o.ModelPreset == BuiltinPreset {
 		return builtin.WriteFile(path)
 	}
@@ -384,6 +384,10 @@ func (r *Run) Options() Options { return r.opts }
 
 // Game is the environment being played.
 func (r *Run) Game() engine.Game { return r.game }
+
+// Policy is the player the run trains (and evaluates): its backend
+// samples with the latest adapter.
+func (r *Run) Policy() *selfplay.Player { return r.player }
 
 // State is the run's progress.
 func (r *Run) State() State { return r.state }
