@@ -75,6 +75,37 @@ type Hooks struct {
 	Iteration func(m *runfiles.Metrics)
 }
 
+// Chain makes h call next's hooks after the ones already set, so that
+// several followers (a progress bar, a dashboard) each set their own
+// without knowing of the others.
+func (h *Hooks) Chain(next Hooks) {
+	phase, episode, iteration := h.Phase, h.Episode, h.Iteration
+	if next.Phase != nil {
+		h.Phase = func(it int, name string) {
+			if phase != nil {
+				phase(it, name)
+			}
+			next.Phase(it, name)
+		}
+	}
+	if next.Episode != nil {
+		h.Episode = func(it, done, total int) {
+			if episode != nil {
+				episode(it, done, total)
+			}
+			next.Episode(it, done, total)
+		}
+	}
+	if next.Iteration != nil {
+		h.Iteration = func(m *runfiles.Metrics) {
+			if iteration != nil {
+				iteration(m)
+			}
+			next.Iteration(m)
+		}
+	}
+}
+
 // ErrStopped is returned by Step and Train once early stopping has ended a
 // run (State().Stopped says why).
 var ErrStopped = errors.New("loop: stopped early")

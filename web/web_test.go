@@ -20,7 +20,6 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/internal/jsonl"
-	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -337,7 +336,7 @@ func FuzzTailLines(f *testing.F) {
 
 // TestRunFeed: the feed returns the metrics lines after the cursor as
 // written (unknown fields kept), skips a line being written, gives the
-// last episodes, and its hooks run after the ones already set.
+// last episodes, and reports the live status a run's hooks give it.
 func TestRunFeed(t *testing.T) {
 	dir := t.TempDir()
 	var metrics bytes.Buffer
@@ -380,22 +379,19 @@ func TestRunFeed(t *testing.T) {
 			}
 		}
 	}
-	var calls []string
-	h := loop.Hooks{
-		Phase:     func(it int, p string) { calls = append(calls, "phase "+p) },
-		Iteration: func(m *runfiles.Metrics) { calls = append(calls, fmt.Sprint("iteration ", m.Iteration)) },
+	f.Start(5)
+	f.Phase(4, "rollout")
+	f.Episode(4, 2, 8)
+	status := func(want RunStatus) {
+		t.Helper()
+		p, _ := f.Page(3, 0)
+		if p.Status.Updated.IsZero() || func() bool { p.Status.Updated = want.Updated; return p.Status != want }() {
+			t.Errorf("status %+v, want %+v", p.Status, want)
+		}
 	}
-	f.Attach(&h, 5)
-	h.Phase(4, "rollout")
-	h.Episode(4, 2, 8)
-	p, _ := f.Page(3, 0)
-	if want := (RunStatus{Live: true, Iteration: 4, Phase: "rollout", Episodes: 2, Total: 8, Iterations: 5}); p.Status.Updated.IsZero() || func() bool { p.Status.Updated = want.Updated; return p.Status != want }() {
-		t.Errorf("status %+v, want %+v", p.Status, want)
-	}
-	h.Iteration(&runfiles.Metrics{Iteration: 4})
-	if want := []string{"phase rollout", "iteration 4"}; !reflect.DeepEqual(calls, want) {
-		t.Errorf("the hooks set before ran %v, want %v", calls, want)
-	}
+	status(RunStatus{Live: true, Iteration: 4, Phase: "rollout", Episodes: 2, Total: 8, Iterations: 5})
+	f.Iteration(4)
+	status(RunStatus{Live: true, Iteration: 4, Phase: "done", Episodes: 2, Total: 8, Iterations: 5})
 }
 
 // echoBackend is a message-level backend that answers with the first legal

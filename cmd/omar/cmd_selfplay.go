@@ -130,7 +130,14 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	attachSelfplay(run, env)
 	if *ui != "" {
-		d, err := web.AttachDashboard(run, *ui, os.Getenv(serveSecretEnv))
+		feed := web.NewRunFeed(run.Path(""))
+		feed.Start(run.Options().Iterations)
+		run.Hooks.Chain(loop.Hooks{
+			Phase:     feed.Phase,
+			Episode:   feed.Episode,
+			Iteration: func(m *runfiles.Metrics) { feed.Iteration(m.Iteration) },
+		})
+		d, err := web.ServeDashboard(feed, *ui, os.Getenv(serveSecretEnv))
 		if err != nil {
 			return err
 		}

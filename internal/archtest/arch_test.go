@@ -72,6 +72,14 @@ var forbidden = map[string][]string{
 	"proxy":    {"llamacpp", "train"},
 }
 
+// unlinked are packages that must not link others even through the
+// packages they import: what reads a run directory does not carry the
+// trainer (or the llama backend) that wrote it.
+var unlinked = map[string][]string{
+	"web":      {"train", "loop"},
+	"runfiles": {"train", "loop", "inference/llama", "llamacpp"},
+}
+
 // layer returns the layer of a package path (relative to the module).
 func layer(pkg string) (int, bool) {
 	best, l := "", 0
@@ -129,7 +137,9 @@ func imports(t *testing.T, root string) map[string]map[string]bool {
 	return out
 }
 
-func TestImportDirection(t *testing.T) {
+// repoImports are the repository's import graph (imports).
+func repoImports(t *testing.T) map[string]map[string]bool {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -137,14 +147,18 @@ func TestImportDirection(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("repository root %s: %v", root, err)
 	}
-	all := imports(t, root)
+	return imports(t, root)
+}
+
+func TestImportDirection(t *testing.T) {
+	all := repoImports(t)
 	pkgs := make([]string, 0, len(all))
 	for p := range all {
 		pkgs = append(pkgs, p)
 	}
 	sort.Strings(pkgs)
 	if len(pkgs) < 20 {
-		t.Fatalf("found %d importing packages under %s; the walk is broken", len(pkgs), root)
+		t.Fatalf("found %d importing packages; the walk is broken", len(pkgs))
 	}
 	for _, from := range pkgs {
 		lf, ok := layer(from)
@@ -171,6 +185,43 @@ func TestImportDirection(t *testing.T) {
 					if under(to, ban) {
 						t.Errorf("%s imports %s: %s must not import %s (docs/architecture.md)", from, to, prefix, ban)
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestLinks follows every import of the packages in unlinked, through
+// the packages in between, and fails on one they must not link.
+func TestLinks(t *testing.T) {
+	all := repoImports(t)
+	for from, bans := range unlinked {
+		// Every package under from, and every package those reach.
+		linked, path := map[string]bool{}, map[string]string{}
+		var queue []string
+		for p := range all {
+			if under(p, from) {
+				linked[p], path[p] = true, p
+				queue = append(queue, p)
+			}
+		}
+		if len(queue) == 0 {
+			t.Errorf("%s: no such importing package (is unlinked out of date?)", from)
+		}
+		for len(queue) > 0 {
+			p := queue[0]
+			queue = queue[1:]
+			for to := range all[p] {
+				if !linked[to] {
+					linked[to], path[to] = true, path[p]+" → "+to
+					queue = append(queue, to)
+				}
+			}
+		}
+		for to := range linked {
+			for _, ban := range bans {
+				if under(to, ban) {
+					t.Errorf("%s links %s (%s): it must not link %s (docs/architecture.md)", from, to, path[to], ban)
 				}
 			}
 		}
