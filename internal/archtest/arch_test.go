@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -62,15 +63,20 @@ var forbidden = map[string][]string{
 	"games":    {"inference", "selfplay", "train", "llamacpp"},
 	"werewolf": {"inference", "selfplay", "train", "llamacpp"},
 	"sotopia":  {"inference", "selfplay", "train", "llamacpp"},
-	// Only inference/llama, train and bc (to load a pinned CPU variant)
-	// touch the bindings; the training run reaches llama.cpp through
-	// inference/llama and train alone, and knows nothing built on it.
+	// Only bindingUsers touch the bindings; the training run reaches
+	// llama.cpp through inference/llama and train alone, and knows
+	// nothing built on it.
 	"selfplay": {"llamacpp"},
 	"loop":     {"llamacpp", "bc", "recipes"},
-	"recipes":  {"llamacpp"},
 	"export":   {"llamacpp", "train"},
 	"proxy":    {"llamacpp", "train"},
 }
+
+// bindingUsers are the only packages outside llamacpp that import the
+// bindings (package llamacpp itself; llamacpp/cpuvariant is a leaf that
+// only finds files): the backend, the trainer, and bc, which loads a
+// pinned CPU variant of the library before a build opens either.
+var bindingUsers = []string{"inference/llama", "train", "bc"}
 
 // unlinked are packages that must not link others even through the
 // packages they import: what reads a run directory does not carry the
@@ -176,6 +182,9 @@ func TestImportDirection(t *testing.T) {
 				t.Errorf("%s imports %s, which has no layer", from, to)
 			case lt >= lf && !under(from, to):
 				t.Errorf("%s (layer %d) imports %s (layer %d): imports go to lower layers only", from, lf, to, lt)
+			}
+			if to == "llamacpp" && !under(from, "llamacpp") && !slices.ContainsFunc(bindingUsers, func(u string) bool { return under(from, u) }) {
+				t.Errorf("%s imports %s: only %v touch llamacpp (docs/architecture.md)", from, to, bindingUsers)
 			}
 			for prefix, bans := range forbidden {
 				if !under(from, prefix) {
