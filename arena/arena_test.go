@@ -15,6 +15,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/enginetest"
 	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/sotopia"
@@ -81,7 +82,7 @@ func TestReproducesPlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := scriptedOptions(200, Env{Name: "craigslist", Scenarios: ScenariosSeeds})
-	rep := evaluate(t, o, "", []Player{ScriptedPlayer("strategic")}, []Player{ScriptedPlayer("naive")})
+	rep := evaluate(t, o, "", []Player{scriptedPlayer("strategic")}, []Player{scriptedPlayer("naive")})
 	tests := []struct {
 		side     string
 		agents   []string // omar play's --agents, by seat (buyer, seller)
@@ -119,9 +120,9 @@ func TestReproducesPlay(t *testing.T) {
 // 0 here, because both play the same deals with the same seeds.
 func TestSelfDifference(t *testing.T) {
 	o := scriptedOptions(60, Env{Name: "casino"}, Env{Name: "dealornodeal"})
-	a, b := ScriptedPlayer("random"), ScriptedPlayer("random")
+	a, b := scriptedPlayer("random"), scriptedPlayer("random")
 	b.Name = "random-again"
-	rep := evaluate(t, o, "", []Player{a, b}, []Player{ScriptedPlayer("strategic")})
+	rep := evaluate(t, o, "", []Player{a, b}, []Player{scriptedPlayer("strategic")})
 	if len(rep.Differences) == 0 {
 		t.Fatal("no differences")
 	}
@@ -131,7 +132,7 @@ func TestSelfDifference(t *testing.T) {
 		}
 	}
 	// And a real difference is found: strategic against random.
-	rep = evaluate(t, o, "", []Player{a, ScriptedPlayer("strategic")}, []Player{ScriptedPlayer("naive")})
+	rep = evaluate(t, o, "", []Player{a, scriptedPlayer("strategic")}, []Player{scriptedPlayer("naive")})
 	for _, d := range rep.Differences {
 		if d.Env == "" && d.Diff.Contains(0) {
 			t.Errorf("strategic − random over all pairings %v: want an interval without 0", d.Diff)
@@ -144,7 +145,7 @@ func TestSelfDifference(t *testing.T) {
 func TestCIWidthShrinksArena(t *testing.T) {
 	width := func(n int) float64 {
 		rep := evaluate(t, scriptedOptions(n, Env{Name: "craigslist", Scenarios: ScenariosSeeds}),
-			"", []Player{ScriptedPlayer("random")}, []Player{ScriptedPlayer("random")})
+			"", []Player{scriptedPlayer("random")}, []Player{scriptedPlayer("random")})
 		w := 0.0
 		for _, c := range rep.Cells {
 			w += c.Reward.Width() / float64(len(rep.Cells))
@@ -163,7 +164,7 @@ func TestDeterministic(t *testing.T) {
 	run := func(parallel int, seed uint64) []byte {
 		o := scriptedOptions(24, Env{Name: "craigslist"}, Env{Name: "werewolf"})
 		o.Parallel, o.Seed = parallel, seed
-		rep := evaluate(t, o, "", []Player{ScriptedPlayer("random"), ScriptedPlayer("scripted")}, []Player{ScriptedPlayer("random")})
+		rep := evaluate(t, o, "", []Player{scriptedPlayer("random"), scriptedPlayer("scripted")}, []Player{scriptedPlayer("random")})
 		b, err := json.Marshal(rep)
 		if err != nil {
 			t.Fatal(err)
@@ -183,7 +184,7 @@ func TestDeterministic(t *testing.T) {
 // episodes it finished, and ends with the report of an uninterrupted one.
 func TestResume(t *testing.T) {
 	o := scriptedOptions(20, Env{Name: "craigslist"})
-	players, opponents := []Player{ScriptedPlayer("random"), ScriptedPlayer("strategic")}, []Player{ScriptedPlayer("naive")}
+	players, opponents := []Player{scriptedPlayer("random"), scriptedPlayer("strategic")}, []Player{scriptedPlayer("naive")}
 	want := evaluate(t, o, "", players, opponents)
 
 	dir := t.TempDir()
@@ -330,7 +331,7 @@ func TestCuratedByDefault(t *testing.T) {
 // TestWerewolfTeams: a player takes a whole team; the win rate is its
 // team's, and the two compositions add up.
 func TestWerewolfTeams(t *testing.T) {
-	rep := evaluate(t, scriptedOptions(40, Env{Name: "werewolf"}), "", []Player{ScriptedPlayer("heuristic")}, []Player{ScriptedPlayer("random")})
+	rep := evaluate(t, scriptedOptions(40, Env{Name: "werewolf"}), "", []Player{scriptedPlayer("heuristic")}, []Player{scriptedPlayer("random")})
 	wolves := cellOf(t, rep, "werewolf", "werewolves", "scripted:heuristic", "scripted:random")
 	village := cellOf(t, rep, "werewolf", "villagers", "scripted:heuristic", "scripted:random")
 	for _, c := range []Cell{wolves, village} {
@@ -387,17 +388,17 @@ func TestOptionsValidate(t *testing.T) {
 		players, opponents []Player
 		want               string
 	}{
-		{nil, []Player{ScriptedPlayer("random")}, "at least one player"},
-		{[]Player{ScriptedPlayer("random"), ScriptedPlayer("random")}, []Player{ScriptedPlayer("random")}, "twice"},
-		{[]Player{ScriptedPlayer("naive")}, []Player{ScriptedPlayer("random")}, `no scripted policy "naive"`},
-		{[]Player{{Name: "x"}}, []Player{ScriptedPlayer("random")}, "exactly one"},
+		{nil, []Player{scriptedPlayer("random")}, "at least one player"},
+		{[]Player{scriptedPlayer("random"), scriptedPlayer("random")}, []Player{scriptedPlayer("random")}, "twice"},
+		{[]Player{scriptedPlayer("naive")}, []Player{scriptedPlayer("random")}, `no scripted policy "naive"`},
+		{[]Player{{Name: "x"}}, []Player{scriptedPlayer("random")}, "exactly one"},
 	} {
 		if _, err := Evaluate(context.Background(), o, "", tc.players, tc.opponents, Hooks{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("players %v: err %v, want %q", tc.players, err, tc.want)
 		}
 	}
 	o.Reference = "nobody"
-	if _, err := Evaluate(context.Background(), o, "", []Player{ScriptedPlayer("random")}, []Player{ScriptedPlayer("random")}, Hooks{}); err == nil || !strings.Contains(err.Error(), "reference") {
+	if _, err := Evaluate(context.Background(), o, "", []Player{scriptedPlayer("random")}, []Player{scriptedPlayer("random")}, Hooks{}); err == nil || !strings.Contains(err.Error(), "reference") {
 		t.Errorf("unknown reference: err %v", err)
 	}
 }
@@ -408,7 +409,7 @@ func TestOptionsValidate(t *testing.T) {
 func TestReportGolden(t *testing.T) {
 	o := scriptedOptions(12, Env{Name: "craigslist"}, Env{Name: "werewolf", Params: engine.Params{"players": 5}})
 	o.Bootstrap = 200
-	rep := evaluate(t, o, "", []Player{ScriptedPlayer("scripted"), ScriptedPlayer("random")}, []Player{ScriptedPlayer("random")})
+	rep := evaluate(t, o, "", []Player{scriptedPlayer("scripted"), scriptedPlayer("random")}, []Player{scriptedPlayer("random")})
 	var md bytes.Buffer
 	if err := rep.Markdown(&md); err != nil {
 		t.Fatal(err)
@@ -445,61 +446,6 @@ func golden(t *testing.T, name string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the golden file (run with -update after checking the change):\n%s", name, got)
 	}
-}
-
-func TestParseSpec(t *testing.T) {
-	tests := []struct {
-		in   string
-		want Spec
-		err  string
-	}{
-		{"base", Spec{Kind: SpecBase}, ""},
-		{" adapter:runs/x/adapter.gguf ", Spec{Kind: SpecAdapter, Arg: "runs/x/adapter.gguf"}, ""},
-		{"model:other.gguf", Spec{Kind: SpecModel, Arg: "other.gguf"}, ""},
-		{"scripted:naive", Spec{Kind: SpecScripted, Arg: "naive"}, ""},
-		{"scripted", Spec{Kind: SpecScripted, Arg: "scripted"}, ""},
-		{"ollama:qwen3:4b", Spec{Kind: SpecOllama, Arg: "qwen3:4b"}, ""},
-		{"adapter:", Spec{}, "needs a path"},
-		{"ollama:", Spec{}, "needs a name"},
-		{"gpt", Spec{}, "want base"},
-		{"lora:x", Spec{}, "unknown kind"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseSpec(tt.in)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Errorf("err %v, want %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("got %+v, %v; want %+v", got, err, tt.want)
-			}
-		})
-	}
-	got, err := ParseSpecs("base, adapter:a.gguf,,scripted:naive")
-	if err != nil || len(got) != 3 || got[1].String() != "adapter:a.gguf" {
-		t.Errorf("ParseSpecs: %v, %v", got, err)
-	}
-}
-
-// FuzzParseSpec: a spec that parses prints back to a spec that parses to
-// the same.
-func FuzzParseSpec(f *testing.F) {
-	for _, s := range []string{"base", "adapter:x.gguf", "model:m", "scripted:naive", "scripted", "ollama:a:b", "x:", ":"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		sp, err := ParseSpec(s)
-		if err != nil {
-			return
-		}
-		again, err := ParseSpec(sp.String())
-		if err != nil || again != sp {
-			t.Errorf("%q → %+v → %q → %+v, %v", s, sp, sp.String(), again, err)
-		}
-	})
 }
 
 // FuzzReadResults: any input is read or rejected, never a panic; what is
@@ -559,7 +505,7 @@ func TestSotopiaJudged(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := scriptedOptions(4, Env{Name: "sotopia", Game: sotopia.New().WithJudge(j)})
-	rep := evaluate(t, o, "", []Player{ScriptedPlayer("scripted")}, []Player{ScriptedPlayer("random")})
+	rep := evaluate(t, o, "", []Player{scriptedPlayer("scripted")}, []Player{scriptedPlayer("random")})
 	first := cellOf(t, rep, "sotopia", "agent_1", "scripted", "scripted:random")
 	second := cellOf(t, rep, "sotopia", "agent_2", "scripted", "scripted:random")
 	if first.Results["judged"] != 1 || first.Metrics["agent_1/goal"] != 10 || second.Metrics["agent_2/goal"] != 0 {
@@ -582,7 +528,7 @@ func TestRecords(t *testing.T) {
 	o := scriptedOptions(6, Env{Name: "craigslist"})
 	o.Records = true
 	dir := t.TempDir()
-	rep := evaluate(t, o, dir, []Player{ScriptedPlayer("strategic")}, []Player{ScriptedPlayer("naive")})
+	rep := evaluate(t, o, dir, []Player{scriptedPlayer("strategic")}, []Player{scriptedPlayer("naive")})
 	if len(rep.Cells) != 2 {
 		t.Fatalf("%d cells, want 2", len(rep.Cells))
 	}
@@ -596,7 +542,7 @@ func TestRecordsResume(t *testing.T) {
 	o := scriptedOptions(6, Env{Name: "craigslist"})
 	o.Records = true
 	dir := t.TempDir()
-	players, opponents := []Player{ScriptedPlayer("strategic")}, []Player{ScriptedPlayer("naive")}
+	players, opponents := []Player{scriptedPlayer("strategic")}, []Player{scriptedPlayer("naive")}
 	evaluate(t, o, dir, players, opponents)
 	results := filepath.Join(dir, ResultsFile)
 	b, err := os.ReadFile(results)
@@ -702,13 +648,13 @@ func TestKeepLines(t *testing.T) {
 // import nothing.
 func TestImport(t *testing.T) {
 	o := scriptedOptions(6, Env{Name: "craigslist"})
-	opponents := []Player{ScriptedPlayer("naive")}
-	policy := ScriptedPlayer("random")
+	opponents := []Player{scriptedPlayer("naive")}
+	policy := scriptedPlayer("random")
 	policy.Name = "policy"
 	src := t.TempDir()
 	evaluate(t, o, src, []Player{policy}, opponents)
 
-	trained := ScriptedPlayer("random")
+	trained := scriptedPlayer("random")
 	trained.Name, trained.Version = "trained", "iteration 3"
 	dst := t.TempDir()
 	n, err := Import(dst, src, o, "policy", trained)
@@ -723,7 +669,7 @@ func TestImport(t *testing.T) {
 	if n, err := Import(t.TempDir(), src, o, "policy", later); err != nil || n != 12 {
 		t.Errorf("another version imported %d, err %v; want 12", n, err)
 	}
-	players := []Player{trained, ScriptedPlayer("strategic")}
+	players := []Player{trained, scriptedPlayer("strategic")}
 	var reused, played int
 	got, err := Evaluate(context.Background(), o, dst, players, opponents, Hooks{
 		Start:   func(total, done int) { reused = done },
@@ -762,7 +708,7 @@ func TestFileOrder(t *testing.T) {
 		o := scriptedOptions(6, Env{Name: "craigslist"}, Env{Name: "werewolf"})
 		o.Parallel, o.Records = parallel, true
 		dir := t.TempDir()
-		evaluate(t, o, dir, []Player{ScriptedPlayer("random"), ScriptedPlayer("scripted")}, []Player{ScriptedPlayer("random")})
+		evaluate(t, o, dir, []Player{scriptedPlayer("random"), scriptedPlayer("scripted")}, []Player{scriptedPlayer("random")})
 		var err error
 		if results, err = os.ReadFile(filepath.Join(dir, ResultsFile)); err != nil {
 			t.Fatal(err)
@@ -783,3 +729,6 @@ func TestFileOrder(t *testing.T) {
 		}
 	}
 }
+
+// scriptedPlayer is the player of the games' scripted policy name.
+func scriptedPlayer(name string) Player { return players.Scripted(name) }

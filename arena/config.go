@@ -10,8 +10,8 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
-	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/judge"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/sotopia"
 )
 
@@ -26,9 +26,10 @@ type Config struct {
 	Opponents []string `yaml:"opponents"`
 	// Out is the directory of results.jsonl (resume) and the reports.
 	Out string `yaml:"out"`
-	// OllamaHost serves "ollama:" players and the Ollama judge.
-	OllamaHost   string  `yaml:"ollama_host"`
-	AdapterScale float32 `yaml:"adapter_scale"`
+	// Backend opens the players' and the judge's backends (threads, KV
+	// cache, GPU layers, Ollama host, …).
+	players.Backend `yaml:",inline"`
+	AdapterScale    float32 `yaml:"adapter_scale"`
 	// JudgeModel (a GGUF) or JudgeOllama scores SOTOPIA episodes.
 	JudgeModel  string `yaml:"judge_model"`
 	JudgeOllama string `yaml:"judge_ollama"`
@@ -37,8 +38,8 @@ type Config struct {
 // DefaultConfig is omar eval without flags: the base model against the
 // naive and strategic scripts on Craigslist.
 func DefaultConfig() Config {
-	c := Config{Options: Options{}.Defaults(), OllamaHost: ollama.DefaultHost, AdapterScale: 1}
-	c.Players, c.Opponents = []string{SpecBase}, []string{"scripted:naive", "scripted:strategic"}
+	c := Config{Options: Options{}.Defaults(), Backend: players.Backend{Contexts: 1}, AdapterScale: 1}
+	c.Players, c.Opponents = []string{players.KindBase}, []string{"scripted:naive", "scripted:strategic"}
 	c.Envs = []Env{{Name: "craigslist"}}
 	return c
 }
@@ -129,11 +130,11 @@ func (c Config) Validate() error {
 }
 
 // Specs parses the players and opponents.
-func (c Config) Specs() (players, opponents []Spec, err error) {
-	parse := func(what string, list []string) ([]Spec, error) {
-		var out []Spec
+func (c Config) Specs() (ps, opponents []players.Spec, err error) {
+	parse := func(what string, list []string) ([]players.Spec, error) {
+		var out []players.Spec
 		for _, s := range list {
-			sp, err := ParseSpec(s)
+			sp, err := players.Parse(s)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}
@@ -144,33 +145,20 @@ func (c Config) Specs() (players, opponents []Spec, err error) {
 		}
 		return out, nil
 	}
-	if players, err = parse("players", c.Players); err != nil {
+	if ps, err = parse("players", c.Players); err != nil {
 		return nil, nil, err
 	}
 	if opponents, err = parse("opponents", c.Opponents); err != nil {
 		return nil, nil, err
 	}
-	return players, opponents, nil
+	return ps, opponents, nil
 }
 
-// NeedsModel reports whether a spec plays the base model.
-func NeedsModel(lists ...[]Spec) bool {
-	for _, l := range lists {
-		for _, s := range l {
-			if s.Kind == SpecBase || s.Kind == SpecAdapter {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// Run opens c's players on shared backends (llama: the template of every
-// llama backend), gives SOTOPIA its judge, evaluates and writes the
-// reports into c.Out (when set). warn receives notes for the user (a
-// SOTOPIA run without a judge). The lineup is returned open for the
-// caller's statistics; close it.
-func (c *Config) Run(ctx context.Context, lo llama.Options, h Hooks, warn io.Writer) (*Report, *Lineup, error) {
+// Run opens c's players on shared backends (c.Backend), gives SOTOPIA its
+// judge, evaluates and writes the reports into c.Out (when set). warn
+// receives notes for the user (a SOTOPIA run without a judge). The lineup
+// is returned open for the caller's statistics; close it.
+func (c *Config) Run(ctx context.Context, h Hooks, warn io.Writer) (*Report, *players.Lineup, error) {
 	if err := c.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -178,24 +166,25 @@ func (c *Config) Run(ctx context.Context, lo llama.Options, h Hooks, warn io.Wri
 	if err != nil {
 		return nil, nil, err
 	}
-	if c.Model == "" && NeedsModel(ps, qs) {
+	if c.Model == "" && players.NeedsModel(ps, qs) {
 		return nil, nil, errors.New("base and adapter: players need a model (the base model)")
 	}
 	slots, err := c.SeqSlots()
 	if err != nil {
 		return nil, nil, err
 	}
-	oo := ollama.Options{Host: c.OllamaHost, Parallel: c.Parallel}
 	// The reply settings' chat template override renders the players'
 	// prompts as it rendered them in training.
-	if lo.ChatTemplate, err = c.ChatTemplateSource(); err != nil {
-		return nil, nil, err
-	}
-	lineup, err := Open(ctx, ps, qs, OpenOptions{Model: c.Model, Llama: lo, Slots: slots, Context: c.Context, AdapterScale: c.AdapterScale, Ollama: oo})
+	tmpl, err := c.ChatTemplateSource()
 	if err != nil {
 		return nil, nil, err
 	}
-	closeJudge, err := c.attachJudge(warn, lo, oo)
+	lineup, err := players.Open(ctx, ps, qs, players.OpenOptions{Backend: c.Backend, Model: c.Model, Slots: slots,
+		Context: c.Context, ChatTemplate: tmpl, AdapterScale: c.AdapterScale, Requests: c.Parallel})
+	if err != nil {
+		return nil, nil, fmt.Errorf("arena: %w", err)
+	}
+	closeJudge, err := c.attachJudge(warn)
 	if err != nil {
 		lineup.Close()
 		return nil, nil, err
@@ -215,7 +204,7 @@ func (c *Config) Run(ctx context.Context, lo llama.Options, h Hooks, warn io.Wri
 // attachJudge gives the SOTOPIA environments the judge the config names
 // (a GGUF through its own llama backend, or an Ollama model); it returns
 // what closes the judge's backend.
-func (c *Config) attachJudge(warn io.Writer, lo llama.Options, oo ollama.Options) (func(), error) {
+func (c *Config) attachJudge(warn io.Writer) (func(), error) {
 	nop := func() {}
 	var sot []int
 	for i, e := range c.Envs {
@@ -235,11 +224,14 @@ func (c *Config) attachJudge(warn io.Writer, lo llama.Options, oo ollama.Options
 	case c.JudgeModel != "" && c.JudgeOllama != "":
 		return nop, errors.New("judge_model and judge_ollama both set")
 	case c.JudgeModel != "":
-		// A judge model renders with its own template, not the players'.
-		lo.Model, lo.Adapter, lo.ChatTemplate = c.JudgeModel, "", ""
-		lo.Parallel, lo.Batch = c.Parallel, max(lo.Batch, c.Parallel)
-		lo.Contexts = min(lo.Contexts, lo.Parallel)
-		lb, err := llama.New(lo)
+		// A judge model renders with its own template, not the players'
+		// (llama.Options' default context).
+		lo, err := c.Backend.Llama(c.JudgeModel, "", c.Parallel, 0, "")
+		if err != nil {
+			return nop, fmt.Errorf("judge: %w", err)
+		}
+		lo.Context = llama.Options{}.Defaults().Context
+		lb, err := players.OpenLlamaOptions(lo)
 		if err != nil {
 			return nop, fmt.Errorf("judge: %w", err)
 		}
@@ -247,8 +239,7 @@ func (c *Config) attachJudge(warn io.Writer, lo llama.Options, oo ollama.Options
 	case c.JudgeOllama != "":
 		// judge's Ollama completer: the scores' JSON schema as
 		// Ollama's format, thinking off (a bare backend has neither).
-		oo.Model = c.JudgeOllama
-		comp, ob, err := judge.NewOllama(oo)
+		comp, ob, err := judge.NewOllama(c.Backend.Ollama(c.JudgeOllama, c.Parallel))
 		if err != nil {
 			return nop, fmt.Errorf("judge: %w", err)
 		}
@@ -273,18 +264,4 @@ func (c *Config) withJudge(sot []int, comp *judge.Completer, jo sotopia.JudgeOpt
 		c.Envs[i].Game = sotopia.New().WithJudge(j)
 	}
 	return func() { b.Close() }, nil
-}
-
-// WriteCost reports the episodes played, the wall time and how full the
-// llama backends' decode steps were.
-func (l *Lineup) WriteCost(w io.Writer, played int, wallSeconds float64) {
-	fmt.Fprintf(w, "played %d episodes in %.1f s\n", played, wallSeconds)
-	for path, b := range l.Llama {
-		st := b.Stats()
-		if st.Steps == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "%s: %d decode steps, %.1f sequences sampled per step, %d adapter switches, %d tokens generated, decode %.1f s\n",
-			path, st.Steps, float64(st.GeneratedTokens)/float64(st.Steps), b.AdapterSwitches(), st.GeneratedTokens, st.DecodeTime.Seconds())
-	}
 }

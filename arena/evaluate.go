@@ -118,7 +118,7 @@ func checkPlayers(players, opponents []Player) error {
 	for _, list := range [][]Player{players, opponents} {
 		names := map[string]bool{}
 		for _, p := range list {
-			if err := p.validate(); err != nil {
+			if err := p.Validate(); err != nil {
 				return fmt.Errorf("arena: %w", err)
 			}
 			if names[p.Name] {
@@ -140,7 +140,7 @@ func checkPolicies(es []*env, lists ...[]Player) error {
 		for _, list := range lists {
 			for _, p := range list {
 				if p.Model == nil {
-					if _, err := engine.ScriptedCast(e.game, []string{p.agent()}, 0); err != nil {
+					if _, err := engine.ScriptedCast(e.game, []string{p.Agent()}, 0); err != nil {
 						return fmt.Errorf("arena: player %s in %s: %w", p.Name, e.Name, err)
 					}
 				}
@@ -189,36 +189,85 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 	if len(todo) == 0 {
 		return nil, nil
 	}
-	var out, records *jsonl.Writer
+	rw := &resultWriter{hooks: h}
 	if dir != "" {
 		var err error
-		if out, _, err = jsonl.Append(filepath.Join(dir, ResultsFile)); err != nil {
+		if rw.out, rw.records, err = openResults(dir, o.Records, prior); err != nil {
 			return nil, err
-		}
-		if o.Records {
-			path := filepath.Join(dir, RecordsFile)
-			// A record is written just before its result: an
-			// interrupt between the two leaves one record whose
-			// episode is played again now. Drop it, so that the file
-			// keeps one record per result.
-			if err = keepLines(path, prior); err == nil {
-				records, _, err = jsonl.Append(path)
-			}
-			if err != nil {
-				out.Close()
-				return nil, err
-			}
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type done struct {
-		i   int // the episode's place in todo
-		res Result
-		rec *engine.Record
-		err error
+	finished := playAll(ctx, o, todo)
+	var firstErr error
+	// Finished episodes wait here until the ones before them in todo are
+	// written: at most those that finished ahead of the slowest in flight.
+	waiting := map[int]played{}
+	next := 0
+	for f := range finished {
+		if firstErr != nil {
+			continue
+		}
+		if f.err != nil {
+			firstErr = f.err
+			cancel()
+			continue
+		}
+		waiting[f.i] = f
+		for d, ok := waiting[next]; ok && firstErr == nil; d, ok = waiting[next] {
+			delete(waiting, next)
+			next++
+			firstErr = rw.write(d)
+		}
+		if firstErr != nil {
+			cancel()
+		}
 	}
-	finished := make(chan done)
+	if err := rw.close(); firstErr == nil {
+		firstErr = err
+	}
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return rw.results, firstErr
+}
+
+// openResults opens dir's results file, and its records file when
+// records is set, for appending.
+func openResults(dir string, records bool, prior int) (out, recs *jsonl.Writer, err error) {
+	if out, _, err = jsonl.Append(filepath.Join(dir, ResultsFile)); err != nil {
+		return nil, nil, err
+	}
+	if !records {
+		return out, nil, nil
+	}
+	path := filepath.Join(dir, RecordsFile)
+	// A record is written just before its result: an interrupt between
+	// the two leaves one record whose episode is played again now. Drop
+	// it, so that the file keeps one record per result.
+	if err = keepLines(path, prior); err == nil {
+		recs, _, err = jsonl.Append(path)
+	}
+	if err != nil {
+		out.Close()
+		return nil, nil, err
+	}
+	return out, recs, nil
+}
+
+// played is one episode of todo played, by its place in todo.
+type played struct {
+	i   int
+	res Result
+	rec *engine.Record
+	err error
+}
+
+// playAll plays todo with o.Parallel episodes in flight, sending each
+// as it finishes (in any order); the channel closes when all are done or
+// ctx is cancelled.
+func playAll(ctx context.Context, o Options, todo []work) <-chan played {
+	finished := make(chan played)
 	var wg sync.WaitGroup
 	// Worker k plays todo[k], todo[k+workers], … in one session of the
 	// players' backend when it keeps a deterministic schedule, opened
@@ -243,7 +292,7 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 				}
 				res, rec, err := playOne(wctx, o, todo[i])
 				select {
-				case finished <- done{i, res, rec, err}:
+				case finished <- played{i, res, rec, err}:
 				case <-ctx.Done():
 					return
 				}
@@ -254,70 +303,57 @@ func play(ctx context.Context, o Options, dir string, prior int, todo []work, h 
 		wg.Wait()
 		close(finished)
 	}()
-	var results []Result
-	write := func(d done) error {
-		if records != nil {
-			// Before the result: a resumed evaluation replays what has
-			// no result, so a record is never missing (and keepLines
-			// drops the copy an interrupt left).
-			if err := records.Write(d.rec); err != nil {
-				return err
-			}
-			if err := records.Flush(); err != nil {
-				return err
-			}
+	return finished
+}
+
+// resultWriter takes the results in todo's order: to the files (when
+// open), to the hooks, and to results.
+type resultWriter struct {
+	out, records *jsonl.Writer
+	hooks        Hooks
+	results      []Result
+}
+
+func (rw *resultWriter) write(d played) error {
+	if rw.records != nil {
+		// Before the result: a resumed evaluation replays what has
+		// no result, so a record is never missing (and keepLines
+		// drops the copy an interrupt left).
+		if err := rw.records.Write(d.rec); err != nil {
+			return err
 		}
-		if out != nil {
-			// Flushed per episode: an interrupt loses only the episodes
-			// in flight or waiting for an earlier one.
-			if err := out.Write(d.res); err != nil {
-				return err
-			}
-			if err := out.Flush(); err != nil {
-				return err
-			}
-		}
-		results = append(results, d.res)
-		if h.Episode != nil {
-			h.Episode(d.res)
-		}
-		return nil
-	}
-	var firstErr error
-	// Finished episodes wait here until the ones before them in todo are
-	// written: at most those that finished ahead of the slowest in flight.
-	waiting := map[int]done{}
-	next := 0
-	for f := range finished {
-		if firstErr != nil {
-			continue
-		}
-		if f.err != nil {
-			firstErr = f.err
-			cancel()
-			continue
-		}
-		waiting[f.i] = f
-		for d, ok := waiting[next]; ok && firstErr == nil; d, ok = waiting[next] {
-			delete(waiting, next)
-			next++
-			firstErr = write(d)
-		}
-		if firstErr != nil {
-			cancel()
+		if err := rw.records.Flush(); err != nil {
+			return err
 		}
 	}
-	for _, w := range []*jsonl.Writer{out, records} {
+	if rw.out != nil {
+		// Flushed per episode: an interrupt loses only the episodes
+		// in flight or waiting for an earlier one.
+		if err := rw.out.Write(d.res); err != nil {
+			return err
+		}
+		if err := rw.out.Flush(); err != nil {
+			return err
+		}
+	}
+	rw.results = append(rw.results, d.res)
+	if rw.hooks.Episode != nil {
+		rw.hooks.Episode(d.res)
+	}
+	return nil
+}
+
+// close closes the files and returns the first error.
+func (rw *resultWriter) close() error {
+	var first error
+	for _, w := range []*jsonl.Writer{rw.out, rw.records} {
 		if w != nil {
-			if err := w.Close(); firstErr == nil {
-				firstErr = err
+			if err := w.Close(); first == nil {
+				first = err
 			}
 		}
 	}
-	if firstErr == nil {
-		firstErr = ctx.Err()
-	}
-	return results, firstErr
+	return first
 }
 
 // scheduler returns the backend every model player of todo decodes on
@@ -345,14 +381,14 @@ func playOne(ctx context.Context, o Options, w work) (Result, *engine.Record, er
 	c := w.cell
 	ro := o.runnerOptions()
 	ro.Params = c.env.params
-	ro.Agents = c.side.Agents(c.player.agent(), c.opponent.agent())
+	ro.Agents = c.side.Agents(c.player.Agent(), c.opponent.Agent())
 	ro.KeyPrefix = "arena" + strconv.Itoa(c.index) + "/"
 	for _, p := range []Player{c.player, c.opponent} {
 		if p.Model != nil {
 			if ro.Players == nil {
 				ro.Players = map[string]*selfplay.Player{}
 			}
-			ro.Players[p.agent()] = p.Model
+			ro.Players[p.Agent()] = p.Model
 		}
 	}
 	r, err := selfplay.NewRunner(c.env.game, nil, nil, ro)

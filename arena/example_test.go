@@ -9,6 +9,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/scripted"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -36,8 +37,8 @@ func Example() {
 	o.Envs = []arena.Env{{Name: "craigslist", Params: engine.Params{"rounds": 3, "structured_only": true}}}
 	o.Episodes = 16
 	rep, err := arena.Evaluate(context.Background(), o, "", // "": no results file, no resume
-		[]arena.Player{current, arena.ScriptedPlayer("strategic")},
-		[]arena.Player{arena.ScriptedPlayer("naive")}, arena.Hooks{})
+		[]arena.Player{current, players.Scripted("strategic")},
+		[]arena.Player{players.Scripted("naive")}, arena.Hooks{})
 	if err != nil {
 		panic(err)
 	}

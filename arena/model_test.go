@@ -13,11 +13,9 @@ import (
 	"github.com/ollama/ollama/api"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/gguf"
-	"github.com/omar-selfplay/omar/inference/llama"
-	"github.com/omar-selfplay/omar/inference/ollama"
-	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/players"
 )
 
 // tinyFiles writes two tiny models and a random LoRA for the first.
@@ -56,27 +54,24 @@ func modelOptions() Options {
 	return o
 }
 
-func openTiny(t *testing.T, o Options, base, other, adapter string) *Lineup {
+func openTiny(t *testing.T, o Options, base, other, adapter string) *players.Lineup {
 	t.Helper()
 	lib := llamatest.LibDir()
 	if lib == "" {
 		t.Skip("llama.cpp libraries not installed in lib/llama/cpu (run scripts/install-llama.sh cpu)")
 	}
-	lo := llama.Options{}.Defaults()
-	lo.LibDir = lib
-	lo.Threads, lo.ThreadsBatch = 1, 1
 	// F32 keys and values: what else a step decodes moves the logits by
 	// about 1e-6 only, which has not flipped a token of these short
 	// replies at either parallelism TestModelPlayers compares (two
 	// backends, so no deterministic schedule; docs/evaluation.md).
-	lo.KVType = llamacpp.KVTypeF32
+	be := players.Backend{LlamaLib: lib, Threads: 1, KVCache: "f32"}
 	slots, err := o.SeqSlots()
 	if err != nil {
 		t.Fatal(err)
 	}
-	players := []Spec{{Kind: SpecBase}, {Kind: SpecAdapter, Arg: adapter}, {Kind: SpecModel, Arg: other}}
-	l, err := Open(context.Background(), players, []Spec{{Kind: SpecScripted, Arg: "naive"}, {Kind: SpecBase}},
-		OpenOptions{Model: base, Llama: lo, Slots: slots, Context: o.Context})
+	ps := []players.Spec{{Kind: players.KindBase}, {Kind: players.KindAdapter, Arg: adapter}, {Kind: players.KindModel, Arg: other}}
+	l, err := players.Open(context.Background(), ps, []players.Spec{{Kind: players.KindScripted, Arg: "naive"}, {Kind: players.KindBase}},
+		players.OpenOptions{Backend: be, Model: base, Slots: slots, Context: o.Context})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +155,8 @@ func TestOllamaPlayer(t *testing.T) {
 	srv := httptest.NewServer(walkingOllama{})
 	defer srv.Close()
 	o := scriptedOptions(4, Env{Name: "craigslist"})
-	l, err := Open(context.Background(), []Spec{{Kind: SpecOllama, Arg: "fake:1b"}}, []Spec{{Kind: SpecScripted, Arg: "naive"}},
-		OpenOptions{Ollama: ollama.Options{Host: srv.URL}})
+	l, err := players.Open(context.Background(), []players.Spec{{Kind: players.KindOllama, Arg: "fake:1b"}}, []players.Spec{{Kind: players.KindScripted, Arg: "naive"}},
+		players.OpenOptions{Backend: players.Backend{OllamaHost: srv.URL}, Slots: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +167,7 @@ func TestOllamaPlayer(t *testing.T) {
 			t.Errorf("%s: results %v, reward %v, invalid %v; want every episode walked away from", c.Side, c.Results, c.Reward, c.InvalidRate)
 		}
 	}
-	if _, err := Open(context.Background(), []Spec{{Kind: SpecBase}}, []Spec{{Kind: SpecScripted, Arg: "naive"}}, OpenOptions{}); err == nil {
+	if _, err := players.Open(context.Background(), []players.Spec{{Kind: players.KindBase}}, []players.Spec{{Kind: players.KindScripted, Arg: "naive"}}, players.OpenOptions{}); err == nil {
 		t.Errorf("base without a model file: got no error")
 	}
 }
@@ -188,7 +183,7 @@ func TestImportModel(t *testing.T) {
 	naive := l.Opponents[:1]
 	policy, trained := l.Players[1], l.Players[1]
 	policy.Name, trained.Name = "policy", "trained"
-	players := []Player{l.Players[0], trained}
+	both := []Player{l.Players[0], trained}
 
 	src, dst := t.TempDir(), t.TempDir()
 	if _, err := Evaluate(context.Background(), o, src, []Player{policy}, naive, Hooks{}); err != nil {
@@ -197,11 +192,11 @@ func TestImportModel(t *testing.T) {
 	if n, err := Import(dst, src, o, "policy", trained); err != nil || n != 2*o.Episodes {
 		t.Fatalf("imported %d, err %v; want %d", n, err, 2*o.Episodes)
 	}
-	got, err := Evaluate(context.Background(), o, dst, players, naive, Hooks{})
+	got, err := Evaluate(context.Background(), o, dst, both, naive, Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := Evaluate(context.Background(), o, "", players, naive, Hooks{})
+	want, err := Evaluate(context.Background(), o, "", both, naive, Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/omar-selfplay/omar/players"
 )
 
 // Report is what an evaluation found: per pairing the rewards with their
@@ -230,14 +232,14 @@ func boolInt(b bool) int {
 }
 
 // reference resolves Options.Reference.
-func reference(want string, players []string) string {
+func reference(want string, names []string) string {
 	switch {
 	case want != "":
 		return want
-	case slices.Contains(players, SpecBase):
-		return SpecBase
-	case len(players) > 0:
-		return players[0]
+	case slices.Contains(names, players.KindBase):
+		return players.KindBase
+	case len(names) > 0:
+		return names[0]
 	}
 	return ""
 }
@@ -344,16 +346,16 @@ func ratings(b bootstrap, players []string, slots []slotKey, episodes func(slotK
 	return out
 }
 
-func transfer(b bootstrap, rep *Report, es []*env, players []Player, slots []slotKey,
+func transfer(b bootstrap, rep *Report, es []*env, ps []Player, slots []slotKey,
 	paired func(slotKey, string, string) []float64, episodes func(slotKey, string) []Result) *Transfer {
 	var rows []string
-	for _, p := range players {
-		if p.kind() == SpecAdapter {
+	for _, p := range ps {
+		if p.KindOf() == players.KindAdapter {
 			rows = append(rows, p.Name)
 		}
 	}
 	if len(rows) == 0 {
-		for _, p := range players {
+		for _, p := range ps {
 			if p.Name != rep.Reference {
 				rows = append(rows, p.Name)
 			}

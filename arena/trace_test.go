@@ -6,6 +6,7 @@ import (
 
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/scripted"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -20,7 +21,7 @@ func TestTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Player{Name: "traced", Version: "1", Kind: SpecAdapter, Model: &selfplay.Player{Label: "s", Backend: be, Tokenizer: be}}
+	p := Player{Name: "traced", Version: "1", Kind: players.KindAdapter, Model: &selfplay.Player{Label: "s", Backend: be, Tokenizer: be}}
 	for _, tc := range []struct {
 		trace       string
 		wantInvalid bool
@@ -28,7 +29,7 @@ func TestTrace(t *testing.T) {
 		o := scriptedOptions(2, Env{Name: "craigslist", Params: map[string]any{"structured_only": true}})
 		o.Trace, o.MaxTokens, o.Grammar = tc.trace, 64, false
 		invalid := 0
-		_, err := Evaluate(context.Background(), o, "", []Player{p}, []Player{ScriptedPlayer("naive")}, Hooks{
+		_, err := Evaluate(context.Background(), o, "", []Player{p}, []Player{scriptedPlayer("naive")}, Hooks{
 			Episode: func(r Result) { invalid += r.Invalid },
 		})
 		if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/omar-selfplay/omar/llamacpp/cpuvariant"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -227,7 +228,7 @@ func Build(ctx context.Context, o BuildOptions, out, work, libDir string, h Buil
 		lo.LibDir = libDir
 	}
 	lo.Model, lo.Parallel, lo.Context = init, 1, 256
-	lb, err := llama.New(lo)
+	lb, err := players.OpenLlamaOptions(lo)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +282,7 @@ func Build(ctx context.Context, o BuildOptions, out, work, libDir string, h Buil
 		// One sequence decodes at a time: more threads only spin.
 		lo.Threads, lo.ThreadsBatch = 1, 1
 		lo.KVType = llamacpp.KVTypeF32
-		mb, err := llama.New(lo)
+		mb, err := players.OpenLlamaOptions(lo)
 		if err != nil {
 			return nil, err
 		}

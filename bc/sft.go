@@ -10,6 +10,7 @@ import (
 
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -98,7 +99,7 @@ func cloneForSFT(ctx context.Context, o SFTOptions) ([]train.Sequence, int, erro
 		lo.LibDir = o.Train.LibDir
 	}
 	lo.Model, lo.Parallel, lo.Context = o.Model, 1, 256
-	b, err := llama.New(lo)
+	b, err := players.OpenLlamaOptions(lo)
 	if err != nil {
 		return nil, 0, fmt.Errorf("sft: %w", err)
 	}

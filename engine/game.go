@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -167,6 +168,19 @@ func ScriptedName(agent string) string { return strings.TrimPrefix(agent, Script
 // seat's default script) or "scripted:NAME".
 func IsScripted(agent string) bool {
 	return agent == strings.TrimSuffix(ScriptedPrefix, ":") || strings.HasPrefix(agent, ScriptedPrefix)
+}
+
+// AgentFor returns the agent that agents (keys: a seat's name, "seat<N>",
+// its role, or "*"; the first that is there wins, in that order) give seat
+// s, and whether one did. It is the one reading of the key=agent pairs of
+// --agents and a config's agents section.
+func AgentFor(agents map[string]string, s Seat) (string, bool) {
+	for _, k := range []string{s.Name, "seat" + strconv.Itoa(s.Index), s.Role, "*"} {
+		if v, ok := agents[k]; ok && k != "" {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // FindPolicy returns the policy of g named name.

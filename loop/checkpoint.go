@@ -9,16 +9,16 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/internal/jsonl"
 	"github.com/omar-selfplay/omar/runfiles"
-	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
 
 // checkpoint writes the trainer's state with the run state as its caller
 // blob (one atomic, checksummed file) and the adapter.
 func (r *Run) checkpoint() error {
-	if se, ok := r.est.(selfplay.StatefulEstimator); ok {
+	if se, ok := r.est.(advantage.StatefulEstimator); ok {
 		b, err := se.MarshalState()
 		if err != nil {
 			return err
@@ -69,7 +69,7 @@ func (r *Run) restore() error {
 		return fmt.Errorf("resume: corrupt run state in the checkpoint of %s: %w", r.dir, err)
 	}
 	if len(r.state.Estimator) > 0 {
-		se, ok := r.est.(selfplay.StatefulEstimator)
+		se, ok := r.est.(advantage.StatefulEstimator)
 		if !ok {
 			return fmt.Errorf("resume: the checkpoint has estimator state but %s keeps none", r.est.Name())
 		}

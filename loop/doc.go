@@ -15,7 +15,7 @@
 //	  2. score     Sequences (the one trajectory → train.Sequence bridge,
 //	               also used by bc) → Trainer.Evaluate: values, current
 //	               and reference (adapter-off) logprobs per sequence.
-//	  3. estimate  the selfplay estimator (hierarchical by default) turns
+//	  3. estimate  the advantage estimator (hierarchical by default) turns
 //	               rewards and values into per-token advantages and returns.
 //	  4. update    Trainer.Step: PPO epochs over the sequences, whose
 //	               RefLogprobs come from step 2 (no second reference pass).

@@ -14,6 +14,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/internal/atomicfile"
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -69,14 +70,14 @@ func (e EvalOptions) Validate() error {
 func ScriptedOpponents(specs []string) ([]arena.Player, error) {
 	opps := make([]arena.Player, len(specs))
 	for i, s := range specs {
-		spec, err := arena.ParseSpec(s)
+		spec, err := players.Parse(s)
 		if err != nil {
 			return nil, err
 		}
-		if spec.Kind != arena.SpecScripted {
+		if spec.Kind != players.KindScripted {
 			return nil, fmt.Errorf("%s: a run evaluates against scripted policies", s)
 		}
-		opps[i] = arena.ScriptedPlayer(spec.Arg)
+		opps[i] = players.Scripted(spec.Arg)
 	}
 	return opps, nil
 }
@@ -186,7 +187,7 @@ func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
 	if err != nil {
 		return nil, err
 	}
-	cur := arena.Player{Name: evalPlayer, Version: "iteration " + strconv.Itoa(it), Kind: arena.SpecAdapter,
+	cur := arena.Player{Name: evalPlayer, Version: "iteration " + strconv.Itoa(it), Kind: players.KindAdapter,
 		Model: &selfplay.Player{Label: r.player.Label, Backend: r.player.Backend, Tokenizer: r.player.Tokenizer}}
 	dir := r.Path(filepath.Join(runfiles.EvalDir, "iter-"+strconv.Itoa(it)))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -261,8 +262,8 @@ func (r *Run) Compare(ctx context.Context, h arena.Hooks) (*arena.Report, error)
 		return &selfplay.Player{Label: r.player.Label, Backend: r.player.Backend, Tokenizer: r.player.Tokenizer, Adapter: adapter}
 	}
 	players := []arena.Player{
-		{Name: "base", Version: "start", Kind: arena.SpecBase, Model: model(inference.AdapterBase)},
-		{Name: "trained", Version: "iteration " + strconv.Itoa(r.state.Iteration), Kind: arena.SpecAdapter, Model: model("")},
+		{Name: "base", Version: "start", Kind: players.KindBase, Model: model(inference.AdapterBase)},
+		{Name: "trained", Version: "iteration " + strconv.Itoa(r.state.Iteration), Kind: players.KindAdapter, Model: model("")},
 	}
 	o := r.ArenaOptions()
 	o.Reference = "base"

@@ -22,6 +22,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/scripted"
 	"github.com/omar-selfplay/omar/internal/strictyaml"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -497,7 +498,7 @@ func FuzzDecodeOptions(f *testing.F) {
 			t.Errorf("validated options %+v", o)
 		}
 		for _, a := range r.Agents {
-			if strings.HasPrefix(a, OllamaAgent) {
+			if s, _ := players.Parse(a); s.Kind != players.KindPolicy && s.Kind != players.KindFrozen && s.Kind != players.KindScripted {
 				return // needs its opened players
 			}
 		}

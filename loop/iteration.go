@@ -9,6 +9,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -323,7 +324,7 @@ func (r *Run) score(ctx context.Context, it int, m *runfiles.Metrics, b *batch, 
 // returns, and gives each item's sequence PPO's old logprobs and values.
 func (r *Run) estimate(m *runfiles.Metrics, b *batch) error {
 	start := time.Now()
-	in := selfplay.AdvantageInput{Samples: make([]selfplay.Sample, len(b.keep))}
+	in := advantage.Input{Samples: make([]advantage.Sample, len(b.keep))}
 	for j := range b.keep {
 		in.Samples[j] = selfplay.SampleOf(b.item(j), b.scores[j].Values)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
@@ -17,6 +18,7 @@ import (
 	"github.com/omar-selfplay/omar/internal/cpuuse"
 	"github.com/omar-selfplay/omar/internal/errclip"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -37,10 +39,10 @@ type Options struct {
 	// ("tiny", "base", "small").
 	ModelPreset string `yaml:"model_preset"`
 	ModelArch   string `yaml:"model_arch"`
-	// Estimator names a selfplay estimator; EstimatorParams tune it.
-	Estimator       string                   `yaml:"estimator"`
-	EstimatorParams selfplay.EstimatorParams `yaml:"estimator_params"`
-	Train           train.Options            `yaml:"train"`
+	// Estimator names an advantage estimator; EstimatorParams tune it.
+	Estimator       string           `yaml:"estimator"`
+	EstimatorParams advantage.Params `yaml:"estimator_params"`
+	Train           train.Options    `yaml:"train"`
 	// CheckpointEvery writes a checkpoint every n iterations (and always
 	// at the end and on interrupt).
 	CheckpointEvery int `yaml:"checkpoint_every"`
@@ -129,8 +131,8 @@ func (Options) Defaults() Options {
 		Rollout:         r,
 		ModelPreset:     BuiltinPreset,
 		ModelArch:       "llama",
-		Estimator:       selfplay.DefaultEstimator,
-		EstimatorParams: selfplay.EstimatorParams{}.Defaults(),
+		Estimator:       advantage.Default,
+		EstimatorParams: advantage.Params{}.Defaults(),
 		Train:           t,
 		CheckpointEvery: 1,
 		Eval:            eval,
@@ -216,7 +218,7 @@ func (o *Options) validate() error {
 	if err := o.EstimatorParams.Validate(); err != nil {
 		return fmt.Errorf("estimator_params: %w", err)
 	}
-	if _, err := selfplay.NewEstimator(o.Estimator, o.EstimatorParams); err != nil {
+	if _, err := advantage.New(o.Estimator, o.EstimatorParams); err != nil {
 		return fmt.Errorf("estimator: %w", err)
 	}
 	if g := o.Rollout.GroupSize; g > 1 && o.Rollout.Episodes%g != 0 {
@@ -285,11 +287,12 @@ type RolloutOptions struct {
 	Model       string `yaml:"model"`
 	Adapter     string `yaml:"adapter"`
 	FrozenModel string `yaml:"frozen_model"`
-	// Agents maps a seat name, "seat<N>", a role or "*" to policy, frozen,
-	// scripted, scripted:NAME or ollama:MODEL (an Ollama model at
-	// ollama_host, played at the message level, never trained).
-	Agents     map[string]string `yaml:"agents"`
-	OllamaHost string            `yaml:"ollama_host"`
+	// Agents maps a seat name, "seat<N>", a role or "*" to a player spec
+	// (players.Parse): policy (trained), frozen, scripted[:NAME], or a
+	// player that plays but is never trained: base, adapter:PATH,
+	// model:PATH, ollama:MODEL (an Ollama model at ollama_host, played at
+	// the message level).
+	Agents map[string]string `yaml:"agents"`
 
 	// Reply is how model seats reply (max_tokens, context,
 	// min_reply_tokens, temperature, top_k, top_p, min_p, grammar,
@@ -320,18 +323,14 @@ type RolloutOptions struct {
 	JudgeProcess bool   `yaml:"judge_process,omitempty"`
 	JudgeContext int    `yaml:"judge_context,omitempty"`
 
-	Threads int `yaml:"threads"`
-	// Contexts is the number of llama contexts over the model, each
-	// decoding its share of the episodes on threads threads
-	// (llama.Options.Contexts). 0 (the default) lets a run choose
+	// Backend opens the rollout's backends: threads, contexts, gpu_layers,
+	// kv_cache, llama_lib (machine-specific; the CLI fills it from
+	// --llama-lib or OMAR_LLAMA_LIB), ollama_host. Contexts is the number
+	// of llama contexts over the model, each decoding its share of the
+	// episodes on threads threads: 0 (the default) lets a run choose
 	// (AutoContexts) and record the choice in its config.yaml; elsewhere
 	// it is 1. The transcripts depend on it, not on the machine.
-	Contexts  int    `yaml:"contexts"`
-	GPULayers int    `yaml:"gpu_layers"`
-	KVCache   string `yaml:"kv_cache"` // "f16" (default), "f32" or "q8_0"
-	// LlamaLib is where the llama.cpp libraries are (machine-specific;
-	// the CLI fills it from --llama-lib or OMAR_LLAMA_LIB).
-	LlamaLib string `yaml:"llama_lib"`
+	players.Backend `yaml:",inline"`
 }
 
 // Defaults returns the rollout defaults: 16 episodes, selfplay.Options'
@@ -346,7 +345,7 @@ func (RolloutOptions) Defaults() RolloutOptions {
 	return RolloutOptions{
 		Episodes: 16, Parallel: d.Parallel, GroupSize: d.GroupSize, Seed: d.Seed,
 		Reply: d.Reply, MaxRetries: &retries,
-		Guard: &guard, Threads: 1, KVCache: "f16",
+		Guard: &guard, Backend: players.Backend{Threads: 1, KVCache: "f16"},
 	}
 }
 
@@ -391,6 +390,11 @@ func (c *RolloutOptions) validate() error {
 		return fmt.Errorf("max_legal %d: want -1 (never), 0 (the default) or a count", c.MaxLegal)
 	case !finite(c.InferReward) || c.InferReward < 0 || c.InferReward > 0 && c.Trace != selfplay.TraceToM:
 		return fmt.Errorf("infer_reward %v: want a number ≥ 0, and not 0 only with trace: %s", c.InferReward, selfplay.TraceToM)
+	}
+	for _, k := range engine.SortedKeys(c.Agents) {
+		if _, err := players.Parse(c.Agents[k]); err != nil {
+			return fmt.Errorf("agents: %s: %w", k, err)
+		}
 	}
 	if _, err := c.ThinkingSettings(); err != nil {
 		return err

@@ -1,16 +1,16 @@
 package loop
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference/llama"
-	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/judge"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/sotopia"
 )
@@ -19,8 +19,8 @@ import (
 // opponent) and whatever else was opened for it (a judge).
 type Players struct {
 	Policy, Frozen *selfplay.Player
-	// Named are the further players the agents name ("ollama:NAME"
-	// seats), by agent value.
+	// Named are the further players the agents name (base, adapter:,
+	// model: and ollama: seats), by agent value.
 	Named map[string]*selfplay.Player
 	// Llama is the policy's backend (adapter swaps, stats); nil when every
 	// seat is scripted.
@@ -39,28 +39,13 @@ func (p *Players) Close() error {
 }
 
 // LlamaOptions are the llama backend options for one model file with the
-// rollout's thread, device and cache settings.
+// rollout's backend settings and chat template.
 func (c *RolloutOptions) LlamaOptions(path, adapter string, parallel, context int) (llama.Options, error) {
-	o := llama.Options{}.Defaults()
-	if c.LlamaLib != "" {
-		o.LibDir = c.LlamaLib
+	tmpl, err := c.ChatTemplateSource()
+	if err != nil {
+		return llama.Options{}, err
 	}
-	o.Model = path
-	o.Adapter = adapter
-	o.Parallel = max(1, parallel)
-	o.Contexts = min(c.Contexts, o.Parallel)
-	o.Context = context
-	o.Batch = max(o.Batch, o.Parallel)
-	o.Threads, o.ThreadsBatch = c.Threads, c.Threads
-	o.GPULayers = c.GPULayers
-	if err := o.SetKVCache(c.KVCache); err != nil {
-		return o, fmt.Errorf("kv_cache %w", err)
-	}
-	var err error
-	if o.ChatTemplate, err = c.ChatTemplateSource(); err != nil {
-		return o, err
-	}
-	return o, nil
+	return c.Backend.Llama(path, adapter, parallel, context, tmpl)
 }
 
 func (c *RolloutOptions) openLlama(path, adapter string, parallel, context int) (*llama.Backend, error) {
@@ -68,11 +53,12 @@ func (c *RolloutOptions) openLlama(path, adapter string, parallel, context int) 
 	if err != nil {
 		return nil, err
 	}
-	return llama.New(o)
+	return players.OpenLlamaOptions(o)
 }
 
-// OpenPlayers loads the policy (and frozen) models the options name;
-// seatsPerEpisode sizes the llama context's sequence slots.
+// OpenPlayers loads the policy (and frozen) models the options name and
+// every other player the agents name (players.Open); seatsPerEpisode
+// sizes the llama context's sequence slots.
 func OpenPlayers(c *RolloutOptions, seatsPerEpisode int) (*Players, error) {
 	p := &Players{}
 	open := func(path, adapter string) (*llama.Backend, error) {
@@ -104,34 +90,48 @@ func OpenPlayers(c *RolloutOptions, seatsPerEpisode int) (*Players, error) {
 		}
 		p.Frozen = &selfplay.Player{Label: "frozen:" + filepath.Base(c.FrozenModel), Backend: b, Tokenizer: b}
 	}
-	// Ollama seats play at the message level (the server templates and
-	// tokenises itself), so they are played, never trained.
-	for _, agent := range engine.SortedKeys(invert(c.Agents)) {
-		name, ok := strings.CutPrefix(agent, OllamaAgent)
-		if !ok {
-			continue
-		}
-		host := c.OllamaHost
-		if host == "" {
-			host = ollama.DefaultHost
-		}
-		b, err := ollama.New(ollama.Options{Host: host, Model: name, Parallel: max(1, c.Parallel)})
-		if err != nil {
-			p.Close()
-			return nil, fmt.Errorf("agents: %s: %w", agent, err)
-		}
-		p.closers = append(p.closers, b)
-		if p.Named == nil {
-			p.Named = map[string]*selfplay.Player{}
-		}
-		p.Named[agent] = &selfplay.Player{Label: agent, Backend: b}
+	if err := p.openNamed(c, seatsPerEpisode); err != nil {
+		p.Close()
+		return nil, err
 	}
 	return p, nil
 }
 
-// OllamaAgent prefixes an agent value that seats an Ollama model
-// ("ollama:qwen3:4b").
-const OllamaAgent = "ollama:"
+// openNamed opens the players the agents name besides the policy, the
+// frozen model and the scripts: they play (Ollama models at the message
+// level), and are never trained.
+func (p *Players) openNamed(c *RolloutOptions, seatsPerEpisode int) error {
+	var agents []string
+	var specs []players.Spec
+	for _, agent := range engine.SortedKeys(invert(c.Agents)) {
+		s, err := players.Parse(agent)
+		if err != nil {
+			return fmt.Errorf("agents: %w", err)
+		}
+		if s.Kind == players.KindPolicy || s.Kind == players.KindFrozen || s.Kind == players.KindScripted {
+			continue
+		}
+		agents, specs = append(agents, agent), append(specs, s)
+	}
+	if len(specs) == 0 {
+		return nil
+	}
+	tmpl, err := c.ChatTemplateSource()
+	if err != nil {
+		return err
+	}
+	l, err := players.Open(context.Background(), specs, nil, players.OpenOptions{Backend: c.Backend, Model: c.Model,
+		Slots: c.Parallel * seatsPerEpisode, Context: c.Context, ChatTemplate: tmpl, Requests: max(1, c.Parallel)})
+	if err != nil {
+		return fmt.Errorf("agents: %w", err)
+	}
+	p.closers = append(p.closers, l)
+	p.Named = map[string]*selfplay.Player{}
+	for i, agent := range agents {
+		p.Named[agent] = l.Players[i].Model
+	}
+	return nil
+}
 
 // invert returns the set of m's values.
 func invert(m map[string]string) map[string]bool {
@@ -150,11 +150,8 @@ func invert(m map[string]string) map[string]bool {
 func (c *RolloutOptions) OpenJudge(jc JudgeOptions, parallel int, policyBackend *llama.Backend, policyModel string) (*judge.Completer, string, io.Closer, error) {
 	switch {
 	case jc.OllamaModel != "":
-		host := jc.Ollama
-		if host == "" {
-			host = ollama.DefaultHost
-		}
-		comp, b, err := judge.NewOllama(ollama.Options{Host: host, Model: jc.OllamaModel, Parallel: max(1, parallel)})
+		// The judge's own ollama: host, not the rollout's ollama_host.
+		comp, b, err := judge.NewOllama(players.Backend{OllamaHost: jc.Ollama}.Ollama(jc.OllamaModel, parallel))
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("judge: %w", err)
 		}

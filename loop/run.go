@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference/llama"
@@ -159,7 +160,7 @@ type Run struct {
 	trainer Trainer
 	threads *TrainThreads
 	swapper Swapper
-	est     selfplay.Estimator
+	est     advantage.Estimator
 	state   State
 	// player is the policy (the evaluation plays it too); runnerContext
 	// the seat-stream context the runner was given.
@@ -299,7 +300,7 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 	if r.runner, err = selfplay.NewRunner(r.game, parts.Policy, parts.Frozen, ro); err != nil {
 		return nil, err
 	}
-	if r.est, err = selfplay.NewEstimator(o.Estimator, o.EstimatorParams); err != nil {
+	if r.est, err = advantage.New(o.Estimator, o.EstimatorParams); err != nil {
 		return nil, err
 	}
 	if mode == Resume {

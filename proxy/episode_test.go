@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
@@ -187,11 +188,11 @@ func TestProxyEpisodeTrains(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		est, err := selfplay.NewEstimator("hierarchical", selfplay.EstimatorParams{}.Defaults())
+		est, err := advantage.New("hierarchical", advantage.Params{}.Defaults())
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := selfplay.AdvantageInput{}
+		in := advantage.Input{}
 		for j, i := range kept {
 			in.Samples = append(in.Samples, selfplay.SampleOf(&trajs[i], scores[j].Values))
 		}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,14 +10,17 @@ import (
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/players"
 )
 
 // PolicyOptions are the settings of a proxy served with its own policy
 // model (omar serve --policy).
 type PolicyOptions struct {
-	Model, Adapter, LibDir string
-	Threads, Slots         int
-	Context, MaxTokens     int
+	Model, Adapter string
+	// Backend opens the policy's llama backend (library, threads, …).
+	Backend            players.Backend
+	Slots              int
+	Context, MaxTokens int
 	// APIKey, when set, is the bearer token every completion call needs
 	// (Options.APIKey); empty: completions are open to whoever reaches
 	// the server.
@@ -41,21 +45,9 @@ func (s *policyServer) Close() error {
 // The proxy reaches the engine through engineURL with the server's secret,
 // which also guards the proxy's management API.
 func Mount(o PolicyOptions, engineURL, secret string, next http.Handler, log io.Writer) (http.Handler, io.Closer, error) {
-	lo := llama.Options{}.Defaults()
-	lo.Model, lo.Adapter = o.Model, o.Adapter
-	if o.LibDir != "" {
-		lo.LibDir = o.LibDir
-	}
-	if o.Threads > 0 {
-		lo.Threads, lo.ThreadsBatch = o.Threads, o.Threads
-	}
-	if o.Slots > 0 {
-		lo.Parallel, lo.Batch = o.Slots, max(lo.Batch, o.Slots)
-	}
-	if o.Context > 0 {
-		lo.Context = o.Context
-	}
-	b, err := llama.New(lo)
+	def := llama.Options{}.Defaults()
+	slots, context := cmp.Or(o.Slots, def.Parallel), cmp.Or(o.Context, def.Context)
+	b, err := o.Backend.OpenLlama(o.Model, o.Adapter, slots, context, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -67,7 +59,7 @@ func Mount(o PolicyOptions, engineURL, secret string, next http.Handler, log io.
 	}
 	// No prompt longer than a sequence's context can be decoded: refuse it
 	// before tokenising more.
-	po.MaxPromptTokens = lo.Context
+	po.MaxPromptTokens = context
 	po.APIKey = o.APIKey
 	po.Secret = secret
 	po.Poll = time.Second

@@ -14,6 +14,7 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/players"
 )
 
 // TestMount checks omar serve's --policy routing: engine routes reach
@@ -36,7 +37,7 @@ func TestMount(t *testing.T) {
 	}
 	ts := httptest.NewUnstartedServer(nil)
 	url := "http://" + ts.Listener.Addr().String()
-	h, closer, err := Mount(PolicyOptions{Model: path, LibDir: lib, Threads: 1, Slots: 2, Context: 1024, MaxTokens: 32, APIKey: "policy-key-0123"}, url, so.Secret, engineSrv, io.Discard)
+	h, closer, err := Mount(PolicyOptions{Model: path, Backend: players.Backend{LlamaLib: lib, Threads: 1}, Slots: 2, Context: 1024, MaxTokens: 32, APIKey: "policy-key-0123"}, url, so.Secret, engineSrv, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/omar-selfplay/omar/internal/atomicfile"
 	"github.com/omar-selfplay/omar/internal/jsonl"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/runfiles"
 )
 
@@ -221,7 +222,7 @@ func evaluateStage(ctx context.Context, o CascadeOptions, run *loop.Run, k int, 
 	if err != nil {
 		return res, err
 	}
-	cur := arena.Player{Name: "policy", Version: "stage " + strconv.Itoa(k) + ", iteration " + strconv.Itoa(res.Iteration), Kind: arena.SpecAdapter, Model: run.Policy()}
+	cur := arena.Player{Name: "policy", Version: "stage " + strconv.Itoa(k) + ", iteration " + strconv.Itoa(res.Iteration), Kind: players.KindAdapter, Model: run.Policy()}
 	dir := run.Path(runfiles.EvalDir + "/cascade")
 	if partial {
 		dir += "-" + strconv.Itoa(res.Iteration)

@@ -20,6 +20,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -37,7 +38,7 @@ type DistillOptions struct {
 	// Run is the template of the specialists' runs (a teacher without an
 	// adapter is trained first, as an ordinary run) and of the student's
 	// rollouts (model, rollout options) and trainer (train; lr is LR).
-	Run      loop.Options          `yaml:"run"`
+	Run      loop.Options     `yaml:"run"`
 	Teachers []DistillTeacher `yaml:"teachers"`
 	// Steps are distillation steps (one optimizer pass over one batch);
 	// Episodes the student's episodes per step.
@@ -383,7 +384,7 @@ func openDistill(o DistillOptions, dir string, adapters []string) (_ *distillati
 	if err != nil {
 		return nil, err
 	}
-	if d.lb, err = llama.New(lo); err != nil {
+	if d.lb, err = players.OpenLlamaOptions(lo); err != nil {
 		return nil, err
 	}
 	d.ctxLen = min(ro.Context, d.lb.ContextPerSequence(), d.lb.Model().NCtxTrain())
@@ -464,18 +465,18 @@ func (d *distillation) evaluate(ctx context.Context, student bool) ([]DistillEnv
 		a := ro.ArenaOptions(d.ctxLen)
 		a.Envs = []arena.Env{{Name: t.Env, Params: engine.Params(t.Params), Game: d.games[i]}}
 		a.Episodes = d.o.EvalEpisodes
-		players := []arena.Player{
-			{Name: "base", Version: "base", Kind: arena.SpecBase, Model: model(inference.AdapterBase)},
-			{Name: "specialist", Version: "specialist", Kind: arena.SpecAdapter, Model: model(d.teachers[i])},
+		contestants := []arena.Player{
+			{Name: "base", Version: "base", Kind: players.KindBase, Model: model(inference.AdapterBase)},
+			{Name: "specialist", Version: "specialist", Kind: players.KindAdapter, Model: model(d.teachers[i])},
 		}
 		if student {
-			players = append(players, arena.Player{Name: "student", Version: "step " + strconv.Itoa(d.state.Step), Kind: arena.SpecAdapter, Model: model("")})
+			contestants = append(contestants, arena.Player{Name: "student", Version: "step " + strconv.Itoa(d.state.Step), Kind: players.KindAdapter, Model: model("")})
 		}
 		edir := filepath.Join(d.dir, "eval", t.Env)
 		if err := os.MkdirAll(edir, 0o755); err != nil {
 			return nil, err
 		}
-		rep, err := arena.Evaluate(ctx, a, edir, players, opps, arena.Hooks{})
+		rep, err := arena.Evaluate(ctx, a, edir, contestants, opps, arena.Hooks{})
 		if err != nil {
 			return nil, fmt.Errorf("distill: evaluate %s: %w", t.Env, err)
 		}

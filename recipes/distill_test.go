@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/train"
 )
 
@@ -194,7 +194,7 @@ func TestTeacherTopKReproducible(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lb, err := llama.New(lo)
+		lb, err := players.OpenLlamaOptions(lo)
 		if err != nil {
 			t.Fatal(err)
 		}

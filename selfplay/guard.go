@@ -56,7 +56,7 @@ type GuardTurn struct {
 }
 
 // TurnGuard flags degenerate turns. A flagged turn keeps its tokens in
-// the trajectory, but the estimators zero its credit (see Sample.Flagged).
+// the trajectory, but the estimators zero its credit (see advantage.Sample.Flagged).
 // Check returns the reasons (none for a sound turn; every reason a
 // non-empty string); an error is for failures of the guard itself (a
 // judge's backend), never for a bad reply. Implementations must be safe

@@ -140,10 +140,8 @@ func reservedAgent(v string) bool {
 
 // agentFor returns the agent kind of a seat.
 func (o Options) agentFor(s engine.Seat) string {
-	for _, k := range []string{s.Name, "seat" + strconv.Itoa(s.Index), s.Role, "*"} {
-		if v, ok := o.Agents[k]; ok && k != "" {
-			return v
-		}
+	if v, ok := engine.AgentFor(o.Agents, s); ok {
+		return v
 	}
 	return AgentPolicy
 }

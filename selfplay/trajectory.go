@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/internal/jsonl"
@@ -60,7 +61,7 @@ type Trajectory struct {
 	PolicyVersions []int `json:"policy_versions"`
 	// TurnFlags[k] are the reasons a turn guard flagged turn k as
 	// degenerate (empty for a sound turn); nil when no guard ran. The
-	// estimators zero the credit of flagged turns (Sample.Flagged).
+	// estimators zero the credit of flagged turns (advantage.Sample.Flagged).
 	TurnFlags [][]string `json:"turn_flags,omitempty"`
 
 	// meta is what the guard needs of each turn; the runner drops it
@@ -80,7 +81,7 @@ type turnMeta struct {
 // Flagged reports whether turn k was flagged by a guard.
 func (t *Trajectory) Flagged(k int) bool { return k < len(t.TurnFlags) && len(t.TurnFlags[k]) > 0 }
 
-// flags returns Sample.Flagged: nil when no guard ran.
+// flags returns advantage.Sample.Flagged: nil when no guard ran.
 func (t *Trajectory) flags() []bool {
 	if t.TurnFlags == nil {
 		return nil
@@ -90,6 +91,16 @@ func (t *Trajectory) flags() []bool {
 		out[k] = t.Flagged(k)
 	}
 	return out
+}
+
+// SampleOf turns a trajectory (and the critic's values for it, or nil)
+// into an estimator sample.
+func SampleOf(t *Trajectory, values []float32) advantage.Sample {
+	return advantage.Sample{
+		Mask: t.Mask, Values: values, TurnEnds: t.TurnEnds, TurnRewards: t.TurnRewards,
+		Reward: t.Reward, ShapedTurns: t.ShapedTurns, Group: t.Group(), Env: t.Env, Role: t.Role,
+		Flagged: t.flags(),
+	}
 }
 
 // Group is the GRPO group of the trajectory: same scenario and role.

@@ -20,128 +20,157 @@ import (
 // external are tensors that will have memory of their own by the time the
 // graph runs (a segmented pass's attnState): not the allocator's.
 func graphBytes(g llamacpp.Graph, external ...llamacpp.Tensor) int64 {
-	inplace := inplaceOps()
-	ext := map[uintptr]bool{}
+	r := &allocReplay{inplace: inplaceOps(), ext: map[uintptr]bool{}, st: map[uintptr]*allocState{}}
 	for _, x := range external {
-		ext[uintptr(unsafe.Pointer(x))] = true
-	}
-	type state struct {
-		children, views int
-		size            int64
-		live            bool
-	}
-	st := map[uintptr]*state{}
-	get := func(p uintptr) *state {
-		s := st[p]
-		if s == nil {
-			s = &state{}
-			st[p] = s
-		}
-		return s
+		r.ext[uintptr(unsafe.Pointer(x))] = true
 	}
 	n := g.NNodes()
 	nodes := make([]llamacpp.Tensor, n)
 	for i := range n {
-		x := g.Node(i)
-		nodes[i] = x
-		if x.ViewSrc != 0 {
-			get(x.ViewSrc).views++
-		}
-		for _, src := range x.Src {
-			if src != 0 {
-				get(src).children++
-			}
-		}
+		nodes[i] = g.Node(i)
 	}
-	var live, peak int64
-	// own: the allocator places it (no buffer of its own, not a view).
-	own := func(x llamacpp.Tensor) bool {
-		return x.Buffer == 0 && x.Data == 0 && x.ViewSrc == 0 && !ext[uintptr(unsafe.Pointer(x))]
-	}
-	alloc := func(p uintptr) {
-		x := tensorAt(p)
-		s := get(p)
-		if !own(x) || s.live || s.size > 0 {
-			return
-		}
-		s.size = int64(llamacpp.Nbytes(x)+63) / 64 * 64
-		s.live = true
-		live += s.size
-		peak = max(peak, live)
-	}
-	free := func(p uintptr) {
-		x := tensorAt(p)
-		s := get(p)
-		if !s.live || x.Flags&llamacpp.TensorFlagOutput != 0 {
-			return
-		}
-		s.live = false
-		live -= s.size
-	}
+	r.countReaders(nodes)
 	// Inputs first: nothing may overwrite them before they are read.
 	for _, x := range nodes {
 		for _, src := range x.Src {
 			if src != 0 && tensorAt(src).Flags&llamacpp.TensorFlagInput != 0 {
-				alloc(src)
+				r.alloc(src)
 			}
 		}
 		if x.Flags&llamacpp.TensorFlagInput != 0 {
-			alloc(uintptr(unsafe.Pointer(x)))
+			r.alloc(uintptr(unsafe.Pointer(x)))
 		}
 	}
 	for _, x := range nodes {
-		p := uintptr(unsafe.Pointer(x))
 		for _, src := range x.Src {
 			if src != 0 {
-				alloc(src)
+				r.alloc(src)
 			}
 		}
-		if own(x) && !get(p).live && get(p).size == 0 {
-			reused := false
-			if inplace[x.Op] {
-				for _, src := range x.Src {
-					if src == 0 {
-						continue
-					}
-					par := tensorAt(src)
-					ps := get(src)
-					if !own(par) || !ps.live || par.Flags&llamacpp.TensorFlagOutput != 0 || ps.children != 1 || ps.views != 0 || llamacpp.Nbytes(par) != llamacpp.Nbytes(x) {
-						continue
-					}
-					// The node takes over the parent's memory.
-					s := get(p)
-					s.size, s.live = ps.size, true
-					ps.live, ps.size = false, 0
-					reused = true
-					break
-				}
-			}
-			if !reused {
-				alloc(p)
+		r.place(x)
+		r.release(x)
+	}
+	return r.peak
+}
+
+// allocReplay is graphBytes' replay of the allocator: each tensor's state
+// by address, and the bytes live now and at most.
+type allocReplay struct {
+	inplace    map[int32]bool
+	ext        map[uintptr]bool
+	st         map[uintptr]*allocState
+	live, peak int64
+}
+
+// allocState is ggml_gallocr's hash_node: how many nodes and views still
+// read a tensor, and its memory.
+type allocState struct {
+	children, views int
+	size            int64
+	live            bool
+}
+
+func (r *allocReplay) get(p uintptr) *allocState {
+	s := r.st[p]
+	if s == nil {
+		s = &allocState{}
+		r.st[p] = s
+	}
+	return s
+}
+
+// countReaders counts each tensor's readers: the nodes taking it as a
+// source and the views of it.
+func (r *allocReplay) countReaders(nodes []llamacpp.Tensor) {
+	for _, x := range nodes {
+		if x.ViewSrc != 0 {
+			r.get(x.ViewSrc).views++
+		}
+		for _, src := range x.Src {
+			if src != 0 {
+				r.get(src).children++
 			}
 		}
+	}
+}
+
+// own says whether the allocator places x (no buffer of its own, not a view).
+func (r *allocReplay) own(x llamacpp.Tensor) bool {
+	return x.Buffer == 0 && x.Data == 0 && x.ViewSrc == 0 && !r.ext[uintptr(unsafe.Pointer(x))]
+}
+
+func (r *allocReplay) alloc(p uintptr) {
+	x := tensorAt(p)
+	s := r.get(p)
+	if !r.own(x) || s.live || s.size > 0 {
+		return
+	}
+	s.size = int64(llamacpp.Nbytes(x)+63) / 64 * 64
+	s.live = true
+	r.live += s.size
+	r.peak = max(r.peak, r.live)
+}
+
+func (r *allocReplay) free(p uintptr) {
+	x := tensorAt(p)
+	s := r.get(p)
+	if !s.live || x.Flags&llamacpp.TensorFlagOutput != 0 {
+		return
+	}
+	s.live = false
+	r.live -= s.size
+}
+
+// place gives node x memory, if the allocator places it: a parent's when
+// x may run in place and nothing else reads that parent, else new.
+func (r *allocReplay) place(x llamacpp.Tensor) {
+	p := uintptr(unsafe.Pointer(x))
+	if !r.own(x) || r.get(p).live || r.get(p).size != 0 {
+		return
+	}
+	if r.inplace[x.Op] {
 		for _, src := range x.Src {
 			if src == 0 {
 				continue
 			}
-			ps := get(src)
-			ps.children--
-			if ps.children != 0 || ps.views != 0 {
-				continue
-			}
 			par := tensorAt(src)
-			if par.ViewSrc != 0 {
-				vs := get(par.ViewSrc)
-				vs.views--
-				if vs.views == 0 && vs.children == 0 {
-					free(par.ViewSrc)
-				}
+			ps := r.get(src)
+			if !r.own(par) || !ps.live || par.Flags&llamacpp.TensorFlagOutput != 0 || ps.children != 1 || ps.views != 0 || llamacpp.Nbytes(par) != llamacpp.Nbytes(x) {
 				continue
 			}
-			free(src)
+			// The node takes over the parent's memory.
+			s := r.get(p)
+			s.size, s.live = ps.size, true
+			ps.live, ps.size = false, 0
+			return
 		}
 	}
-	return peak
+	r.alloc(p)
+}
+
+// release frees, once node x has run, each parent that x was the last
+// reader of (for a view, the tensor it views, once its last view is done).
+func (r *allocReplay) release(x llamacpp.Tensor) {
+	for _, src := range x.Src {
+		if src == 0 {
+			continue
+		}
+		ps := r.get(src)
+		ps.children--
+		if ps.children != 0 || ps.views != 0 {
+			continue
+		}
+		par := tensorAt(src)
+		if par.ViewSrc != 0 {
+			vs := r.get(par.ViewSrc)
+			vs.views--
+			if vs.views == 0 && vs.children == 0 {
+				r.free(par.ViewSrc)
+			}
+			continue
+		}
+		r.free(src)
+	}
 }
 
 // tensorAt is the tensor at a source pointer of a node (memory of a ggml

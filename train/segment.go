@@ -547,118 +547,185 @@ func (t *Trainer) buildAttnPart(key segKey) (*built, error) {
 	}
 	B, T := key.b, key.t
 	b := &built{ctx: ctx, size: size, b: B, t: T, nRows: B * T, grads: grads}
-	g := ctx.NewGraph(size, grads)
-	b.g = g
+	b.g = ctx.NewGraph(size, grads)
 	if grads && t.wT != nil && key.kind != segAttnGrad {
 		b.known = maps.Clone(t.wT)
 	}
-	E, N := int64(t.hp.nEmbd), int64(B*T)
-	input := func(name string) llamacpp.Tensor {
-		x := ctx.NewTensor(llamacpp.TypeF32, E, N)
-		llamacpp.SetInput(llamacpp.SetName(x, name))
-		return x
-	}
-	tokens := t.seqInputs(ctx, b, B, T)
-	// layerInput is x_l: the embeddings of the tokens for layer 0, else
-	// the input "x", differentiated into "dx" by a training graph.
-	layerInput := func() llamacpp.Tensor {
-		if key.layer == 0 {
-			return ctx.GetRows(t.w.tokEmbd, tokens)
-		}
-		x := input("x")
-		if grads {
-			llamacpp.SetParam(x)
-		}
-		b.xIn = x
-		return x
-	}
-	extra := map[llamacpp.Tensor]llamacpp.Tensor{}
-	var loss llamacpp.Tensor
-	addLoss := func(x llamacpp.Tensor) {
-		if loss == nil {
-			loss = x
-		} else {
-			loss = ctx.Add(loss, x)
-		}
-	}
+	p := &attnPart{t: t, key: key, a: a, ctx: ctx, b: b, extra: map[llamacpp.Tensor]llamacpp.Tensor{}}
+	p.tokens = t.seqInputs(ctx, b, B, T)
 	switch key.kind {
-	case segQKV, segQKVGrad:
-		x := layerInput()
-		cur := ctx.Mul(ctx.RMSNorm(x, t.hp.eps), t.w.layers[key.layer].attnNorm)
-		q, k, v := t.qkv(ctx, b, key.layer, cur, cur, b.pos, int64(T), int64(T), int64(B), key.adapterOn, true)
-		if key.kind == segQKV {
-			for _, c := range [][2]llamacpp.Tensor{{q, a.q}, {k, a.k}, {v, a.v}} {
-				out := ctx.Cpy(c[0], c[1])
-				llamacpp.SetOutput(out)
-				g.BuildForward(out)
-			}
-			return b, nil
-		}
-		addLoss(ctx.Sum(ctx.Mul(q, a.dq)))
-		addLoss(ctx.Sum(ctx.Mul(k, a.dk)))
-		addLoss(ctx.Sum(ctx.Mul(v, a.dv)))
+	case segQKV:
+		p.qkvForward()
+		return b, nil
+	case segQKVGrad:
+		p.qkvLoss()
 	case segAttn:
-		b.blocks = t.attnBlocks(T)
-		t.blockInputs(ctx, b)
-		var kqv llamacpp.Tensor
-		if b.blocks != nil {
-			kqv = t.blockedAttention(ctx, b, a.q, a.k, a.v)
-		} else {
-			kqv = b.attention(ctx, a.q, a.k, a.v, nil, nil, b.kqMask, t.hp.kqScale)
-		}
-		out := ctx.Cpy(kqv, a.kqv)
-		llamacpp.SetOutput(out)
-		g.BuildForward(out)
+		p.attnForward()
 		return b, nil
 	case segAttnGrad:
-		gr := t.attnGroups(B, T)[key.layer]
-		b.blockFirst = gr.first
-		rows := func(x llamacpp.Tensor, from, to int) llamacpp.Tensor {
-			v := ctx.View4D(x, [4]int64{x.Ne[0], int64(to - from), x.Ne[2], x.Ne[3]}, [3]uintptr{x.Nb[1], x.Nb[2], x.Nb[3]}, uintptr(from)*x.Nb[1])
-			return ctx.Reshape(ctx.Cont(v), v.Ne[:]...)
-		}
-		for _, p := range []llamacpp.Tensor{a.q, a.k, a.v} {
-			llamacpp.SetParam(p)
-		}
-		extra[a.q], extra[a.k], extra[a.v] = a.dq, a.dk, a.dv
-		blocks := t.attnBlocks(T)
-		if blocks == nil {
-			kqv := b.attention(ctx, a.q, a.k, a.v, nil, nil, b.kqMask, t.hp.kqScale)
-			addLoss(ctx.Sum(ctx.Mul(kqv, a.dkqv)))
-			break
-		}
-		from := gr.from
-		for j := gr.first; j < gr.last; j++ {
-			to := blocks[j]
-			mask := ctx.NewTensor(llamacpp.TypeF32, int64(to), int64(to-from))
-			llamacpp.SetInput(llamacpp.SetName(mask, fmt.Sprintf("block_mask_%d", j)))
-			b.blockMask = append(b.blockMask, mask)
-			kqv := b.attention(ctx, rows(a.q, from, to), rows(a.k, 0, to), rows(a.v, 0, to), nil, nil, mask, t.hp.kqScale)
-			dkqv := ctx.View4D(a.dkqv, [4]int64{a.dkqv.Ne[0], int64(to - from), a.dkqv.Ne[2], a.dkqv.Ne[3]}, [3]uintptr{a.dkqv.Nb[1], a.dkqv.Nb[2], a.dkqv.Nb[3]}, uintptr(from)*a.dkqv.Nb[1])
-			addLoss(ctx.Sum(ctx.Mul(kqv, dkqv)))
-			from = to
-		}
+		p.attnLoss()
 	case segOut:
-		x := layerInput()
-		llamacpp.SetParam(a.kqv)
-		extra[a.kqv] = a.dkqv
-		out := t.layerOut(ctx, b, key.layer, a.kqv, x, N, key.adapterOn)
-		b.gOut = input("g_out")
-		addLoss(ctx.Sum(ctx.Mul(out, b.gOut)))
+		p.outLoss()
 	}
-	b.loss = loss
-	llamacpp.SetLoss(loss)
-	llamacpp.SetOutput(llamacpp.SetName(loss, "loss"))
-	g.BuildForward(loss)
+	return p.differentiate()
+}
+
+// attnPart is one graph of a layer's segmented backward being built. A
+// training graph's loss is the sum of its outputs times their given
+// gradients (from attnState or the input "g_out"), so that backward
+// yields the gradients of its inputs.
+type attnPart struct {
+	t      *Trainer
+	key    segKey
+	a      *attnState
+	ctx    llamacpp.Context
+	b      *built
+	tokens llamacpp.Tensor
+	// extra gives the gradient tensor that backward writes for an input.
+	extra map[llamacpp.Tensor]llamacpp.Tensor
+	loss  llamacpp.Tensor
+}
+
+// input is a new [n_embd, B·T] input tensor named name.
+func (p *attnPart) input(name string) llamacpp.Tensor {
+	x := p.ctx.NewTensor(llamacpp.TypeF32, int64(p.t.hp.nEmbd), int64(p.b.nRows))
+	llamacpp.SetInput(llamacpp.SetName(x, name))
+	return x
+}
+
+// layerInput is x_l: the embeddings of the tokens for layer 0, else the
+// input "x", differentiated into "dx" by a training graph.
+func (p *attnPart) layerInput() llamacpp.Tensor {
+	if p.key.layer == 0 {
+		return p.ctx.GetRows(p.t.w.tokEmbd, p.tokens)
+	}
+	x := p.input("x")
+	if p.b.grads {
+		llamacpp.SetParam(x)
+	}
+	p.b.xIn = x
+	return x
+}
+
+func (p *attnPart) addLoss(x llamacpp.Tensor) {
+	if p.loss == nil {
+		p.loss = x
+	} else {
+		p.loss = p.ctx.Add(p.loss, x)
+	}
+}
+
+// qkv is the layer's queries, keys and values.
+func (p *attnPart) qkv() (q, k, v llamacpp.Tensor) {
+	t, ctx, b, key := p.t, p.ctx, p.b, p.key
+	x := p.layerInput()
+	cur := ctx.Mul(ctx.RMSNorm(x, t.hp.eps), t.w.layers[key.layer].attnNorm)
+	T, B := int64(key.t), int64(key.b)
+	return t.qkv(ctx, b, key.layer, cur, cur, b.pos, T, T, B, key.adapterOn, true)
+}
+
+// qkvForward (segQKV) copies the queries, keys and values into attnState.
+func (p *attnPart) qkvForward() {
+	q, k, v := p.qkv()
+	for _, c := range [][2]llamacpp.Tensor{{q, p.a.q}, {k, p.a.k}, {v, p.a.v}} {
+		out := p.ctx.Cpy(c[0], c[1])
+		llamacpp.SetOutput(out)
+		p.b.g.BuildForward(out)
+	}
+}
+
+// qkvLoss (segQKVGrad) takes the queries', keys' and values' gradients
+// from attnState.
+func (p *attnPart) qkvLoss() {
+	ctx, a := p.ctx, p.a
+	q, k, v := p.qkv()
+	p.addLoss(ctx.Sum(ctx.Mul(q, a.dq)))
+	p.addLoss(ctx.Sum(ctx.Mul(k, a.dk)))
+	p.addLoss(ctx.Sum(ctx.Mul(v, a.dv)))
+}
+
+// attnForward (segAttn) computes the whole attention into attnState.
+func (p *attnPart) attnForward() {
+	t, ctx, b, a := p.t, p.ctx, p.b, p.a
+	b.blocks = t.attnBlocks(p.key.t)
+	t.blockInputs(ctx, b)
+	var kqv llamacpp.Tensor
+	if b.blocks != nil {
+		kqv = t.blockedAttention(ctx, b, a.q, a.k, a.v)
+	} else {
+		kqv = b.attention(ctx, a.q, a.k, a.v, nil, nil, b.kqMask, t.hp.kqScale)
+	}
+	out := ctx.Cpy(kqv, a.kqv)
+	llamacpp.SetOutput(out)
+	b.g.BuildForward(out)
+}
+
+// attnLoss (segAttnGrad) differentiates the attention of one group of
+// query blocks (the group key.layer), block by block.
+func (p *attnPart) attnLoss() {
+	t, ctx, b, a := p.t, p.ctx, p.b, p.a
+	B, T := p.key.b, p.key.t
+	gr := t.attnGroups(B, T)[p.key.layer]
+	b.blockFirst = gr.first
+	for _, x := range []llamacpp.Tensor{a.q, a.k, a.v} {
+		llamacpp.SetParam(x)
+	}
+	p.extra[a.q], p.extra[a.k], p.extra[a.v] = a.dq, a.dk, a.dv
+	blocks := t.attnBlocks(T)
+	if blocks == nil {
+		kqv := b.attention(ctx, a.q, a.k, a.v, nil, nil, b.kqMask, t.hp.kqScale)
+		p.addLoss(ctx.Sum(ctx.Mul(kqv, a.dkqv)))
+		return
+	}
+	from := gr.from
+	for j := gr.first; j < gr.last; j++ {
+		to := blocks[j]
+		mask := ctx.NewTensor(llamacpp.TypeF32, int64(to), int64(to-from))
+		llamacpp.SetInput(llamacpp.SetName(mask, fmt.Sprintf("block_mask_%d", j)))
+		b.blockMask = append(b.blockMask, mask)
+		kqv := b.attention(ctx, p.rows(a.q, from, to), p.rows(a.k, 0, to), p.rows(a.v, 0, to), nil, nil, mask, t.hp.kqScale)
+		dkqv := ctx.View4D(a.dkqv, [4]int64{a.dkqv.Ne[0], int64(to - from), a.dkqv.Ne[2], a.dkqv.Ne[3]}, [3]uintptr{a.dkqv.Nb[1], a.dkqv.Nb[2], a.dkqv.Nb[3]}, uintptr(from)*a.dkqv.Nb[1])
+		p.addLoss(ctx.Sum(ctx.Mul(kqv, dkqv)))
+		from = to
+	}
+}
+
+// rows is a contiguous copy of x's rows [from, to).
+func (p *attnPart) rows(x llamacpp.Tensor, from, to int) llamacpp.Tensor {
+	v := p.ctx.View4D(x, [4]int64{x.Ne[0], int64(to - from), x.Ne[2], x.Ne[3]}, [3]uintptr{x.Nb[1], x.Nb[2], x.Nb[3]}, uintptr(from)*x.Nb[1])
+	return p.ctx.Reshape(p.ctx.Cont(v), v.Ne[:]...)
+}
+
+// outLoss (segOut) differentiates the rest of the layer, from the
+// attention's output in attnState to the layer's output, whose gradient
+// is the input "g_out".
+func (p *attnPart) outLoss() {
+	ctx, b, a := p.ctx, p.b, p.a
+	x := p.layerInput()
+	llamacpp.SetParam(a.kqv)
+	p.extra[a.kqv] = a.dkqv
+	out := p.t.layerOut(ctx, b, p.key.layer, a.kqv, x, int64(b.nRows), p.key.adapterOn)
+	b.gOut = p.input("g_out")
+	p.addLoss(ctx.Sum(ctx.Mul(out, b.gOut)))
+}
+
+// differentiate finishes a training graph: the loss, its backward, and
+// "dx" for the gradient of the layer's input when it is an input.
+func (p *attnPart) differentiate() (*built, error) {
+	ctx, b, g := p.ctx, p.b, p.b.g
+	b.loss = p.loss
+	llamacpp.SetLoss(p.loss)
+	llamacpp.SetOutput(llamacpp.SetName(p.loss, "loss"))
+	g.BuildForward(p.loss)
 	for _, x := range b.order {
 		g.BuildForward(x)
 	}
 	if b.xIn != nil {
-		b.dx = input("dx")
+		b.dx = p.input("dx")
 		llamacpp.SetOutput(b.dx)
-		extra[b.xIn] = b.dx
+		p.extra[b.xIn] = b.dx
 	}
-	t.backward(ctx, g, loss, extra)
+	p.t.backward(ctx, g, p.loss, p.extra)
 	if err := b.rewriteBackward(); err != nil {
 		ctx.Free()
 		return nil, err

@@ -171,154 +171,16 @@ func (t *Trainer) init() error {
 	if t.hp, err = readHparams(f); err != nil {
 		return err
 	}
-	dir := map[string]gguf.TensorInfo{}
-	for _, in := range f.Tensors {
-		dir[in.Name] = in
-	}
-
 	if err := t.initBackends(); err != nil {
 		return err
 	}
-	primary := t.backends[0]
-
-	// Base weights.
-	if t.wctx, err = llamacpp.NewContext(2*len(f.Tensors)+8, 0, 0, false); err != nil {
-		return err
-	}
-	var keep func(gguf.TensorType) bool
-	if !t.opts.Full && t.opts.Device != "cuda" && !t.opts.DequantizeBase {
-		keep = func(typ gguf.TensorType) bool { return keepsType(typ, t.opts.OutProdBackward) }
-	}
-	w, fills, err := declareWeights(t.wctx, &t.hp, dir, keep)
+	fills, err := t.loadBase(f)
 	if err != nil {
 		return err
 	}
-	t.w = w
-	t.declareTransposes()
-	if t.opts.Device != "cuda" {
-		if err := checkMemory(t.memoryNeed(fills), availableMemory); err != nil {
-			return err
-		}
-	}
-	if err := t.checkCUDA(fills); err != nil {
+	if err := t.initParams(fills); err != nil {
 		return err
 	}
-	t.base = fills
-	for _, fl := range fills {
-		t.baseNames = append(t.baseNames, fl.info.Name)
-	}
-	if t.wbuf, err = primary.AllocContextTensors(t.wctx); err != nil {
-		return fmt.Errorf("train: base weights: %w", err)
-	}
-	for _, fl := range fills {
-		wT := t.wT[fl.t]
-		var raw []byte
-		if fl.t.Type != llamacpp.TypeF32 {
-			// Held in the file's type: its bytes as they are.
-			raw, err = f.TensorBytes(fl.info.Name)
-			if err != nil {
-				return fmt.Errorf("train: %w", err)
-			}
-			if len(raw) != llamacpp.Nbytes(fl.t) {
-				return fmt.Errorf("train: tensor %s: %d bytes, want %d for %v %v", fl.info.Name, len(raw), llamacpp.Nbytes(fl.t), fl.info.Type, fl.info.Shape)
-			}
-			llamacpp.SetBytes(fl.t, raw)
-			if wT == nil {
-				continue
-			}
-		}
-		data, err := readF32(f, fl.info, raw, t.backends[len(t.backends)-1])
-		if err != nil {
-			return err
-		}
-		if fl.t.Type == llamacpp.TypeF32 {
-			llamacpp.SetF32(fl.t, data)
-		}
-		if wT != nil {
-			llamacpp.SetF32(wT, transpose(data, int(fl.t.Ne[0]), int(fl.t.Ne[1])))
-		}
-	}
-
-	// Parameters: LoRA pairs per (layer, module) or, in full mode, the
-	// base weights; then the value head.
-	nParams := t.hp.nLayer*len(t.opts.LoRAModules)*2 + 2
-	if t.opts.Full {
-		nParams = len(fills) + 2
-	}
-	if t.pctx, err = llamacpp.NewContext(3*nParams+8, 0, 0, false); err != nil {
-		return err
-	}
-	if t.gctx, err = llamacpp.NewContext(nParams+2, 0, 0, false); err != nil {
-		return err
-	}
-	// addParam makes x (a new tensor in pctx when nil) a parameter with its
-	// moments and gradient accumulator.
-	addParam := func(x llamacpp.Tensor, name string, group int, ne ...int64) llamacpp.Tensor {
-		p := param{name: name, group: group, t: x}
-		if p.t == nil {
-			p.t = llamacpp.SetName(t.pctx.NewTensor(llamacpp.TypeF32, ne...), name)
-		}
-		llamacpp.SetParam(p.t)
-		p.m = t.pctx.NewTensor(llamacpp.TypeF32, ne...)
-		p.v = t.pctx.NewTensor(llamacpp.TypeF32, ne...)
-		p.grad = t.gctx.NewTensor(llamacpp.TypeF32, ne...)
-		p.n = 1
-		for _, n := range ne {
-			p.n *= int(n)
-		}
-		t.paramIndex[p.t] = len(t.params)
-		t.params = append(t.params, p)
-		return p.t
-	}
-	r := int64(t.opts.LoRARank)
-	if t.opts.Full {
-		for _, fl := range fills {
-			if fl.t == t.w.ropeFreqs {
-				continue // a fixed property of the positional encoding
-			}
-			addParam(fl.t, fl.info.Name, fullGroup(fl.t), fl.t.Ne[:]...)
-		}
-	}
-	for l := range t.hp.nLayer {
-		if t.opts.Full {
-			break
-		}
-		for _, m := range AllModules { // fixed order, independent of the option's order
-			if !slices.Contains(t.opts.LoRAModules, m) {
-				continue
-			}
-			base := t.w.layers[l].mat[m]
-			nIn, nOut := base.Ne[0], base.Ne[1]
-			name := fmt.Sprintf("blk.%d.%s.weight", l, m)
-			lr := &lora{layer: l, module: m, nIn: int(nIn), nOut: int(nOut)}
-			lr.pa = len(t.params)
-			lr.a = addParam(nil, name+".lora_a", groupAdapter, nIn, r)
-			lr.pb = len(t.params)
-			lr.b = addParam(nil, name+".lora_b", groupAdapter, r, nOut)
-			t.loras = append(t.loras, lr)
-			t.loraIdx[loraKey{l, m}] = lr
-		}
-	}
-	t.vhW = addParam(nil, "value_head.weight", groupValue, int64(t.hp.nEmbd), 1)
-	t.vhB = addParam(nil, "value_head.bias", groupValue, 1)
-	t.lossGrad = t.pctx.NewTensor(llamacpp.TypeF32, 1)
-	t.clipScale = t.pctx.NewTensor(llamacpp.TypeF32, 1)
-	for g := range t.adamPar {
-		t.adamPar[g] = t.pctx.NewTensor(llamacpp.TypeF32, 7)
-	}
-	if t.pbuf, err = primary.AllocContextTensors(t.pctx); err != nil {
-		return fmt.Errorf("train: parameters: %w", err)
-	}
-	if t.gbuf, err = primary.AllocContextTensors(t.gctx); err != nil {
-		return fmt.Errorf("train: gradients: %w", err)
-	}
-	// Clear zeroes the whole buffer: the value head, B, the moments. The
-	// base weights of full mode live in wbuf and keep their data.
-	t.pbuf.Clear(0)
-	t.gbuf.Clear(0)
-	llamacpp.SetF32(t.lossGrad, []float32{1})
-	t.initAdapter()
-
 	// The scheduler's hash set holds the nodes and the leafs of a graph;
 	// run regrows it for a longer sequence's graph.
 	if err := t.newSched(2 * t.graphSize(0)); err != nil {
@@ -333,6 +195,173 @@ func (t *Trainer) init() error {
 	// now, so that the passes' memory is what the memory check predicts.
 	debug.FreeOSMemory()
 	return nil
+}
+
+// loadBase declares the base weights (and their transposes), checks that
+// they fit, allocates them on the primary backend and fills them from f.
+func (t *Trainer) loadBase(f *gguf.File) ([]fill, error) {
+	dir := map[string]gguf.TensorInfo{}
+	for _, in := range f.Tensors {
+		dir[in.Name] = in
+	}
+	var err error
+	if t.wctx, err = llamacpp.NewContext(2*len(f.Tensors)+8, 0, 0, false); err != nil {
+		return nil, err
+	}
+	var keep func(gguf.TensorType) bool
+	if !t.opts.Full && t.opts.Device != "cuda" && !t.opts.DequantizeBase {
+		keep = func(typ gguf.TensorType) bool { return keepsType(typ, t.opts.OutProdBackward) }
+	}
+	w, fills, err := declareWeights(t.wctx, &t.hp, dir, keep)
+	if err != nil {
+		return nil, err
+	}
+	t.w = w
+	t.declareTransposes()
+	if t.opts.Device != "cuda" {
+		if err := checkMemory(t.memoryNeed(fills), availableMemory); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.checkCUDA(fills); err != nil {
+		return nil, err
+	}
+	t.base = fills
+	for _, fl := range fills {
+		t.baseNames = append(t.baseNames, fl.info.Name)
+	}
+	if t.wbuf, err = t.backends[0].AllocContextTensors(t.wctx); err != nil {
+		return nil, fmt.Errorf("train: base weights: %w", err)
+	}
+	for _, fl := range fills {
+		if err := t.fillBase(f, fl); err != nil {
+			return nil, err
+		}
+	}
+	return fills, nil
+}
+
+// fillBase sets one base weight, and its transpose if it has one, from f.
+func (t *Trainer) fillBase(f *gguf.File, fl fill) error {
+	wT := t.wT[fl.t]
+	var raw []byte
+	if fl.t.Type != llamacpp.TypeF32 {
+		// Held in the file's type: its bytes as they are.
+		var err error
+		raw, err = f.TensorBytes(fl.info.Name)
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		if len(raw) != llamacpp.Nbytes(fl.t) {
+			return fmt.Errorf("train: tensor %s: %d bytes, want %d for %v %v", fl.info.Name, len(raw), llamacpp.Nbytes(fl.t), fl.info.Type, fl.info.Shape)
+		}
+		llamacpp.SetBytes(fl.t, raw)
+		if wT == nil {
+			return nil
+		}
+	}
+	data, err := readF32(f, fl.info, raw, t.backends[len(t.backends)-1])
+	if err != nil {
+		return err
+	}
+	if fl.t.Type == llamacpp.TypeF32 {
+		llamacpp.SetF32(fl.t, data)
+	}
+	if wT != nil {
+		llamacpp.SetF32(wT, transpose(data, int(fl.t.Ne[0]), int(fl.t.Ne[1])))
+	}
+	return nil
+}
+
+// initParams declares the parameters: LoRA pairs per (layer, module) or,
+// in full mode, the base weights; then the value head. It allocates them
+// with their optimizer state and gradients, and initialises the adapter.
+func (t *Trainer) initParams(fills []fill) error {
+	nParams := t.hp.nLayer*len(t.opts.LoRAModules)*2 + 2
+	if t.opts.Full {
+		nParams = len(fills) + 2
+	}
+	var err error
+	if t.pctx, err = llamacpp.NewContext(3*nParams+8, 0, 0, false); err != nil {
+		return err
+	}
+	if t.gctx, err = llamacpp.NewContext(nParams+2, 0, 0, false); err != nil {
+		return err
+	}
+	if t.opts.Full {
+		for _, fl := range fills {
+			if fl.t == t.w.ropeFreqs {
+				continue // a fixed property of the positional encoding
+			}
+			t.addParam(fl.t, fl.info.Name, fullGroup(fl.t), fl.t.Ne[:]...)
+		}
+	} else {
+		t.declareLoRA()
+	}
+	t.vhW = t.addParam(nil, "value_head.weight", groupValue, int64(t.hp.nEmbd), 1)
+	t.vhB = t.addParam(nil, "value_head.bias", groupValue, 1)
+	t.lossGrad = t.pctx.NewTensor(llamacpp.TypeF32, 1)
+	t.clipScale = t.pctx.NewTensor(llamacpp.TypeF32, 1)
+	for g := range t.adamPar {
+		t.adamPar[g] = t.pctx.NewTensor(llamacpp.TypeF32, 7)
+	}
+	primary := t.backends[0]
+	if t.pbuf, err = primary.AllocContextTensors(t.pctx); err != nil {
+		return fmt.Errorf("train: parameters: %w", err)
+	}
+	if t.gbuf, err = primary.AllocContextTensors(t.gctx); err != nil {
+		return fmt.Errorf("train: gradients: %w", err)
+	}
+	// Clear zeroes the whole buffer: the value head, B, the moments. The
+	// base weights of full mode live in wbuf and keep their data.
+	t.pbuf.Clear(0)
+	t.gbuf.Clear(0)
+	llamacpp.SetF32(t.lossGrad, []float32{1})
+	t.initAdapter()
+	return nil
+}
+
+// declareLoRA declares the adapter's A and B for every layer and module,
+// in AllModules' order whatever the option's order.
+func (t *Trainer) declareLoRA() {
+	r := int64(t.opts.LoRARank)
+	for l := range t.hp.nLayer {
+		for _, m := range AllModules {
+			if !slices.Contains(t.opts.LoRAModules, m) {
+				continue
+			}
+			base := t.w.layers[l].mat[m]
+			nIn, nOut := base.Ne[0], base.Ne[1]
+			name := fmt.Sprintf("blk.%d.%s.weight", l, m)
+			lr := &lora{layer: l, module: m, nIn: int(nIn), nOut: int(nOut)}
+			lr.pa = len(t.params)
+			lr.a = t.addParam(nil, name+".lora_a", groupAdapter, nIn, r)
+			lr.pb = len(t.params)
+			lr.b = t.addParam(nil, name+".lora_b", groupAdapter, r, nOut)
+			t.loras = append(t.loras, lr)
+			t.loraIdx[loraKey{l, m}] = lr
+		}
+	}
+}
+
+// addParam makes x (a new tensor in pctx when nil) a parameter with its
+// moments and gradient accumulator.
+func (t *Trainer) addParam(x llamacpp.Tensor, name string, group int, ne ...int64) llamacpp.Tensor {
+	p := param{name: name, group: group, t: x}
+	if p.t == nil {
+		p.t = llamacpp.SetName(t.pctx.NewTensor(llamacpp.TypeF32, ne...), name)
+	}
+	llamacpp.SetParam(p.t)
+	p.m = t.pctx.NewTensor(llamacpp.TypeF32, ne...)
+	p.v = t.pctx.NewTensor(llamacpp.TypeF32, ne...)
+	p.grad = t.gctx.NewTensor(llamacpp.TypeF32, ne...)
+	p.n = 1
+	for _, n := range ne {
+		p.n *= int(n)
+	}
+	t.paramIndex[p.t] = len(t.params)
+	t.params = append(t.params, p)
+	return p.t
 }
 
 // initAdapter draws A from U(−1/√n_in, 1/√n_in) (PEFT's Kaiming-uniform

@@ -16,13 +16,13 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/werewolf"
 )
@@ -219,8 +219,8 @@ func TestUICraigslistAgainstModel(t *testing.T) {
 	api.Secret, api.Catalog = testSecret, envs.All()
 	sctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	site, closer, err := Serve(sctx, ServeOptions{API: api, Find: envs.Find, Players: []arena.Spec{{Kind: arena.SpecBase}}, Model: mpath,
-		LlamaLib: lib, Threads: 2, Slots: 2, Context: 2048, Seat: SeatOptions{}.Defaults()})
+	site, closer, err := Serve(sctx, ServeOptions{API: api, Find: envs.Find, Players: []players.Spec{{Kind: players.KindBase}}, Model: mpath,
+		Backend: players.Backend{LlamaLib: lib, Threads: 2}, Slots: 2, Context: 2048, Seat: SeatOptions{}.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}

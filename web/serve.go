@@ -7,11 +7,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/remote"
-	"github.com/omar-selfplay/omar/inference/llama"
-	"github.com/omar-selfplay/omar/inference/ollama"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -26,23 +24,21 @@ type ServeOptions struct {
 	Records string
 	// RunDir is a run directory for the dashboard ("" none).
 	RunDir string
-	// Players are the model players seats can be given to, as arena
-	// specs: base, adapter:PATH, model:PATH, ollama:NAME (scripted
-	// policies are always there).
-	Players []arena.Spec
+	// Players are the model players seats can be given to: base,
+	// adapter:PATH, model:PATH, ollama:NAME (scripted policies are always
+	// there).
+	Players []players.Spec
 	// Model is the base model (GGUF) of base and adapter: players.
 	Model string
-	// LlamaLib, Threads, Slots and Context set up the llama backends: the
-	// library directory, CPU threads, sequence slots (model seats decoded
-	// together; more seats share them, least recently used first) and
-	// tokens per sequence.
-	LlamaLib string
-	Threads  int
-	Slots    int
-	Context  int
-	// OllamaHost serves ollama: players ("" the default host).
-	OllamaHost string
-	Seat       SeatOptions
+	// Backend opens the players' backends (library, threads, Ollama
+	// host, …).
+	Backend players.Backend
+	// Slots and Context size the llama backends: sequence slots (model
+	// seats decoded together; more seats share them, least recently used
+	// first) and tokens per sequence.
+	Slots   int
+	Context int
+	Seat    SeatOptions
 }
 
 // Validate checks o.
@@ -94,16 +90,12 @@ func Serve(ctx context.Context, o ServeOptions) (*Site, io.Closer, error) {
 	}
 	closer := io.Closer(nopCloser{})
 	if len(o.Players) > 0 {
-		lo := llama.Options{}.Defaults()
-		if o.LlamaLib != "" {
-			lo.LibDir = o.LlamaLib
+		tmpl, err := o.Seat.ChatTemplateSource()
+		if err != nil {
+			return nil, nil, err
 		}
-		if o.Threads > 0 {
-			lo.Threads, lo.ThreadsBatch = o.Threads, o.Threads
-		}
-		lineup, err := arena.Open(ctx, o.Players, nil, arena.OpenOptions{
-			Model: o.Model, Llama: lo, Slots: o.Slots, Context: o.Context,
-			Ollama: ollama.Options{Host: o.OllamaHost, Parallel: o.Slots},
+		lineup, err := players.Open(ctx, o.Players, nil, players.OpenOptions{
+			Backend: o.Backend, Model: o.Model, Slots: o.Slots, Context: o.Context, ChatTemplate: tmpl,
 		})
 		if err != nil {
 			return nil, nil, err

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/loop/learning"
-	"github.com/omar-selfplay/omar/selfplay"
 )
 
 // runBenchLearning is `omar bench learning`: PPO runs on the
@@ -21,7 +21,7 @@ func runBenchLearning(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "bench learning")
 	d := learning.Options{}.Defaults()
 	envsFlag := fs.String("env", strings.Join(learning.Envs, ","), "comma-separated test beds")
-	estFlag := fs.String("estimator", strings.Join(selfplay.Estimators(), ","), "comma-separated estimators")
+	estFlag := fs.String("estimator", strings.Join(advantage.Names(), ","), "comma-separated estimators")
 	modelFlag := fs.String("model", "tiny,builtin", "comma-separated models: builtin or a random preset (tiny, …)")
 	seedsFlag := fs.String("seeds", "1,2,3", "comma-separated seeds")
 	iterations := fs.Int("iterations", d.Iterations, "iterations per run")

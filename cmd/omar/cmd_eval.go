@@ -11,9 +11,9 @@ import (
 
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
-	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model/builtin"
+	"github.com/omar-selfplay/omar/players"
 )
 
 func init() {
@@ -38,14 +38,15 @@ func bindEval(f *optionFlags[arena.Config]) {
 	f.Int("parallel", "episodes in flight over all pairings (default 16)", func(c *C) *int { return &c.Parallel })
 	f.String("out", "directory for results.jsonl (resume), report.md, report.json and reward.svg", func(c *C) *string { return &c.Out })
 	f.Int("max-tokens", "most tokens of one reply", func(c *C) *int { return &c.MaxTokens })
-	f.Int("ctx", "tokens per model seat (prompt and reply)", func(c *C) *int { return &c.Context })
+	f.Int("context", "tokens per model seat (prompt and reply)", func(c *C) *int { return &c.Context })
 	f.Float32("temperature", "sampling temperature of model players (0: greedy; default 1)", func(c *C) *float32 { return &c.Temperature })
 	f.Int("max-legal", "list a notification's legal replies in the prompt when it has at most this many (0: the default, 8; -1: never): the policy's training setting, rollout.max_legal", func(c *C) *int { return &c.MaxLegal })
 	f.String("trace", "reply trace of model players: tom, or none (the policy's training setting, rollout.trace)", func(c *C) *string { return &c.Trace })
-	f.Bool("records", "also write every played episode's record to the --out directory's episodes.jsonl", func(c *C) *bool { return &c.Records })
+	f.Bool("write-records", "also write every played episode's record to the --out directory's episodes.jsonl", func(c *C) *bool { return &c.Records })
 	f.String("reference", "player the others are compared with (default: base, else the first)", func(c *C) *string { return &c.Reference })
 	f.Int("bootstrap", "bootstrap resamples per interval (default 1000)", func(c *C) *int { return &c.Bootstrap })
 	f.String("ollama-host", "Ollama server of ollama: players and --judge-ollama", func(c *C) *string { return &c.OllamaHost })
+	bindBackend(f, func(c *C) *players.Backend { return &c.Backend })
 	f.Float32("adapter-scale", "LoRA scale of adapter: players (default 1)", func(c *C) *float32 { return &c.AdapterScale })
 	f.String("judge-model", "GGUF model that judges SOTOPIA episodes", func(c *C) *string { return &c.JudgeModel })
 	f.String("judge-ollama", "Ollama model that judges SOTOPIA episodes", func(c *C) *string { return &c.JudgeOllama })
@@ -56,16 +57,12 @@ func bindEval(f *optionFlags[arena.Config]) {
 func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "eval")
 	config := fs.String("config", "", "YAML config (flags override it)")
-	of := newOptionFlags[arena.Config](fs)
+	of := newOptionFlags(fs, arena.DefaultConfig())
 	bindEval(of)
+	alias(env, fs, "ctx", "context")
+	alias(env, fs, "records", "write-records")
 	params := fs.String("params", "", "game parameters as JSON, given to every environment, e.g. '{\"structured_only\":true}'")
 	scenarios := fs.String("scenarios", "", "curated (a game's curated set where it has one; the default) or seeds")
-	lib := fs.String("llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
-	threads := fs.Int("threads", llama.DefaultThreads(), "threads for token generation")
-	threadsBatch := fs.Int("threads-batch", llama.DefaultThreads(), "threads for prompt processing")
-	contexts := fs.Int("contexts", 1, "llama contexts per model, each on --threads threads (a model too small to split across threads uses a core per context)")
-	gpuLayers := fs.Int("gpu-layers", 0, "layers offloaded to a GPU backend (-1 all)")
-	kv := fs.String("kv", "f16", "KV cache type: f16, f32 or q8_0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,6 +70,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		return usagef("unexpected arguments %q", fs.Args())
 	}
 	cfg := arena.DefaultConfig()
+	cfg.LlamaLib = llamaLibEnv()
 	if *config != "" {
 		if err := decodeYAMLFile(*config, &cfg); err != nil {
 			return err
@@ -101,20 +99,12 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 			cfg.Envs[i].Scenarios = *scenarios
 		}
 	}
-	lo := llama.Options{}.Defaults()
-	if *lib != "" {
-		lo.LibDir = *lib
-	}
-	lo.Threads, lo.ThreadsBatch, lo.GPULayers, lo.Contexts = *threads, *threadsBatch, *gpuLayers, *contexts
-	if err := lo.SetKVCache(*kv); err != nil {
-		return usagef("--kv %v", err)
-	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
 	if ps, qs, err := cfg.Specs(); err != nil {
 		return usageError{err}
-	} else if cfg.Model == "" && arena.NeedsModel(ps, qs) {
+	} else if cfg.Model == "" && players.NeedsModel(ps, qs) {
 		if cfg.Model, err = builtin.CacheFile(); err != nil {
 			return err
 		}
@@ -141,7 +131,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		Episode: func(arena.Result) { played++; bar.add(1) },
 	}
 	start := time.Now()
-	rep, lineup, err := cfg.Run(ctx, lo, hooks, env.stderr)
+	rep, lineup, err := cfg.Run(ctx, hooks, env.stderr)
 	if bar != nil {
 		bar.finish()
 	}

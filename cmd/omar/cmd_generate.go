@@ -11,6 +11,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/gbnf"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/players"
 )
 
 func init() {
@@ -33,10 +34,10 @@ func (f *llamaFlags) bind(fs interface {
 	n := llama.DefaultThreads()
 	fs.StringVar(&f.model, "model", "", "GGUF model file (required)")
 	fs.StringVar(&f.lib, "llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
-	fs.IntVar(&f.threads, "threads", n, "threads for token generation (more than the free cores collapses throughput: llama.cpp's threads spin-wait)")
-	fs.IntVar(&f.threadsBatch, "threads-batch", n, "threads for prompt processing")
+	fs.IntVar(&f.threads, "threads", n, "threads for token generation (default half the CPUs, at most 8; more than the free cores collapses throughput: llama.cpp's threads spin-wait)")
+	fs.IntVar(&f.threadsBatch, "threads-batch", n, "threads for prompt processing (default half the CPUs, at most 8)")
 	fs.IntVar(&f.gpuLayers, "gpu-layers", 0, "layers offloaded to a GPU backend (-1 all)")
-	fs.IntVar(&f.ctx, "ctx", 2048, "tokens per sequence")
+	fs.IntVar(&f.ctx, "context", 2048, "tokens per sequence")
 	fs.StringVar(&f.kv, "kv", "f16", "KV cache type: f16, f32 or q8_0")
 	fs.StringVar(&f.flashAttn, "flash-attn", "off", "flash attention: off, on or auto")
 }
@@ -45,20 +46,11 @@ func (f *llamaFlags) options() (llama.Options, error) {
 	if f.model == "" {
 		return llama.Options{}, fmt.Errorf("--model is required: %w", errUsage)
 	}
-	o := llama.Options{}.Defaults()
-	o.Model = f.model
-	if f.lib != "" {
-		o.LibDir = f.lib
-	}
-	o.Threads, o.ThreadsBatch = f.threads, f.threadsBatch
-	o.GPULayers = f.gpuLayers
-	o.Context = f.ctx
-	var err error
-	if o.KVType, err = llama.ParseKVType(f.kv); err != nil {
-		return o, fmt.Errorf("--kv %w: %w", err, errUsage)
-	}
-	if o.FlashAttention, err = llama.ParseFlashAttention(f.flashAttn); err != nil {
-		return o, fmt.Errorf("--flash-attn %w: %w", err, errUsage)
+	be := players.Backend{LlamaLib: f.lib, Threads: f.threads, ThreadsBatch: f.threadsBatch, GPULayers: f.gpuLayers,
+		KVCache: f.kv, FlashAttention: f.flashAttn}
+	o, err := be.Llama(f.model, "", llama.Options{}.Defaults().Parallel, f.ctx, "")
+	if err != nil {
+		return o, fmt.Errorf("%w: %w", err, errUsage)
 	}
 	return o, nil
 }
@@ -73,13 +65,15 @@ func runGenerate(ctx context.Context, env *cliEnv, args []string) error {
 	n := fs.Int("n", 128, "most tokens to generate")
 	grammar := fs.String("grammar", "", "GBNF grammar constraining the reply (root rule \"root\"), or @file")
 	seed := fs.Uint64("seed", 0, "sampling seed")
-	temp := fs.Float64("temp", 0.8, "temperature (0: greedy)")
+	temp := fs.Float64("temperature", 0.8, "sampling temperature (0: greedy)")
 	topK := fs.Int("top-k", 0, "top-k (0: off)")
 	topP := fs.Float64("top-p", 0, "top-p (0 or 1: off)")
 	minP := fs.Float64("min-p", 0, "min-p (0: off)")
 	stop := fs.String("stop", "", "stop string")
 	asJSON := fs.Bool("json", false, "print the response (tokens, logprobs) as JSON")
 	adapter := fs.String("adapter", "", "LoRA adapter GGUF to apply (e.g. adapter.gguf of an omar selfplay or sft run)")
+	alias(env, fs, "ctx", "context")
+	alias(env, fs, "temp", "temperature")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,7 +100,7 @@ func runGenerate(ctx context.Context, env *cliEnv, args []string) error {
 			return fmt.Errorf("--grammar: %w", err)
 		}
 	}
-	b, err := llama.New(o)
+	b, err := players.OpenLlamaOptions(o)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/sotopia"
 )
 
@@ -32,7 +33,7 @@ func (f *judgeFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.ollamaModel, "ollama-model", "", "judge with this Ollama model, e.g. qwen3:4b (this or --model)")
 	fs.StringVar(&f.ollama, "ollama", os.Getenv("OLLAMA_HOST"), "Ollama server URL (default: OLLAMA_HOST or "+ollama.DefaultHost+")")
 	fs.StringVar(&f.llamaLib, "llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB or lib/llama/cpu)")
-	fs.StringVar(&f.out, "o", "", "write the rescored episodes here (default: stdout)")
+	fs.StringVar(&f.out, "out", "", "write the rescored episodes here (default: stdout)")
 	fs.StringVar(&f.label, "label", "", `judge name recorded in terms.judge (default "llama:<model file>" or "ollama:<model>")`)
 	fs.IntVar(&f.context, "context", 8192, "tokens per judge sequence (prompt + reply) of a GGUF judge")
 	fs.IntVar(&f.parallel, "parallel", 4, "episodes judged at once (one batched backend)")
@@ -56,9 +57,10 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "judge")
 	var f judgeFlags
 	f.bind(fs)
+	alias(env, fs, "o", "out")
 	fs.Usage = func() {
 		fmt.Fprintln(env.stderr, "usage: omar judge --model JUDGE.gguf [flags] EPISODES.jsonl...\n       omar judge --ollama-model NAME [--ollama URL] [flags] EPISODES.jsonl...\n\nRescores recorded sotopia_v1 episodes (engine records, one per line) with an LLM judge and writes them back with the new outcome. A GGUF judge is grammar-constrained; an Ollama judge gets the same JSON as a JSON schema (its format). Invalid replies are retried. Records of other environments are copied unchanged.")
-		fs.PrintDefaults()
+		printFlags(env.stderr, fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -73,7 +75,7 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	f.opts.Label = f.label
 	o := loop.RescoreOptions{Judge: jc, Parallel: f.parallel, Sotopia: f.opts, Log: env.stderr,
-		Rollout: loop.RolloutOptions{LlamaLib: f.llamaLib, Threads: f.threads, GPULayers: f.gpuLayers, KVCache: "f16"}}
+		Rollout: loop.RolloutOptions{Backend: players.Backend{LlamaLib: f.llamaLib, Threads: f.threads, GPULayers: f.gpuLayers, KVCache: "f16"}}}
 	fs.Visit(func(fl *flag.Flag) { o.KeepContext = o.KeepContext || fl.Name == "context" })
 	w := env.stdout
 	if f.out != "" {

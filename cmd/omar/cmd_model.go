@@ -50,9 +50,10 @@ func runModelInit(env *cliEnv, args []string) error {
 	layers := fs.Int("layers", 0, "keep only this many layers of the shape or preset (0: all)")
 	seed := fs.Uint64("seed", 1, "seed of the random weights")
 	out := fs.String("out", "", "output GGUF file (required)")
-	ctxLen := fs.Int("ctx", 0, "context length to record (0: the shape's or preset's)")
+	ctxLen := fs.Int("context", 0, "context length to record (0: the shape's or preset's)")
 	typ := fs.String("type", "f32", "storage type of the weight matrices: f32, f16 or q8_0")
 	f16 := fs.Bool("f16", false, "store weight matrices as F16 (same as --type f16)")
+	alias(env, fs, "ctx", "context")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/omar-selfplay/omar/envs"
+	"slices"
 	"strings"
+
+	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/loop"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/internal/jsonl"
@@ -32,7 +35,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "play")
 	configPath := fs.String("config", "", "YAML config (flags override it)")
 	envID := fs.String("env", "", "environment id (see omar envs)")
-	agents := fs.String("agents", "scripted", "seat agents: 'scripted' (every seat uses the game's default policy), a policy name for every seat, or a comma list by seat order, e.g. strategic,naive")
+	agents := fs.String("agents", "scripted", "seat agents as key=agent pairs, as in selfplay (keys: a seat's name, seatN, a role or *), e.g. '*=scripted:strategic,seat1=scripted:naive'; also read: one policy name for every seat, or a comma list by seat order (strategic,naive)")
 	episodes := fs.Int("episodes", 1, "number of episodes")
 	seed := fs.Uint64("seed", 1, "run seed: episode k is dealt from a seed derived from (seed, k)")
 	out := fs.String("out", "", "episode records file (JSONL); '-' for stdout; empty: no records")
@@ -85,6 +88,9 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	for i := range cfg.Agents {
 		cfg.Agents[i] = strings.TrimSpace(cfg.Agents[i])
 	}
+	if cfg.Agents, err = seatAgents(g, cfg.Params, cfg.Agents); err != nil {
+		return usageError{err}
+	}
 	run := engine.ScriptedRun{Game: g, Agents: cfg.Agents, Params: cfg.Params, Episodes: cfg.Episodes, Seed: cfg.Seed, Parallel: cfg.Parallel, Options: engine.DefaultOptions()}
 	if cfg.MaxRetries != nil {
 		run.Options.MaxRetries = *cfg.MaxRetries
@@ -106,7 +112,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if isSotopia(g) {
-		fmt.Fprintf(env.stderr, "warning: %s scores goals with an LLM judge, which omar play does not run: every seat's reward is 0 here; score the records with 'omar judge --model JUDGE.gguf -o judged.jsonl %s' (or --ollama-model NAME)\n", g.ID(), outOrPlaceholder(cfg.Out))
+		fmt.Fprintf(env.stderr, "warning: %s scores goals with an LLM judge, which omar play does not run: every seat's reward is 0 here; score the records with 'omar judge --model JUDGE.gguf --out judged.jsonl %s' (or --ollama-model NAME)\n", g.ID(), outOrPlaceholder(cfg.Out))
 	}
 
 	bar := newProgress(env, cfg.Episodes, "playing "+g.ID())
@@ -151,4 +157,34 @@ func outOrPlaceholder(out string) string {
 		return "EPISODES.jsonl"
 	}
 	return out
+}
+
+// seatAgents reads play's agents: key=agent pairs as selfplay takes them
+// (engine.AgentFor; unnamed seats play the game's default script), or
+// else policy names, one for every seat or one per seat in order. It
+// returns the policy names by seat order.
+func seatAgents(g engine.Game, params engine.Params, list []string) ([]string, error) {
+	if !slices.ContainsFunc(list, func(s string) bool { return strings.Contains(s, "=") }) {
+		return list, nil
+	}
+	pairs, err := loop.ParseAgents(strings.Join(list, ","))
+	if err != nil {
+		return nil, err
+	}
+	seats, err := g.Seats(params)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(seats))
+	for i, s := range seats {
+		a, ok := engine.AgentFor(pairs, engine.Seat{Index: i, Name: s.Name, Role: s.Role})
+		switch {
+		case !ok:
+			a = "scripted"
+		case !engine.IsScripted(a):
+			return nil, fmt.Errorf("agents: %s=%s: omar play seats scripted policies only (scripted or scripted:NAME)", s.Name, a)
+		}
+		names[i] = a
+	}
+	return names, nil
 }

@@ -128,7 +128,7 @@ func TestPlaySotopiaWarns(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"LLM judge", "reward is 0", "omar judge --model JUDGE.gguf -o judged.jsonl " + p} {
+	for _, want := range []string{"LLM judge", "reward is 0", "omar judge --model JUDGE.gguf --out judged.jsonl " + p} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr %q, want it to contain %q", stderr, want)
 		}

@@ -22,7 +22,7 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "rollout")
 	config := fs.String("config", "", "YAML config file (flags override it)")
 	out := fs.String("out", "traj", "output directory")
-	of := newOptionFlags[loop.RolloutOptions](fs)
+	of := newOptionFlags(fs, loop.RolloutOptions{}.Defaults())
 	bindRollout(of, func(o *loop.RolloutOptions) *loop.RolloutOptions { return o })
 	of.Int("first-episode", "index of the first episode (its seeds derive from it)", func(o *loop.RolloutOptions) *int { return &o.FirstEpisode })
 	if err := fs.Parse(args); err != nil {

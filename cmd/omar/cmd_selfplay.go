@@ -14,12 +14,12 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/cluster"
 	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/runfiles"
-	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/web"
 )
 
@@ -32,7 +32,7 @@ func bindSelfplay(f *optionFlags[loop.Options]) {
 	bindRollout(f, func(o *loop.Options) *loop.RolloutOptions { return &o.Rollout })
 	f.Int("iterations", "iterations (overrides the config)", func(o *loop.Options) *int { return &o.Iterations })
 	f.String("tensorboard", "also write each iteration's metrics as TensorBoard event files into this directory (relative: inside the run directory, e.g. "+runfiles.TensorBoardDir+"; logging.tensorboard)", func(o *loop.Options) *string { return &o.Logging.TensorBoard })
-	f.String("estimator", "advantage estimator: "+strings.Join(selfplay.Estimators(), ", "), func(o *loop.Options) *string { return &o.Estimator })
+	f.String("estimator", "advantage estimator: "+strings.Join(advantage.Names(), ", "), func(o *loop.Options) *string { return &o.Estimator })
 	f.Float32("lr", "adapter learning rate", func(o *loop.Options) *float32 { return &o.Train.LR })
 	f.Float32("value-lr", "value head learning rate", func(o *loop.Options) *float32 { return &o.Train.ValueLR })
 	f.Float32("kl-coef", "weight of the KL penalty to the base model", func(o *loop.Options) *float32 { return &o.Train.KLCoef })
@@ -63,7 +63,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	out := fs.String("out", "", "run directory (default runs/selfplay-<time>)")
 	overwrite := fs.Bool("overwrite", false, "start afresh in an --out directory that holds a previous run (its files are replaced)")
 	ui := fs.String("ui", "", "serve a live training dashboard on this address, e.g. 127.0.0.1:8090 (its secret: $"+serveSecretEnv+", else drawn and printed)")
-	of := newOptionFlags[loop.Options](fs)
+	of := newOptionFlags(fs, loop.Options{}.Defaults())
 	bindSelfplay(of)
 	if err := fs.Parse(args); err != nil {
 		return err

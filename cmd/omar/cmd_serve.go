@@ -10,9 +10,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/proxy"
 	"github.com/omar-selfplay/omar/web"
 )
@@ -41,14 +41,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&so.Records, "records", "", "episode records (JSONL) the web page replays")
 	fs.StringVar(&so.RunDir, "run", "", "run directory whose metrics.jsonl and episodes.jsonl the dashboard charts")
 	fs.StringVar(&so.Model, "model", "", "base model (GGUF) of the base and adapter: players")
-	players := fs.String("players", "", "model players seats can be given to (base, adapter:PATH, model:PATH, ollama:NAME; default base with --model); the first is also \"model\"")
-	fs.StringVar(&so.LlamaLib, "llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
-	fs.IntVar(&so.Threads, "threads", 2, "CPU threads of the llama backends")
+	playerList := fs.String("players", "", "model players seats can be given to (base, adapter:PATH, model:PATH, ollama:NAME; default base with --model); the first is also \"model\"")
+	fs.StringVar(&so.Backend.LlamaLib, "llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
+	fs.IntVar(&so.Backend.Threads, "threads", 2, "CPU threads of the llama backends")
 	fs.IntVar(&so.Slots, "slots", 8, "model sequences decoded together per backend")
 	fs.IntVar(&so.Context, "context", 2048, "tokens per model seat (prompt and reply)")
 	fs.IntVar(&so.Seat.MaxTokens, "max-tokens", so.Seat.MaxTokens, "longest model reply in tokens")
 	fs.IntVar(&so.Seat.MaxLegal, "max-legal", so.Seat.MaxLegal, "list a notification's legal replies in the prompt when it has at most this many (0: the default, 8; -1: never): the policy's training setting, rollout.max_legal")
-	fs.StringVar(&so.OllamaHost, "ollama", os.Getenv("OLLAMA_HOST"), "Ollama server of ollama: players (default $OLLAMA_HOST, else Ollama's default)")
+	fs.StringVar(&so.Backend.OllamaHost, "ollama", os.Getenv("OLLAMA_HOST"), "Ollama server of ollama: players (default $OLLAMA_HOST, else Ollama's default)")
 	policy := fs.String("policy", "", "policy model (GGUF) also served on OpenAI-compatible /v1/chat/completions and /v1/completions; calls are recorded for training (docs/proxy.md)")
 	policyAdapter := fs.String("policy-adapter", "", "LoRA adapter of --policy")
 	policyKey := fs.String("policy-key", "", "bearer token the proxy's completion calls need (default: $"+policyKeyEnv+", else none: open to whoever reaches the server)")
@@ -72,11 +72,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	given := *secret != ""
 	so.API = remote.ServerOptions{MaxBodyBytes: *maxBody, MaxWait: *maxWait, ActionTimeout: *actionTimeout, MaxRetries: *retries,
 		MaxEpisodes: def.MaxEpisodes, MaxPerClient: *perClient, Secret: *secret, Catalog: envs.All()}
-	if *players == "" && so.Model != "" {
-		*players = arena.SpecBase
+	if *playerList == "" && so.Model != "" {
+		*playerList = players.KindBase
 	}
 	var err error
-	if so.Players, err = arena.ParseSpecs(*players); err != nil {
+	if so.Players, err = players.ParseList(*playerList); err != nil {
 		return usageError{err}
 	}
 	if err := so.Validate(); err != nil {
@@ -118,7 +118,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		if *policyKey == "" {
 			*policyKey = os.Getenv(policyKeyEnv)
 		}
-		po := proxy.PolicyOptions{Model: *policy, Adapter: *policyAdapter, LibDir: so.LlamaLib, Threads: so.Threads,
+		po := proxy.PolicyOptions{Model: *policy, Adapter: *policyAdapter, Backend: so.Backend,
 			Slots: so.Slots, Context: so.Context, MaxTokens: so.Seat.MaxTokens, APIKey: *policyKey}
 		h, closer, err := proxy.Mount(po, "http://"+ln.Addr().String(), srv.Secret(), srv, env.stdout)
 		if err != nil {

@@ -47,7 +47,7 @@ func bindSFT(f *optionFlags[bc.SFTOptions]) {
 // turns are context only), the supervised warm-up before RL.
 func runSFT(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "sft")
-	of := newOptionFlags[bc.SFTOptions](fs)
+	of := newOptionFlags(fs, bc.SFTOptions{}.Defaults())
 	bindSFT(of)
 	if err := fs.Parse(args); err != nil {
 		return err

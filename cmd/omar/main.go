@@ -122,8 +122,7 @@ func runMain(ctx context.Context, env *cliEnv, args []string) int {
 		if errors.Is(err, flag.ErrHelp) {
 			if env.flags != nil {
 				fmt.Fprintf(env.stderr, "Usage of omar %s:\n", c.name)
-				env.flags.SetOutput(env.stderr)
-				env.flags.PrintDefaults()
+				printFlags(env.stderr, env.flags)
 			}
 			return 0
 		}

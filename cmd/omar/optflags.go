@@ -13,6 +13,7 @@ import (
 
 	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/players"
 )
 
 // optionFlags binds flags to the fields of an options value in one place:
@@ -20,7 +21,10 @@ import (
 // the command line records a setter that Apply runs after the config file
 // is read (flags override the file).
 type optionFlags[T any] struct {
-	fs    *flag.FlagSet
+	fs *flag.FlagSet
+	// def are the options without flags: -h shows each field's value
+	// there as the flag's default.
+	def   T
 	sets  []func(*T) error
 	given []string
 }
@@ -28,8 +32,8 @@ type optionFlags[T any] struct {
 // newOptionFlags returns the flags of an options value, with --set
 // KEY=VALUE: a dotted YAML key of the config (train.lr=1e-4) set as the
 // config file would set it, checked as strictly (setYAML).
-func newOptionFlags[T any](fs *flag.FlagSet) *optionFlags[T] {
-	f := &optionFlags[T]{fs: fs}
+func newOptionFlags[T any](fs *flag.FlagSet, def T) *optionFlags[T] {
+	f := &optionFlags[T]{fs: fs, def: def}
 	f.Func("set", "set a config key, dotted, as the YAML file would (repeatable): --set train.lr=1e-4 --set rollout.env=casino", func(o *T, v string) error {
 		return setYAML(o, v)
 	})
@@ -96,11 +100,13 @@ func (f *optionFlags[T]) Bool(name, usage string, field func(*T) *bool) {
 		f.sets = append(f.sets, func(o *T) error { *field(o) = b; return nil })
 		return nil
 	})
+	f.showDefault(name, *field(&f.def))
 }
 
 // String binds a string field.
 func (f *optionFlags[T]) String(name, usage string, field func(*T) *string) {
 	f.Func(name, usage, func(o *T, v string) error { *field(o) = v; return nil })
+	f.showDefault(name, *field(&f.def))
 }
 
 // Int binds an int field.
@@ -110,6 +116,7 @@ func (f *optionFlags[T]) Int(name, usage string, field func(*T) *int) {
 		*field(o) = n
 		return numErr(err)
 	})
+	f.showDefault(name, *field(&f.def))
 }
 
 // Uint64 binds a uint64 field.
@@ -119,6 +126,7 @@ func (f *optionFlags[T]) Uint64(name, usage string, field func(*T) *uint64) {
 		*field(o) = n
 		return numErr(err)
 	})
+	f.showDefault(name, *field(&f.def))
 }
 
 // Float32 binds a float32 field.
@@ -128,6 +136,7 @@ func (f *optionFlags[T]) Float32(name, usage string, field func(*T) *float32) {
 		*field(o) = float32(n)
 		return numErr(err)
 	})
+	f.showDefault(name, *field(&f.def))
 }
 
 // Strings binds a comma-separated list.
@@ -136,6 +145,13 @@ func (f *optionFlags[T]) Strings(name, usage string, field func(*T) *[]string) {
 		*field(o) = strings.Split(v, ",")
 		return nil
 	})
+	f.showDefault(name, strings.Join(*field(&f.def), ","))
+}
+
+// showDefault records v, the field's value without flags, as the flag's
+// default for -h.
+func (f *optionFlags[T]) showDefault(name string, v any) {
+	f.fs.Lookup(name).DefValue = fmt.Sprint(v)
 }
 
 func numErr(err error) error {
@@ -161,6 +177,17 @@ func (f *optionFlags[T]) Given() []string { return f.given }
 // llamaLibEnv is the one place the library directory's environment
 // variable is read; --llama-lib overrides it.
 func llamaLibEnv() string { return os.Getenv("OMAR_LLAMA_LIB") }
+
+// bindBackend binds the flags of how backends are opened; be selects the
+// players.Backend inside T.
+func bindBackend[T any](f *optionFlags[T], be func(*T) *players.Backend) {
+	f.String("llama-lib", "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)", func(o *T) *string { return &be(o).LlamaLib })
+	f.Int("threads", "threads for token generation (default half the CPUs, at most 8)", func(o *T) *int { return &be(o).Threads })
+	f.Int("threads-batch", "threads for prompt processing (default --threads)", func(o *T) *int { return &be(o).ThreadsBatch })
+	f.Int("contexts", "llama contexts per model, each on --threads threads (a model too small to split across threads uses a core per context; default 1)", func(o *T) *int { return &be(o).Contexts })
+	f.Int("gpu-layers", "layers offloaded to a GPU backend (-1 all)", func(o *T) *int { return &be(o).GPULayers })
+	f.String("kv", "KV cache type: f16 (default), f32 or q8_0", func(o *T) *string { return &be(o).KVCache })
+}
 
 // bindRollout binds the flags that override a rollout's options; ro
 // selects them inside T.

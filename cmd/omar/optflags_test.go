@@ -16,7 +16,7 @@ func TestSelfplayFlags(t *testing.T) {
 	parse := func(args ...string) (loop.Options, error) {
 		fs := flag.NewFlagSet("selfplay", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		of := newOptionFlags[loop.Options](fs)
+		of := newOptionFlags(fs, loop.Options{}.Defaults())
 		bindSelfplay(of)
 		o := loop.Options{}.Defaults()
 		if err := fs.Parse(args); err != nil {

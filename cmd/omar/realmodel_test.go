@@ -403,7 +403,7 @@ func TestRealModelEndToEnd(t *testing.T) {
 				return stdout + stderr
 			}
 
-			out, _, code := llamaCLI(t, "generate", "--model", m, "--prompt", "Name a fruit.", "-n", "6", "--seed", "3", "--json", "--ctx", "512", "--kv", "f32")
+			out, _, code := llamaCLI(t, "generate", "--model", m, "--prompt", "Name a fruit.", "-n", "6", "--seed", "3", "--json", "--context", "512", "--kv", "f32")
 			if code != 0 {
 				t.Fatalf("generate: exit %d", code)
 			}
@@ -481,7 +481,7 @@ train:
 			evalOut := filepath.Join(dir, "eval")
 			run("eval", "--model", m, "--llama-lib", lib, "--players", "base,adapter:"+filepath.Join(spOut, "adapter.gguf"),
 				"--opponents", "scripted:shading", "--env", "sealedbid", "--params", `{"rounds":1,"bidders":2}`,
-				"--episodes", "2", "--bootstrap", "100", "--ctx", "2048", "--max-tokens", "16", "--threads", "1", "--threads-batch", "1", "--kv", "f32", "--out", evalOut)
+				"--episodes", "2", "--bootstrap", "100", "--context", "2048", "--max-tokens", "16", "--threads", "1", "--threads-batch", "1", "--kv", "f32", "--out", evalOut)
 			if _, err := os.Stat(filepath.Join(evalOut, arena.JSONFile)); err != nil {
 				t.Errorf("eval: no report: %v", err)
 			}

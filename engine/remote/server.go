@@ -320,92 +320,110 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		info:   EpisodeInfo{Env: g.ID(), Seed: &seed, Status: "running"},
 	}
 	id := newEpisodeID()
+	agents, err := s.castSeats(e, g, seats, req.Agents, seed, id)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	e.info.ObserverToken = newToken()
+	e.tokens[e.info.ObserverToken] = -1
+	created, code, err := s.register(e, id)
+	if err != nil {
+		fail(w, code, "%v", err)
+		return
+	}
+	go s.play(e, seed, req.Params, agents, seats)
+	writeJSON(w, http.StatusCreated, created)
+}
+
+// castSeats gives each seat of e its agent, as named by the request, and
+// its token, recording both in e.info.Seats.
+func (s *Server) castSeats(e *episode, g engine.Game, seats []engine.Seat, names []string, seed uint64, id string) ([]engine.Agent, error) {
 	agents := make([]engine.Agent, len(seats))
 	for i, seat := range seats {
 		name := "remote"
-		if len(req.Agents) == 1 {
-			name = req.Agents[0]
-		} else if len(req.Agents) > 1 {
-			name = req.Agents[i]
+		if len(names) == 1 {
+			name = names[0]
+		} else if len(names) > 1 {
+			name = names[i]
 		}
 		info := SeatInfo{Index: i, Name: seat.Name, Agent: name}
-		if name == "remote" || name == "" {
-			info.Agent = "remote"
-			e.boxes[i] = newMailbox()
-			agents[i] = e.boxes[i]
-		} else if s.opts.Agents != nil && slices.Contains(s.opts.Agents.Names(), name) {
-			a, label, err := s.opts.Agents.Agent(name, g, seat, seed, id)
-			if err != nil {
-				fail(w, http.StatusBadRequest, "seat %d: %v", i, err)
-				return
-			}
-			agents[i], info.Agent = a, label
-		} else {
-			cast, err := engine.ScriptedCast(g, []string{name}, seed)
-			if err != nil {
-				fail(w, http.StatusBadRequest, "seat %d: %v", i, err)
-				return
-			}
-			a, label, err := cast(seat)
-			if err != nil {
-				fail(w, http.StatusBadRequest, "seat %d: %v", i, err)
-				return
-			}
-			agents[i], info.Agent = a, label
+		a, label, err := s.seatAgent(e, g, i, seat, name, seed, id)
+		if err != nil {
+			return nil, fmt.Errorf("seat %d: %w", i, err)
 		}
+		agents[i], info.Agent = a, label
 		info.Token = newToken()
 		e.tokens[info.Token] = i
 		e.info.Seats = append(e.info.Seats, info)
 	}
-	e.info.ObserverToken = newToken()
-	e.tokens[e.info.ObserverToken] = -1
+	return agents, nil
+}
 
+// seatAgent is the agent named name for seat i, with its label: a remote
+// player's mailbox ("remote" or ""), one of ServerOptions.Agents, or a
+// scripted policy.
+func (s *Server) seatAgent(e *episode, g engine.Game, i int, seat engine.Seat, name string, seed uint64, id string) (engine.Agent, string, error) {
+	if name == "remote" || name == "" {
+		e.boxes[i] = newMailbox()
+		return e.boxes[i], "remote", nil
+	}
+	if s.opts.Agents != nil && slices.Contains(s.opts.Agents.Names(), name) {
+		return s.opts.Agents.Agent(name, g, seat, seed, id)
+	}
+	cast, err := engine.ScriptedCast(g, []string{name}, seed)
+	if err != nil {
+		return nil, "", err
+	}
+	return cast(seat)
+}
+
+// register adds e to the server under id, unless its client or the server
+// is at its limit (then it returns the status to answer and why). It
+// returns e.info as it is now: an episode of scripted seats can finish
+// (and write e.info under s.mu) before the answer is written.
+func (s *Server) register(e *episode, id string) (EpisodeInfo, int, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if n := s.runningOf(e.client); n >= s.opts.MaxPerClient {
-		s.mu.Unlock()
-		fail(w, http.StatusTooManyRequests, "client %s already has %d running episodes (the most per client)", e.client, n)
-		return
+		return EpisodeInfo{}, http.StatusTooManyRequests, fmt.Errorf("client %s already has %d running episodes (the most per client)", e.client, n)
 	}
 	if len(s.order) >= s.opts.MaxEpisodes && !s.evictFinished() {
-		s.mu.Unlock()
-		fail(w, http.StatusServiceUnavailable, "too many running episodes (%d)", s.opts.MaxEpisodes)
-		return
+		return EpisodeInfo{}, http.StatusServiceUnavailable, fmt.Errorf("too many running episodes (%d)", s.opts.MaxEpisodes)
 	}
 	e.info.ID = id
 	s.episodes[e.info.ID] = e
 	s.order = append(s.order, e.info.ID)
-	// The answer is taken now: an episode of scripted seats can finish
-	// (and write e.info under s.mu) before it is written.
-	created := e.info
-	s.mu.Unlock()
+	return e.info, 0, nil
+}
 
+// play runs episode e to its end with agents in its seats and records
+// how it ended. e.ready is closed once its log exists, even on failure.
+func (s *Server) play(e *episode, seed uint64, params engine.Params, agents []engine.Agent, seats []engine.Seat) {
+	defer close(e.finished)
 	cast := func(seat engine.Seat) (engine.Agent, string, error) {
 		return agents[seat.Index], e.info.Seats[seat.Index].Agent, nil
 	}
 	opts := engine.Options{MaxRetries: s.opts.MaxRetries, Timeout: s.opts.ActionTimeout}
-	go func() {
-		defer close(e.finished)
-		rec, err := engine.Play(s.ctx, g, seed, req.Params, cast, opts, func(rt *engine.Runtime) {
-			e.log = rt.Log()
+	rec, err := engine.Play(s.ctx, e.game, seed, params, cast, opts, func(rt *engine.Runtime) {
+		e.log = rt.Log()
+		close(e.ready)
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		e.info.Status, e.info.Error = "failed", err.Error()
+		select {
+		case <-e.ready:
+		default:
+			e.log = engine.NewLog(seats)
+			e.log.Close()
 			close(e.ready)
-		})
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if err != nil {
-			e.info.Status, e.info.Error = "failed", err.Error()
-			select {
-			case <-e.ready:
-			default:
-				e.log = engine.NewLog(seats)
-				e.log.Close()
-				close(e.ready)
-			}
-			return
 		}
-		e.info.Status = "done"
-		e.info.Outcome = &rec.Outcome
-	}()
-	writeJSON(w, http.StatusCreated, created)
+		return
+	}
+	e.info.Status = "done"
+	e.info.Outcome = &rec.Outcome
 }
 
 // runningOf counts the running episodes client created; s.mu is held.

@@ -137,152 +137,188 @@ type Move[T any] struct {
 // writes what the other seat's standing offer is worth to the seat whose
 // turn it is (nil: no appraisal).
 func Play[T any](ctx context.Context, rt *engine.Runtime, rules Rules[T], o Options, first int, appraise func(seat int, t T) string) (Result[T], error) {
-	seats := rt.Seats()
-	res := Result[T]{Walker: -1, Status: StatusNoDeal}
-	var standing *Offer[T]
+	tb := &table[T]{rt: rt, rules: rules, o: o, appraise: appraise, seats: rt.Seats(), res: Result[T]{Walker: -1, Status: StatusNoDeal}}
 	total := 2 * o.Rounds
 	for turn := 0; turn < total; turn++ {
 		seat := (first + turn) % 2
-		other := 1 - seat
 		round := turn/2 + 1
 		if turn%2 == 0 && !o.Compact {
 			rt.Phase(fmt.Sprintf("Round %d of %d.", round, o.Rounds), map[string]int{"round": round})
 		}
-		res.Rounds = round
-		canAccept := standing != nil && standing.Proposer == other
-		if canAccept && rules.CheckAccept(seat, standing.Terms) != nil {
-			canAccept = false
-		}
-		info := TurnInfo[T]{
-			Turn: turn + 1, Round: round, Rounds: o.Rounds, OwnTurn: turn/2 + 1, Final: turn == total-1,
-			Standing: standing, CanAccept: canAccept, StructuredOnly: o.StructuredOnly,
-		}
-		var text string
-		if o.Compact {
-			worth := ""
-			if o.Hints && appraise != nil && canAccept {
-				worth = appraise(seat, standing.Terms)
-			}
-			remind := ""
-			if o.Hints {
-				remind = o.Remind[seat]
-			}
-			text = compactTurnText(seats, seat, info, remind, worth)
-		} else {
-			text = turnText(seats, rules, seat, info)
-		}
-		st := standing
-		terms, extra := rules.TermsGrammar(seat)
-		var legal []string
-		if l, ok := rules.(Lister); ok && o.StructuredOnly {
-			if props := l.Proposals(seat); len(props)+3 <= MaxLegal {
-				legal = append(legal, props...)
-				if canAccept {
-					legal = append(legal, "ACCEPT")
-				}
-				legal = append(legal, "REJECT", "WALK")
-			}
-		}
-		q := engine.Question{
-			Legal:   legal,
-			Seat:    seat,
-			Text:    text,
-			Grammar: Grammar(terms, extra, canAccept, o.StructuredOnly),
-			Data:    info,
-			Default: "REJECT",
-			Parse: func(text string) (any, error) {
-				r, err := ParseReply(text, o.StructuredOnly)
-				if err != nil {
-					return nil, err
-				}
-				mv := Move[T]{Reply: r}
-				switch r.Kind {
-				case KindPropose:
-					t, err := rules.ParseTerms(seat, r.Terms)
-					if err != nil {
-						return nil, fmt.Errorf("PROPOSE: %w", err)
-					}
-					mv.Terms = t
-				case KindAccept:
-					if st == nil || st.Proposer != seat^1 {
-						return nil, fmt.Errorf("there is no standing offer from %s to accept: PROPOSE terms instead", seats[seat^1].Name)
-					}
-					if err := rules.CheckAccept(seat, st.Terms); err != nil {
-						return nil, fmt.Errorf("you cannot accept: %w", err)
-					}
-				}
-				return mv, nil
-			},
-		}
-		ans, err := rt.Ask(ctx, q)
+		tb.res.Rounds = round
+		ans, err := rt.Ask(ctx, tb.question(turn, seat))
 		if err != nil {
-			return res, err
+			return tb.res, err
 		}
-		res.Turns = turn + 1
-		res.Invalid[seat] += ans.Invalid
+		tb.res.Turns = turn + 1
+		tb.res.Invalid[seat] += ans.Invalid
 		if ans.Defaulted {
-			res.Defaulted[seat]++
+			tb.res.Defaulted[seat]++
 		}
-		mv := ans.Move.(Move[T])
-		ev := MoveEvent[T]{Seat: seat, Turn: turn + 1, Kind: mv.Kind, Say: mv.Say}
-		name := seats[seat].Name
-		// lines are for everyone; short (Options.Compact) for the other
-		// seat alone, whose offer "your offer" is.
-		var lines, short []string
-		if mv.Say != "" {
-			res.Said[seat] = append(res.Said[seat], mv.Say)
-			lines = append(lines, fmt.Sprintf("%s says: %s", name, mv.Say))
-			short = append(short, lines[0])
-		}
-		switch mv.Kind {
-		case KindPropose:
-			t := mv.Terms
-			ev.Terms = &t
-			standing = &Offer[T]{Proposer: seat, Terms: t, Text: rules.Describe(seat, t), Turn: turn + 1}
-			if res.Openings[seat] == nil {
-				res.Openings[seat] = &t
-			}
-			res.Proposals[seat]++
-			res.Offered[seat] = append(res.Offered[seat], t)
-			lines = append(lines, fmt.Sprintf("%s proposes: %s", name, standing.Text))
-			short = append(short, lines[len(lines)-1])
-		case KindAccept:
-			t := standing.Terms
-			ev.Terms = &t
-			lines = append(lines, fmt.Sprintf("%s accepts %s's offer: %s", name, seats[other].Name, standing.Text))
-			short = append(short, name+" accepts your offer.")
-		case KindReject:
-			if standing != nil && standing.Proposer == other {
-				lines = append(lines, fmt.Sprintf("%s rejects %s's offer.", name, seats[other].Name))
-				short = append(short, name+" rejects your offer.")
-				standing = nil
-			} else {
-				lines = append(lines, fmt.Sprintf("%s makes no offer this turn.", name))
-				short = append(short, name+" makes no offer.")
-			}
-		case KindWalk:
-			lines = append(lines, fmt.Sprintf("%s walks away: the negotiation ends without a deal.", name))
-			short = append(short, name+" walks away.")
-		}
-		aud := engine.Everyone()
-		if o.Compact {
-			// The mover's reply is already in its own conversation.
-			aud, lines = engine.Only(other), short
-		}
-		rt.Broadcast(aud, seat, strings.Join(lines, "\n"), ev)
-		switch mv.Kind {
-		case KindAccept:
-			res.Status, res.Deal = StatusDeal, standing
-			rt.Phase("Deal: "+standing.Text, map[string]string{"status": string(StatusDeal)})
-			return res, nil
-		case KindWalk:
-			res.Status, res.Walker = StatusWalk, seat
-			rt.Phase(name+" walked away: no deal.", map[string]string{"status": string(StatusWalk)})
-			return res, nil
+		if tb.move(turn, seat, ans.Move.(Move[T])) {
+			return tb.res, nil
 		}
 	}
 	rt.Phase("The turn limit is reached without a deal.", map[string]string{"status": string(StatusNoDeal)})
-	return res, nil
+	return tb.res, nil
+}
+
+// table is Play's state between turns: the standing offer and the result
+// so far.
+type table[T any] struct {
+	rt       *engine.Runtime
+	rules    Rules[T]
+	o        Options
+	appraise func(seat int, t T) string
+	seats    []engine.Seat
+	standing *Offer[T]
+	res      Result[T]
+}
+
+// question is what the seat moving at turn (0-based) is asked.
+func (tb *table[T]) question(turn, seat int) engine.Question {
+	o, rules, standing := tb.o, tb.rules, tb.standing
+	other := 1 - seat
+	canAccept := standing != nil && standing.Proposer == other
+	if canAccept && rules.CheckAccept(seat, standing.Terms) != nil {
+		canAccept = false
+	}
+	info := TurnInfo[T]{
+		Turn: turn + 1, Round: turn/2 + 1, Rounds: o.Rounds, OwnTurn: turn/2 + 1, Final: turn == 2*o.Rounds-1,
+		Standing: standing, CanAccept: canAccept, StructuredOnly: o.StructuredOnly,
+	}
+	var text string
+	if o.Compact {
+		worth := ""
+		if o.Hints && tb.appraise != nil && canAccept {
+			worth = tb.appraise(seat, standing.Terms)
+		}
+		remind := ""
+		if o.Hints {
+			remind = o.Remind[seat]
+		}
+		text = compactTurnText(tb.seats, seat, info, remind, worth)
+	} else {
+		text = turnText(tb.seats, rules, seat, info)
+	}
+	terms, extra := rules.TermsGrammar(seat)
+	var legal []string
+	if l, ok := rules.(Lister); ok && o.StructuredOnly {
+		if props := l.Proposals(seat); len(props)+3 <= MaxLegal {
+			legal = append(legal, props...)
+			if canAccept {
+				legal = append(legal, "ACCEPT")
+			}
+			legal = append(legal, "REJECT", "WALK")
+		}
+	}
+	return engine.Question{
+		Legal:   legal,
+		Seat:    seat,
+		Text:    text,
+		Grammar: Grammar(terms, extra, canAccept, o.StructuredOnly),
+		Data:    info,
+		Default: "REJECT",
+		Parse:   tb.parser(seat, standing),
+	}
+}
+
+// parser reads seat's reply into a Move[T], against the offer st standing
+// when the question was asked.
+func (tb *table[T]) parser(seat int, st *Offer[T]) func(string) (any, error) {
+	rules, seats, structuredOnly := tb.rules, tb.seats, tb.o.StructuredOnly
+	return func(text string) (any, error) {
+		r, err := ParseReply(text, structuredOnly)
+		if err != nil {
+			return nil, err
+		}
+		mv := Move[T]{Reply: r}
+		switch r.Kind {
+		case KindPropose:
+			t, err := rules.ParseTerms(seat, r.Terms)
+			if err != nil {
+				return nil, fmt.Errorf("PROPOSE: %w", err)
+			}
+			mv.Terms = t
+		case KindAccept:
+			if st == nil || st.Proposer != seat^1 {
+				return nil, fmt.Errorf("there is no standing offer from %s to accept: PROPOSE terms instead", seats[seat^1].Name)
+			}
+			if err := rules.CheckAccept(seat, st.Terms); err != nil {
+				return nil, fmt.Errorf("you cannot accept: %w", err)
+			}
+		}
+		return mv, nil
+	}
+}
+
+// move plays seat's move at turn: it updates the standing offer and the
+// result, tells the seats, and reports whether the episode is over (a
+// deal or a walk-away).
+func (tb *table[T]) move(turn, seat int, mv Move[T]) bool {
+	rt, name, other := tb.rt, tb.seats[seat].Name, 1-seat
+	ev := MoveEvent[T]{Seat: seat, Turn: turn + 1, Kind: mv.Kind, Say: mv.Say}
+	// lines are for everyone; short (Options.Compact) for the other
+	// seat alone, whose offer "your offer" is.
+	var lines, short []string
+	if mv.Say != "" {
+		tb.res.Said[seat] = append(tb.res.Said[seat], mv.Say)
+		lines = append(lines, fmt.Sprintf("%s says: %s", name, mv.Say))
+		short = append(short, lines[0])
+	}
+	if line, shortLine := tb.apply(turn, seat, mv, &ev); line != "" {
+		lines, short = append(lines, line), append(short, shortLine)
+	}
+	aud := engine.Everyone()
+	if tb.o.Compact {
+		// The mover's reply is already in its own conversation.
+		aud, lines = engine.Only(other), short
+	}
+	rt.Broadcast(aud, seat, strings.Join(lines, "\n"), ev)
+	switch mv.Kind {
+	case KindAccept:
+		tb.res.Status, tb.res.Deal = StatusDeal, tb.standing
+		rt.Phase("Deal: "+tb.standing.Text, map[string]string{"status": string(StatusDeal)})
+		return true
+	case KindWalk:
+		tb.res.Status, tb.res.Walker = StatusWalk, seat
+		rt.Phase(name+" walked away: no deal.", map[string]string{"status": string(StatusWalk)})
+		return true
+	}
+	return false
+}
+
+// apply applies the move itself to the standing offer and the result,
+// sets the event's terms, and returns the line telling everyone and the
+// short one telling the other seat; a SAY-only turn has neither.
+func (tb *table[T]) apply(turn, seat int, mv Move[T], ev *MoveEvent[T]) (line, short string) {
+	name, otherName := tb.seats[seat].Name, tb.seats[1-seat].Name
+	switch mv.Kind {
+	case KindPropose:
+		t := mv.Terms
+		ev.Terms = &t
+		tb.standing = &Offer[T]{Proposer: seat, Terms: t, Text: tb.rules.Describe(seat, t), Turn: turn + 1}
+		if tb.res.Openings[seat] == nil {
+			tb.res.Openings[seat] = &t
+		}
+		tb.res.Proposals[seat]++
+		tb.res.Offered[seat] = append(tb.res.Offered[seat], t)
+		line = fmt.Sprintf("%s proposes: %s", name, tb.standing.Text)
+		return line, line
+	case KindAccept:
+		t := tb.standing.Terms
+		ev.Terms = &t
+		return fmt.Sprintf("%s accepts %s's offer: %s", name, otherName, tb.standing.Text), name + " accepts your offer."
+	case KindReject:
+		if tb.standing != nil && tb.standing.Proposer == 1-seat {
+			tb.standing = nil
+			return fmt.Sprintf("%s rejects %s's offer.", name, otherName), name + " rejects your offer."
+		}
+		return fmt.Sprintf("%s makes no offer this turn.", name), name + " makes no offer."
+	case KindWalk:
+		return fmt.Sprintf("%s walks away: the negotiation ends without a deal.", name), name + " walks away."
+	}
+	return "", ""
 }
 
 func turnText[T any](seats []engine.Seat, rules Rules[T], seat int, info TurnInfo[T]) string {

@@ -373,243 +373,311 @@ func (p *parser) token(pos int) (uint32, int, error) {
 	return 0, pos + 1, nil
 }
 
+// sequence is parse_sequence: the items of one alternate, appended to *r,
+// up to the first byte that cannot start an item. Each item kind is one
+// method below, named by the branch of llama.cpp's parse_sequence it
+// mirrors, in the same order.
 func (p *parser) sequence(pos int, name string, r *[]Element, nested bool) (int, error) {
-	lastSym := len(*r)
-	var nPrev uint64 = 1
-	repeat := func(at int, minTimes, maxTimes uint64) error {
-		noMax := maxTimes == math.MaxUint64
-		if lastSym == len(*r) {
-			return p.fail(at, "expecting preceding item to */+/?/{")
-		}
-		if !noMax && maxTimes < minTimes {
-			// llama.cpp computes max−min in unsigned arithmetic and loops
-			// about 2^64 times generating rules.
-			return p.fail(at, "repetition {%d,%d}: the maximum is below the minimum", minTimes, maxTimes)
-		}
-		prev := append([]Element(nil), (*r)[lastSym:]...)
-		var total uint64 = 1
-		if !noMax && maxTimes > 0 {
-			total = maxTimes
-		} else if minTimes > 0 {
-			total = minTimes
-		}
-		if nPrev*total > maxRepetition {
-			return p.fail(at, "number of rules that are going to be repeated multiplied by the new repetition exceeds %d", maxRepetition)
-		}
-		var nOpt uint64 = 1
-		if !noMax {
-			nOpt = maxTimes - minTimes
-		}
-		// Everything below is bounded by the counts checked above (at most
-		// 2000 copies, 2000 generated rules): check what it will add first.
-		grown := len(*r) + int(nOpt)*(len(prev)+3)
-		if minTimes > 1 {
-			grown += int(minTimes-1) * len(prev)
-		}
-		if err := p.grow(grown); err != nil {
-			return err
-		}
-		if minTimes == 0 {
-			*r = (*r)[:lastSym]
-		}
-		for i := uint64(1); i < minTimes; i++ {
-			*r = append(*r, prev...)
-		}
-		var lastRec uint32
-		for i := uint64(0); i < nOpt; i++ {
-			rec := append(make([]Element, 0, len(prev)+3), prev...)
-			id := p.generate(name)
-			if i > 0 || noMax {
-				ref := lastRec
-				if noMax {
-					ref = id
-				}
-				rec = append(rec, Element{RuleRef, ref})
-			}
-			rec = append(rec, Element{Alt, 0}, Element{End, 0})
-			if err := p.addRule(id, rec); err != nil {
-				return err
-			}
-			lastRec = id
-		}
-		if nOpt > 0 {
-			*r = append(*r, Element{RuleRef, lastRec})
-		}
-		nPrev *= total
-		return nil
-	}
+	s := &sequence{p: p, name: name, r: r, nested: nested, lastSym: len(*r), nPrev: 1}
 	for p.at(pos) != 0 {
-		c := p.at(pos)
-		switch {
+		var err error
+		switch c := p.at(pos); {
 		case c == '"':
-			pos++
-			lastSym = len(*r)
-			nPrev = 1
-			for p.at(pos) != '"' {
-				if p.at(pos) == 0 {
-					return 0, p.fail(pos, "unexpected end of input")
-				}
-				v, next, err := p.char(pos)
-				if err != nil {
-					return 0, err
-				}
-				pos = next
-				*r = append(*r, Element{Char, v})
-			}
-			pos = p.space(pos+1, nested)
+			pos, err = s.literal(pos)
 		case c == '[':
-			pos++
-			start := Char
-			if p.at(pos) == '^' {
-				pos++
-				start = CharNot
-			}
-			lastSym = len(*r)
-			nPrev = 1
-			for p.at(pos) != ']' {
-				if p.at(pos) == 0 {
-					return 0, p.fail(pos, "unexpected end of input")
-				}
-				v, next, err := p.char(pos)
-				if err != nil {
-					return 0, err
-				}
-				pos = next
-				t := start
-				if lastSym < len(*r) {
-					t = CharAlt
-				}
-				*r = append(*r, Element{t, v})
-				if p.at(pos) == '-' && p.at(pos+1) != ']' {
-					if p.at(pos+1) == 0 {
-						return 0, p.fail(pos, "unexpected end of input")
-					}
-					v, next, err := p.char(pos + 1)
-					if err != nil {
-						return 0, err
-					}
-					pos = next
-					*r = append(*r, Element{CharRngUpper, v})
-				}
-			}
-			pos = p.space(pos+1, nested)
+			pos, err = s.charRanges(pos)
 		case c == '<' || c == '!':
-			t := Token
-			if c == '!' {
-				t = TokenNot
-				pos++
-			}
-			v, end, err := p.token(pos)
-			if err != nil {
-				return 0, err
-			}
-			lastSym = len(*r)
-			nPrev = 1
-			*r = append(*r, Element{t, v})
-			pos = p.space(end, nested)
+			pos, err = s.token(pos)
 		case isWordChar(c):
-			end, err := p.nameEnd(pos)
-			if err != nil {
-				return 0, err
-			}
-			id := p.symbol(p.src[pos:end])
-			if int(id) >= p.lim.MaxRules {
-				return 0, p.limit("more than %d rules (groups and repetitions count as rules)", p.lim.MaxRules)
-			}
-			pos = p.space(end, nested)
-			lastSym = len(*r)
-			nPrev = 1
-			*r = append(*r, Element{RuleRef, id})
+			pos, err = s.ruleRef(pos)
 		case c == '(':
-			// The one place llama.cpp's parser recurses: bound it here.
-			if p.depth >= p.lim.MaxNesting {
-				return 0, p.limit("groups nested more than %d deep at byte %d", p.lim.MaxNesting, pos)
+			pos, err = s.group(pos)
+		case c == '.':
+			pos = s.anyChar(pos)
+		case c == '*':
+			pos, err = s.repeatOp(pos, 0, math.MaxUint64)
+		case c == '+':
+			pos, err = s.repeatOp(pos, 1, math.MaxUint64)
+		case c == '?':
+			pos, err = s.repeatOp(pos, 0, 1)
+		case c == '{':
+			pos, err = s.braces(pos)
+		default:
+			return pos, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return pos, nil
+}
+
+// sequence holds parse_sequence's state between items: the rule being
+// built, where its last item starts (last_sym_start) and how many rules
+// that item generated (n_prev_rules), which a following repetition
+// operator copies and counts.
+type sequence struct {
+	p       *parser
+	name    string
+	r       *[]Element
+	nested  bool
+	lastSym int
+	nPrev   uint64
+}
+
+// item marks the start of a new item that generated no rules: a
+// repetition operator after it applies to it alone.
+func (s *sequence) item() {
+	s.lastSym = len(*s.r)
+	s.nPrev = 1
+}
+
+// literal is the literal string branch ("...").
+func (s *sequence) literal(pos int) (int, error) {
+	p := s.p
+	pos++
+	s.item()
+	for p.at(pos) != '"' {
+		if p.at(pos) == 0 {
+			return 0, p.fail(pos, "unexpected end of input")
+		}
+		v, next, err := p.char(pos)
+		if err != nil {
+			return 0, err
+		}
+		pos = next
+		*s.r = append(*s.r, Element{Char, v})
+	}
+	return p.space(pos+1, s.nested), nil
+}
+
+// charRanges is the char range(s) branch ([...] and [^...]).
+func (s *sequence) charRanges(pos int) (int, error) {
+	p := s.p
+	pos++
+	start := Char
+	if p.at(pos) == '^' {
+		pos++
+		start = CharNot
+	}
+	s.item()
+	for p.at(pos) != ']' {
+		if p.at(pos) == 0 {
+			return 0, p.fail(pos, "unexpected end of input")
+		}
+		v, next, err := p.char(pos)
+		if err != nil {
+			return 0, err
+		}
+		pos = next
+		t := start
+		if s.lastSym < len(*s.r) {
+			t = CharAlt
+		}
+		*s.r = append(*s.r, Element{t, v})
+		if p.at(pos) == '-' && p.at(pos+1) != ']' {
+			if p.at(pos+1) == 0 {
+				return 0, p.fail(pos, "unexpected end of input")
 			}
-			pos = p.space(pos+1, true)
-			before := len(p.symbols)
-			sub := p.generate(name)
-			p.depth++
-			next, err := p.alternates(pos, name, sub, true)
-			p.depth--
+			v, next, err := p.char(pos + 1)
 			if err != nil {
 				return 0, err
 			}
 			pos = next
-			nPrev = uint64(max(1, len(p.symbols)-before))
-			lastSym = len(*r)
-			*r = append(*r, Element{RuleRef, sub})
-			if p.at(pos) != ')' {
-				return 0, p.fail(pos, "expecting ')'")
-			}
-			pos = p.space(pos+1, nested)
-		case c == '.':
-			lastSym = len(*r)
-			nPrev = 1
-			*r = append(*r, Element{CharAny, 0})
-			pos = p.space(pos+1, nested)
-		case c == '*':
-			at := pos
-			pos = p.space(pos+1, nested)
-			if err := repeat(at, 0, math.MaxUint64); err != nil {
-				return 0, err
-			}
-		case c == '+':
-			at := pos
-			pos = p.space(pos+1, nested)
-			if err := repeat(at, 1, math.MaxUint64); err != nil {
-				return 0, err
-			}
-		case c == '?':
-			at := pos
-			pos = p.space(pos+1, nested)
-			if err := repeat(at, 0, 1); err != nil {
-				return 0, err
-			}
-		case c == '{':
-			at := pos
-			pos = p.space(pos+1, nested)
-			if !isDigit(p.at(pos)) {
-				return 0, p.fail(pos, "expecting an int")
-			}
-			end, _ := p.intEnd(pos)
-			minTimes, err := strconv.ParseUint(p.src[pos:end], 10, 64)
-			if err != nil {
-				return 0, p.fail(pos, "repetition count out of range")
-			}
-			pos = p.space(end, nested)
-			var maxTimes uint64 = math.MaxUint64
-			switch p.at(pos) {
-			case '}':
-				maxTimes = minTimes
-				pos = p.space(pos+1, nested)
-			case ',':
-				pos = p.space(pos+1, nested)
-				if isDigit(p.at(pos)) {
-					end, _ := p.intEnd(pos)
-					if maxTimes, err = strconv.ParseUint(p.src[pos:end], 10, 64); err != nil {
-						return 0, p.fail(pos, "repetition count out of range")
-					}
-					pos = p.space(end, nested)
-				}
-				if p.at(pos) != '}' {
-					return 0, p.fail(pos, "expecting '}'")
-				}
-				pos = p.space(pos+1, nested)
-			default:
-				return 0, p.fail(pos, "expecting ','")
-			}
-			if minTimes > maxRepetition {
-				return 0, p.fail(at, "number of repetitions exceeds %d", maxRepetition)
-			}
-			if maxTimes != math.MaxUint64 && maxTimes > maxRepetition {
-				maxTimes = math.MaxUint64
-			}
-			if err := repeat(at, minTimes, maxTimes); err != nil {
-				return 0, err
-			}
-		default:
-			return pos, nil
+			*s.r = append(*s.r, Element{CharRngUpper, v})
 		}
 	}
+	return p.space(pos+1, s.nested), nil
+}
+
+// token is the token branch (<[id]>, <text>, and ! before either).
+func (s *sequence) token(pos int) (int, error) {
+	p := s.p
+	t := Token
+	if p.at(pos) == '!' {
+		t = TokenNot
+		pos++
+	}
+	v, end, err := p.token(pos)
+	if err != nil {
+		return 0, err
+	}
+	s.item()
+	*s.r = append(*s.r, Element{t, v})
+	return p.space(end, s.nested), nil
+}
+
+// ruleRef is the rule reference branch (a name).
+func (s *sequence) ruleRef(pos int) (int, error) {
+	p := s.p
+	end, err := p.nameEnd(pos)
+	if err != nil {
+		return 0, err
+	}
+	id := p.symbol(p.src[pos:end])
+	if int(id) >= p.lim.MaxRules {
+		return 0, p.limit("more than %d rules (groups and repetitions count as rules)", p.lim.MaxRules)
+	}
+	pos = p.space(end, s.nested)
+	s.item()
+	*s.r = append(*s.r, Element{RuleRef, id})
 	return pos, nil
+}
+
+// group is the grouping branch ((...)): the alternates inside become a
+// generated rule, referenced here.
+func (s *sequence) group(pos int) (int, error) {
+	p := s.p
+	// The one place llama.cpp's parser recurses: bound it here.
+	if p.depth >= p.lim.MaxNesting {
+		return 0, p.limit("groups nested more than %d deep at byte %d", p.lim.MaxNesting, pos)
+	}
+	pos = p.space(pos+1, true)
+	before := len(p.symbols)
+	sub := p.generate(s.name)
+	p.depth++
+	next, err := p.alternates(pos, s.name, sub, true)
+	p.depth--
+	if err != nil {
+		return 0, err
+	}
+	pos = next
+	s.nPrev = uint64(max(1, len(p.symbols)-before))
+	s.lastSym = len(*s.r)
+	*s.r = append(*s.r, Element{RuleRef, sub})
+	if p.at(pos) != ')' {
+		return 0, p.fail(pos, "expecting ')'")
+	}
+	return p.space(pos+1, s.nested), nil
+}
+
+// anyChar is the any char branch (.).
+func (s *sequence) anyChar(pos int) int {
+	s.item()
+	*s.r = append(*s.r, Element{CharAny, 0})
+	return s.p.space(pos+1, s.nested)
+}
+
+// repeatOp is the *, + and ? branches: handle_repetitions on the last item.
+func (s *sequence) repeatOp(pos int, minTimes, maxTimes uint64) (int, error) {
+	next := s.p.space(pos+1, s.nested)
+	if err := s.repeat(pos, minTimes, maxTimes); err != nil {
+		return 0, err
+	}
+	return next, nil
+}
+
+// braces is the {m}, {m,} and {m,n} branch: the counts, then
+// handle_repetitions on the last item.
+func (s *sequence) braces(pos int) (int, error) {
+	p := s.p
+	at := pos
+	pos = p.space(pos+1, s.nested)
+	if !isDigit(p.at(pos)) {
+		return 0, p.fail(pos, "expecting an int")
+	}
+	end, _ := p.intEnd(pos)
+	minTimes, err := strconv.ParseUint(p.src[pos:end], 10, 64)
+	if err != nil {
+		return 0, p.fail(pos, "repetition count out of range")
+	}
+	pos = p.space(end, s.nested)
+	var maxTimes uint64 = math.MaxUint64
+	switch p.at(pos) {
+	case '}':
+		maxTimes = minTimes
+		pos = p.space(pos+1, s.nested)
+	case ',':
+		pos = p.space(pos+1, s.nested)
+		if isDigit(p.at(pos)) {
+			end, _ := p.intEnd(pos)
+			if maxTimes, err = strconv.ParseUint(p.src[pos:end], 10, 64); err != nil {
+				return 0, p.fail(pos, "repetition count out of range")
+			}
+			pos = p.space(end, s.nested)
+		}
+		if p.at(pos) != '}' {
+			return 0, p.fail(pos, "expecting '}'")
+		}
+		pos = p.space(pos+1, s.nested)
+	default:
+		return 0, p.fail(pos, "expecting ','")
+	}
+	if minTimes > maxRepetition {
+		return 0, p.fail(at, "number of repetitions exceeds %d", maxRepetition)
+	}
+	if maxTimes != math.MaxUint64 && maxTimes > maxRepetition {
+		maxTimes = math.MaxUint64
+	}
+	if err := s.repeat(at, minTimes, maxTimes); err != nil {
+		return 0, err
+	}
+	return pos, nil
+}
+
+// repeat is handle_repetitions: the last item, which starts at lastSym,
+// repeated minTimes to maxTimes times (math.MaxUint64: no maximum), by
+// copies of it and generated rules for the optional ones.
+func (s *sequence) repeat(at int, minTimes, maxTimes uint64) error {
+	p, r := s.p, s.r
+	noMax := maxTimes == math.MaxUint64
+	if s.lastSym == len(*r) {
+		return p.fail(at, "expecting preceding item to */+/?/{")
+	}
+	if !noMax && maxTimes < minTimes {
+		// llama.cpp computes max−min in unsigned arithmetic and loops
+		// about 2^64 times generating rules.
+		return p.fail(at, "repetition {%d,%d}: the maximum is below the minimum", minTimes, maxTimes)
+	}
+	prev := append([]Element(nil), (*r)[s.lastSym:]...)
+	var total uint64 = 1
+	if !noMax && maxTimes > 0 {
+		total = maxTimes
+	} else if minTimes > 0 {
+		total = minTimes
+	}
+	if s.nPrev*total > maxRepetition {
+		return p.fail(at, "number of rules that are going to be repeated multiplied by the new repetition exceeds %d", maxRepetition)
+	}
+	var nOpt uint64 = 1
+	if !noMax {
+		nOpt = maxTimes - minTimes
+	}
+	// Everything below is bounded by the counts checked above (at most
+	// 2000 copies, 2000 generated rules): check what it will add first.
+	grown := len(*r) + int(nOpt)*(len(prev)+3)
+	if minTimes > 1 {
+		grown += int(minTimes-1) * len(prev)
+	}
+	if err := p.grow(grown); err != nil {
+		return err
+	}
+	if minTimes == 0 {
+		*r = (*r)[:s.lastSym]
+	}
+	for i := uint64(1); i < minTimes; i++ {
+		*r = append(*r, prev...)
+	}
+	var lastRec uint32
+	for i := uint64(0); i < nOpt; i++ {
+		rec := append(make([]Element, 0, len(prev)+3), prev...)
+		id := p.generate(s.name)
+		if i > 0 || noMax {
+			ref := lastRec
+			if noMax {
+				ref = id
+			}
+			rec = append(rec, Element{RuleRef, ref})
+		}
+		rec = append(rec, Element{Alt, 0}, Element{End, 0})
+		if err := p.addRule(id, rec); err != nil {
+			return err
+		}
+		lastRec = id
+	}
+	if nOpt > 0 {
+		*r = append(*r, Element{RuleRef, lastRec})
+	}
+	s.nPrev *= total
+	return nil
 }

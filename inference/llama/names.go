@@ -33,11 +33,13 @@ func ParseFlashAttention(name string) (llamacpp.FlashAttention, error) {
 	return 0, fmt.Errorf("%q: want off, on or auto", name)
 }
 
-// SetKVCache sets the K and V cache type as flags and configs spell it
-// (ParseKVType). q8_0 also turns flash attention on: llama.cpp quantizes
-// the V cache only inside flash attention, so a caller asking for q8_0
-// wants it on.
+// SetKVCache sets the K and V cache type by name ("" keeps the type set,
+// F16 by default). q8_0 turns flash attention on: a quantized V cache
+// exists only inside flash attention.
 func (o *Options) SetKVCache(name string) error {
+	if name == "" {
+		return nil
+	}
 	kv, err := ParseKVType(name)
 	if err != nil {
 		return err

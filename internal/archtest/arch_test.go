@@ -24,7 +24,7 @@ var layers = map[string]int{
 	// Leaves: no repository imports, or only other leaves.
 	"seeds": 0, "gguf": 0, "internal": 0, "chart": 0, "model/builtin": 0,
 	"llamacpp/cpuvariant": 0, "judge/judgetest": 0, "inference/gbnf": 0,
-	"chattemplate": 0,
+	"chattemplate": 0, "advantage": 0,
 	// The runtime, the bindings, the model writer; strict YAML (over
 	// internal/errclip); a run directory's names and metrics lines (over
 	// internal/jsonl).
@@ -38,7 +38,7 @@ var layers = map[string]int{
 	// The catalogue, seats and trajectories, the trainer.
 	"envs": 4, "selfplay": 4, "train": 4,
 	// What plays or reads trajectories: the judge, exports.
-	"judge": 5, "export": 5,
+	"judge": 5, "export": 5, "players": 5,
 	// Evaluation and the proxy.
 	"arena": 6, "proxy": 6,
 	// The training run.
@@ -70,6 +70,7 @@ var forbidden = map[string][]string{
 	"loop":     {"llamacpp", "bc", "recipes"},
 	"export":   {"llamacpp", "train"},
 	"proxy":    {"llamacpp", "train"},
+	"players":  {"llamacpp", "train"},
 }
 
 // bindingUsers are the only packages outside llamacpp that import the

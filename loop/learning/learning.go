@@ -13,12 +13,12 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/games/testbed"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/runfiles"
-	"github.com/omar-selfplay/omar/selfplay"
 )
 
 // Envs are the test beds' ids without version, in the order of the
@@ -29,7 +29,7 @@ var Envs = []string{"testbed_bandit", "testbed_credit", "testbed_price", "testbe
 type Options struct {
 	// Env is a test bed (one of Envs, with or without its version).
 	Env string
-	// Estimator names a selfplay estimator (selfplay.Estimators()).
+	// Estimator names an advantage estimator (advantage.Names()).
 	Estimator string
 	// Model is "builtin" (the built-in model) or a random model preset of
 	// package model ("tiny", …).
@@ -55,7 +55,7 @@ type Options struct {
 // docs/results/2026-12-07-known-optima.md).
 func (Options) Defaults() Options {
 	return Options{
-		Env: "testbed_bandit", Estimator: selfplay.DefaultEstimator, Model: "tiny", Seed: 1,
+		Env: "testbed_bandit", Estimator: advantage.Default, Model: "tiny", Seed: 1,
 		Iterations: 10, Episodes: 16, LR: 1e-3,
 	}
 }
@@ -66,8 +66,8 @@ func (o Options) Validate() error {
 	switch {
 	case !slices.Contains(Envs, name):
 		return fmt.Errorf("learning: env %q: want one of %v", o.Env, Envs)
-	case !slices.Contains(selfplay.Estimators(), o.Estimator):
-		return fmt.Errorf("learning: estimator %q: want one of %v", o.Estimator, selfplay.Estimators())
+	case !slices.Contains(advantage.Names(), o.Estimator):
+		return fmt.Errorf("learning: estimator %q: want one of %v", o.Estimator, advantage.Names())
 	case o.Model != loop.BuiltinPreset && !slices.Contains(model.Presets, o.Model):
 		return fmt.Errorf("learning: model %q: want %s or one of %v", o.Model, loop.BuiltinPreset, model.Presets)
 	case o.Iterations < 1 || o.Iterations > 1000:

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/games/testbed"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
-	"github.com/omar-selfplay/omar/selfplay"
 )
 
 // TestLearns trains the tiny random model with the default estimator on
@@ -46,8 +46,8 @@ func TestLearns(t *testing.T) {
 		t.Run(tc.env, func(t *testing.T) {
 			o := Options{}.Defaults()
 			o.Env, o.Seed, o.Iterations, o.LlamaLib = tc.env, tc.seed, tc.iterations, lib
-			if o.Estimator != selfplay.DefaultEstimator {
-				t.Fatalf("estimator %q, want the default %q", o.Estimator, selfplay.DefaultEstimator)
+			if o.Estimator != advantage.Default {
+				t.Fatalf("estimator %q, want the default %q", o.Estimator, advantage.Default)
 			}
 			res, err := Run(context.Background(), filepath.Join(t.TempDir(), "run"), o)
 			if err != nil {
@@ -155,7 +155,7 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 func TestLoopOptionsValidate(t *testing.T) {
-	for _, est := range selfplay.Estimators() {
+	for _, est := range advantage.Names() {
 		for _, env := range Envs {
 			o := Options{}.Defaults()
 			o.Env, o.Estimator = env, est

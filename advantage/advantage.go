@@ -1,4 +1,10 @@
-package selfplay
+// Package advantage turns rewards and critic values into per-token
+// advantages and value-loss targets. Every estimator (hierarchical, gae,
+// turn_gae, grpo, rae, reinforce) takes the same Input and reads what it
+// needs of it, so a trainer calls them all alike; the formulas are those of
+// docs/mission.md §1 and docs/selfplay.md. It knows nothing of games or
+// models: the caller turns its trajectories into Samples.
+package advantage
 
 import (
 	"encoding/json"
@@ -10,7 +16,7 @@ import (
 )
 
 // Sample is one trajectory as an estimator sees it. Every estimator takes
-// the same input (AdvantageInput) and ignores what it does not need: GAE
+// the same input (Input) and ignores what it does not need: GAE
 // variants read Values and TurnEnds, GRPO reads Group, RAE reads Env and
 // Role.
 type Sample struct {
@@ -26,7 +32,7 @@ type Sample struct {
 	// Reward is the terminal reward.
 	Reward float64
 	// ShapedTurns: TurnRewards already include the terminal reward (see
-	// Trajectory.ShapedTurns), so Reward is not added to them.
+	// selfplay.Trajectory.ShapedTurns), so Reward is not added to them.
 	ShapedTurns bool
 	// Group is the GRPO group (same scenario and role).
 	Group string
@@ -43,20 +49,20 @@ type Sample struct {
 	Flagged []bool
 }
 
-// AdvantageInput is the one input type of every estimator.
-type AdvantageInput struct {
+// Input is the one input type of every estimator.
+type Input struct {
 	Samples []Sample
 }
 
-// Advantages are an estimator's output, per sample and token, zero off the
+// Output is an estimator's advantages, per sample and token, zero off the
 // mask. Returns are the value-loss targets.
-type Advantages struct {
+type Output struct {
 	Advantages [][]float32
 	Returns    [][]float32
 }
 
-// EstimatorParams configure every estimator; each reads what it needs.
-type EstimatorParams struct {
+// Params configure every estimator; each reads what it needs.
+type Params struct {
 	// Gamma and Lambda are the token-level discount and GAE λ.
 	Gamma  float64 `yaml:"gamma" json:"gamma"`
 	Lambda float64 `yaml:"lambda" json:"lambda"`
@@ -75,18 +81,18 @@ type EstimatorParams struct {
 // Defaults returns our defaults: γ=λ=1 at token level, γ=0.99 λ=0.95 at turn
 // level (docs/mission.md §1; the paper leaves them open), no whitening, GRPO
 // with standard-deviation scaling, RAE decay 0.95 (SPIRAL).
-func (EstimatorParams) Defaults() EstimatorParams {
-	return EstimatorParams{Gamma: 1, Lambda: 1, TurnGamma: 0.99, TurnLambda: 0.95, GroupStd: true, BaselineDecay: 0.95}
+func (Params) Defaults() Params {
+	return Params{Gamma: 1, Lambda: 1, TurnGamma: 0.99, TurnLambda: 0.95, GroupStd: true, BaselineDecay: 0.95}
 }
 
 // Validate checks the ranges.
-func (p EstimatorParams) Validate() error {
+func (p Params) Validate() error {
 	for _, v := range []struct {
 		name string
 		x    float64
 	}{{"gamma", p.Gamma}, {"lambda", p.Lambda}, {"turn_gamma", p.TurnGamma}, {"turn_lambda", p.TurnLambda}, {"baseline_decay", p.BaselineDecay}} {
 		if math.IsNaN(v.x) || v.x < 0 || v.x > 1 {
-			return fmt.Errorf("selfplay: estimator %s = %v, want [0, 1]", v.name, v.x)
+			return fmt.Errorf("advantage: estimator %s = %v, want [0, 1]", v.name, v.x)
 		}
 	}
 	return nil
@@ -95,7 +101,7 @@ func (p EstimatorParams) Validate() error {
 // Estimator turns rewards (and critic values) into advantages.
 type Estimator interface {
 	Name() string
-	Estimate(in AdvantageInput) (Advantages, error)
+	Estimate(in Input) (Output, error)
 }
 
 // StatefulEstimator is an estimator with state that a checkpoint must
@@ -106,20 +112,20 @@ type StatefulEstimator interface {
 	UnmarshalState([]byte) error
 }
 
-var estimators = map[string]func(EstimatorParams) Estimator{
-	"hierarchical": func(p EstimatorParams) Estimator { return hierarchical{p} },
-	"gae":          func(p EstimatorParams) Estimator { return tokenGAE{p} },
-	"turn_gae":     func(p EstimatorParams) Estimator { return turnGAE{p} },
-	"grpo":         func(p EstimatorParams) Estimator { return grpo{p} },
-	"rae":          func(p EstimatorParams) Estimator { return &rae{p: p, baselines: map[string]float64{}} },
-	"reinforce":    func(p EstimatorParams) Estimator { return reinforce{p} },
+var estimators = map[string]func(Params) Estimator{
+	"hierarchical": func(p Params) Estimator { return hierarchical{p} },
+	"gae":          func(p Params) Estimator { return tokenGAE{p} },
+	"turn_gae":     func(p Params) Estimator { return turnGAE{p} },
+	"grpo":         func(p Params) Estimator { return grpo{p} },
+	"rae":          func(p Params) Estimator { return &rae{p: p, baselines: map[string]float64{}} },
+	"reinforce":    func(p Params) Estimator { return reinforce{p} },
 }
 
-// DefaultEstimator is the OMAR hierarchical estimator.
-const DefaultEstimator = "hierarchical"
+// Default names OMAR's hierarchical estimator.
+const Default = "hierarchical"
 
-// Estimators lists the registered estimator names.
-func Estimators() []string {
+// Names lists the registered estimators.
+func Names() []string {
 	names := make([]string, 0, len(estimators))
 	for n := range estimators {
 		names = append(names, n)
@@ -128,11 +134,11 @@ func Estimators() []string {
 	return names
 }
 
-// NewEstimator returns the estimator registered as name.
-func NewEstimator(name string, p EstimatorParams) (Estimator, error) {
+// New returns the estimator registered as name, with p validated.
+func New(name string, p Params) (Estimator, error) {
 	mk, ok := estimators[name]
 	if !ok {
-		return nil, fmt.Errorf("selfplay: unknown estimator %q (have %v)", name, Estimators())
+		return nil, fmt.Errorf("advantage: unknown estimator %q (have %v)", name, Names())
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -143,24 +149,24 @@ func NewEstimator(name string, p EstimatorParams) (Estimator, error) {
 func (s *Sample) validate(i int) error {
 	n := len(s.Mask)
 	if s.Values != nil && len(s.Values) != n {
-		return fmt.Errorf("selfplay: sample %d: %d values for %d tokens", i, len(s.Values), n)
+		return fmt.Errorf("advantage: sample %d: %d values for %d tokens", i, len(s.Values), n)
 	}
 	if s.Flagged != nil && len(s.Flagged) != len(s.TurnEnds) {
-		return fmt.Errorf("selfplay: sample %d: %d turn flags for %d turns", i, len(s.Flagged), len(s.TurnEnds))
+		return fmt.Errorf("advantage: sample %d: %d turn flags for %d turns", i, len(s.Flagged), len(s.TurnEnds))
 	}
 	if s.TurnRewards != nil && len(s.TurnRewards) != len(s.TurnEnds) {
-		return fmt.Errorf("selfplay: sample %d: %d turn rewards for %d turns", i, len(s.TurnRewards), len(s.TurnEnds))
+		return fmt.Errorf("advantage: sample %d: %d turn rewards for %d turns", i, len(s.TurnRewards), len(s.TurnEnds))
 	}
 	prev := -1
 	for k, e := range s.TurnEnds {
 		if e <= prev || e >= n || !s.Mask[e] {
-			return fmt.Errorf("selfplay: sample %d: turn %d ends at %d (previous end %d, %d tokens, or not generated)", i, k, e, prev, n)
+			return fmt.Errorf("advantage: sample %d: turn %d ends at %d (previous end %d, %d tokens, or not generated)", i, k, e, prev, n)
 		}
 		prev = e
 	}
 	for t := prev + 1; t < n; t++ {
 		if s.Mask[t] {
-			return fmt.Errorf("selfplay: sample %d: generated token %d after the last turn end %d", i, t, prev)
+			return fmt.Errorf("advantage: sample %d: generated token %d after the last turn end %d", i, t, prev)
 		}
 	}
 	return nil
@@ -202,7 +208,7 @@ func (s *Sample) flagged(k int) bool { return s.Flagged != nil && s.Flagged[k] }
 
 // guarded returns turn-level advantages with those of flagged turns set to
 // 0, and whether any was (adv itself when none is).
-func guarded(in AdvantageInput, adv [][]float64) ([][]float64, bool) {
+func guarded(in Input, adv [][]float64) ([][]float64, bool) {
 	var out [][]float64
 	for i := range in.Samples {
 		s := &in.Samples[i]
@@ -274,8 +280,8 @@ func (f *flat) scan(gamma, lambda float64) {
 	gaeScan(f.r, f.v, f.last, f.tail, gamma, lambda, f.adv)
 }
 
-func newOutput(in AdvantageInput) Advantages {
-	out := Advantages{Advantages: make([][]float32, len(in.Samples)), Returns: make([][]float32, len(in.Samples))}
+func newOutput(in Input) Output {
+	out := Output{Advantages: make([][]float32, len(in.Samples)), Returns: make([][]float32, len(in.Samples))}
 	for i, s := range in.Samples {
 		out.Advantages[i] = make([]float32, len(s.Mask))
 		out.Returns[i] = make([]float32, len(s.Mask))
@@ -283,7 +289,7 @@ func newOutput(in AdvantageInput) Advantages {
 	return out
 }
 
-func validateInput(in AdvantageInput) error {
+func validateInput(in Input) error {
 	for i := range in.Samples {
 		if err := in.Samples[i].validate(i); err != nil {
 			return err
@@ -295,7 +301,7 @@ func validateInput(in AdvantageInput) error {
 // turnLevel runs turn-level GAE over every sample: step k of a sample is
 // its turn k with value V_k = Values[TurnEnds[k]] and reward r_k. It
 // returns A_k per sample and turn.
-func turnLevel(in AdvantageInput, gamma, lambda float64) [][]float64 {
+func turnLevel(in Input, gamma, lambda float64) [][]float64 {
 	var f flat
 	for i := range in.Samples {
 		s := &in.Samples[i]
@@ -323,13 +329,13 @@ func turnLevel(in AdvantageInput, gamma, lambda float64) [][]float64 {
 // over the turn's tokens: δ_t = γV_{t+1} − V_t. With γ=λ=1 a token's
 // advantage is A_k + V_k − V_t and its return A_k + V_k for every token of
 // the turn, so the critic is trained on one consistent target per turn.
-type hierarchical struct{ p EstimatorParams }
+type hierarchical struct{ p Params }
 
 func (hierarchical) Name() string { return "hierarchical" }
 
-func (h hierarchical) Estimate(in AdvantageInput) (Advantages, error) {
+func (h hierarchical) Estimate(in Input) (Output, error) {
 	if err := validateInput(in); err != nil {
-		return Advantages{}, err
+		return Output{}, err
 	}
 	turnAdv := turnLevel(in, h.p.TurnGamma, h.p.TurnLambda)
 	// The token-level pass runs on the guarded turn advantages for the
@@ -375,13 +381,13 @@ func (h hierarchical) Estimate(in AdvantageInput) (Advantages, error) {
 // trajectory (prompt tokens are skipped: the step after a turn's last
 // token is the next turn's first), with per-turn rewards on turn ends and
 // the terminal reward on the last generated token.
-type tokenGAE struct{ p EstimatorParams }
+type tokenGAE struct{ p Params }
 
 func (tokenGAE) Name() string { return "gae" }
 
-func (g tokenGAE) Estimate(in AdvantageInput) (Advantages, error) {
+func (g tokenGAE) Estimate(in Input) (Output, error) {
 	if err := validateInput(in); err != nil {
-		return Advantages{}, err
+		return Output{}, err
 	}
 	var f flat
 	var where [][2]int
@@ -419,13 +425,13 @@ func (g tokenGAE) Estimate(in AdvantageInput) (Advantages, error) {
 
 // turnGAE is turn-level GAE where every token of a turn shares the turn's
 // advantage (SocialRL-Sotopia); the return of each token is A_k + V_k.
-type turnGAE struct{ p EstimatorParams }
+type turnGAE struct{ p Params }
 
 func (turnGAE) Name() string { return "turn_gae" }
 
-func (g turnGAE) Estimate(in AdvantageInput) (Advantages, error) {
+func (g turnGAE) Estimate(in Input) (Output, error) {
 	if err := validateInput(in); err != nil {
-		return Advantages{}, err
+		return Output{}, err
 	}
 	turnAdv := turnLevel(in, g.p.TurnGamma, g.p.TurnLambda)
 	credit, _ := guarded(in, turnAdv)
@@ -447,13 +453,13 @@ func (g turnGAE) Estimate(in AdvantageInput) (Advantages, error) {
 // grpo: the advantage of every generated token is the sample's score minus
 // its group's mean (divided by the group's standard deviation when
 // GroupStd), the group being the same scenario and role.
-type grpo struct{ p EstimatorParams }
+type grpo struct{ p Params }
 
 func (grpo) Name() string { return "grpo" }
 
-func (g grpo) Estimate(in AdvantageInput) (Advantages, error) {
+func (g grpo) Estimate(in Input) (Output, error) {
 	if err := validateInput(in); err != nil {
-		return Advantages{}, err
+		return Output{}, err
 	}
 	type stat struct{ sum, sq, n float64 }
 	groups := map[string]*stat{}
@@ -487,7 +493,7 @@ func (g grpo) Estimate(in AdvantageInput) (Advantages, error) {
 // per (environment, role); A = R − b, then b ← α·b + (1−α)·R, sample by
 // sample in input order. The baselines are checkpointed state.
 type rae struct {
-	p         EstimatorParams
+	p         Params
 	mu        sync.Mutex
 	baselines map[string]float64
 }
@@ -496,9 +502,9 @@ func (*rae) Name() string { return "rae" }
 
 func raeKey(env, role string) string { return env + "/" + role }
 
-func (e *rae) Estimate(in AdvantageInput) (Advantages, error) {
+func (e *rae) Estimate(in Input) (Output, error) {
 	if err := validateInput(in); err != nil {
-		return Advantages{}, err
+		return Output{}, err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -550,7 +556,7 @@ func (e *rae) MarshalState() ([]byte, error) {
 func (e *rae) UnmarshalState(b []byte) error {
 	var st raeState
 	if err := json.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("selfplay: rae state: %w", err)
+		return fmt.Errorf("advantage: rae state: %w", err)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -569,13 +575,13 @@ func (e *rae) Baseline(env, role string) float64 {
 }
 
 // reinforce: every generated token's advantage is the sample's score.
-type reinforce struct{ p EstimatorParams }
+type reinforce struct{ p Params }
 
 func (reinforce) Name() string { return "reinforce" }
 
-func (r reinforce) Estimate(in AdvantageInput) (Advantages, error) {
+func (r reinforce) Estimate(in Input) (Output, error) {
 	if err := validateInput(in); err != nil {
-		return Advantages{}, err
+		return Output{}, err
 	}
 	out := newOutput(in)
 	for i := range in.Samples {
@@ -586,7 +592,7 @@ func (r reinforce) Estimate(in AdvantageInput) (Advantages, error) {
 	return out, nil
 }
 
-func fill(s *Sample, out Advantages, i int, adv, ret float64) {
+func fill(s *Sample, out Output, i int, adv, ret float64) {
 	for t, m := range s.Mask {
 		if m {
 			out.Advantages[i][t] = float32(adv)
@@ -598,7 +604,7 @@ func fill(s *Sample, out Advantages, i int, adv, ret float64) {
 // finish zeroes the advantages of flagged turns' tokens (zeroTokens: the
 // estimators without a turn level) and applies whitening over every
 // generated token of the batch outside flagged turns.
-func finish(in AdvantageInput, out Advantages, p EstimatorParams, zeroTokens bool) {
+func finish(in Input, out Output, p Params, zeroTokens bool) {
 	var skip [][]bool // skip[i][t]: token t of sample i is in a flagged turn
 	for i := range in.Samples {
 		s := &in.Samples[i]
@@ -644,15 +650,5 @@ func finish(in AdvantageInput, out Advantages, p EstimatorParams, zeroTokens boo
 				out.Advantages[i][t] = float32((float64(out.Advantages[i][t]) - mean) / (std + 1e-8))
 			}
 		}
-	}
-}
-
-// SampleOf turns a trajectory (and the critic's values for it, or nil)
-// into an estimator sample.
-func SampleOf(t *Trajectory, values []float32) Sample {
-	return Sample{
-		Mask: t.Mask, Values: values, TurnEnds: t.TurnEnds, TurnRewards: t.TurnRewards,
-		Reward: t.Reward, ShapedTurns: t.ShapedTurns, Group: t.Group(), Env: t.Env, Role: t.Role,
-		Flagged: t.flags(),
 	}
 }

@@ -1,4 +1,4 @@
-package selfplay
+package advantage
 
 import (
 	"math"
@@ -47,8 +47,8 @@ func flaggedTwoTurns(first, second bool) Sample {
 	return s
 }
 
-func params(mod func(*EstimatorParams)) EstimatorParams {
-	p := EstimatorParams{}.Defaults()
+func params(mod func(*Params)) Params {
+	p := Params{}.Defaults()
 	if mod != nil {
 		mod(&p)
 	}
@@ -61,7 +61,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 	tests := []struct {
 		name    string
 		est     string
-		p       EstimatorParams
+		p       Params
 		samples []Sample
 		adv     [][]float64
 		ret     [][]float64
@@ -72,7 +72,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 			// token 1: δ = .2−.1 = .1 → .25; token 4: δ = .4−.3 = .1 → .7.
 			// Returns A+V: .35 .35 | 1 1.
 			name: "hierarchical", est: "hierarchical",
-			p:       params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = .5, .5 }),
+			p:       params(func(p *Params) { p.TurnGamma, p.TurnLambda = .5, .5 }),
 			samples: []Sample{twoTurns()},
 			adv:     [][]float64{{0, .25, .15, 0, .7, .6}},
 			ret:     [][]float64{{0, .35, .35, 0, 1, 1}},
@@ -81,7 +81,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 			// As above with token γ=.5: token 1: δ = .5·.2−.1 = 0 → 0 + .5·.15 = .075;
 			// token 4: δ = .5·.4−.3 = −.1 → −.1 + .5·.6 = .2.
 			name: "hierarchical token gamma", est: "hierarchical",
-			p:       params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda, p.Gamma = .5, .5, .5 }),
+			p:       params(func(p *Params) { p.TurnGamma, p.TurnLambda, p.Gamma = .5, .5, .5 }),
 			samples: []Sample{twoTurns()},
 			adv:     [][]float64{{0, .075, .15, 0, .2, .6}},
 			ret:     [][]float64{{0, .175, .35, 0, .5, 1}},
@@ -90,7 +90,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 			// No critic, per-turn rewards .1, 0, .2 and R=1, γT=.5 λT=1:
 			// r = .1, 0, 1.2; A3 = 1.2, A2 = .5·1.2 = .6, A1 = .1 + .5·.6 = .4.
 			name: "hierarchical turn rewards no critic", est: "hierarchical",
-			p: params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = .5, 1 }),
+			p: params(func(p *Params) { p.TurnGamma, p.TurnLambda = .5, 1 }),
 			samples: []Sample{{
 				Mask: mask("111"), TurnEnds: []int{0, 1, 2}, TurnRewards: []float64{.1, 0, .2}, Reward: 1,
 			}},
@@ -101,7 +101,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 			// Shaped turn rewards .1 and 1.2 already hold R=1 on the last
 			// turn: r = .1, 1.2 (not 2.2); γT=.5 λT=1: A2 = 1.2, A1 = .1 + .6.
 			name: "hierarchical shaped turns", est: "hierarchical",
-			p: params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = .5, 1 }),
+			p: params(func(p *Params) { p.TurnGamma, p.TurnLambda = .5, 1 }),
 			samples: []Sample{{
 				Mask: mask("11"), TurnEnds: []int{0, 1}, TurnRewards: []float64{.1, 1.2}, Reward: 1, ShapedTurns: true,
 			}},
@@ -130,7 +130,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 			// γ=λ=.5: tok5 δ=.6 → .6; tok4 δ=.5·.4−.3=−.1 → −.1+.25·.6=.05;
 			// tok2 δ=.5·.3−.2=−.05 → −.05+.25·.05=−.0375; tok1 δ=.5·.2−.1=0 → .25·−.0375.
 			name: "gae discounted", est: "gae",
-			p:       params(func(p *EstimatorParams) { p.Gamma, p.Lambda = .5, .5 }),
+			p:       params(func(p *Params) { p.Gamma, p.Lambda = .5, .5 }),
 			samples: []Sample{twoTurns()},
 			adv:     [][]float64{{0, -.009375, -.0375, 0, .05, .6}},
 			ret:     [][]float64{{0, .090625, .1625, 0, .35, 1}},
@@ -139,7 +139,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 			// Turn GAE γT=λT=.5: A1 = .15, A2 = .6 shared by the turn's tokens;
 			// returns A_k + V_k = .35 and 1.
 			name: "turn_gae", est: "turn_gae",
-			p:       params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = .5, .5 }),
+			p:       params(func(p *Params) { p.TurnGamma, p.TurnLambda = .5, .5 }),
 			samples: []Sample{twoTurns()},
 			adv:     [][]float64{{0, .15, .15, 0, .6, .6}},
 			ret:     [][]float64{{0, .35, .35, 0, 1, 1}},
@@ -147,7 +147,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 		{
 			// Group g1 scores 1 and 0: mean .5 → ±.5; g2 alone → 0.
 			name: "grpo mean only", est: "grpo",
-			p: params(func(p *EstimatorParams) { p.GroupStd = false }),
+			p: params(func(p *Params) { p.GroupStd = false }),
 			samples: []Sample{
 				{Mask: mask("011"), TurnEnds: []int{2}, Reward: 1, Group: "g1"},
 				{Mask: mask("01"), TurnEnds: []int{1}, Reward: 0, Group: "g1"},
@@ -171,7 +171,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 			// α=.5: buyer R=1 → A=1, b=.5; buyer R=1 → A=.5, b=.75;
 			// seller R=.4 → A=.4 (own baseline).
 			name: "rae", est: "rae",
-			p: params(func(p *EstimatorParams) { p.BaselineDecay = .5 }),
+			p: params(func(p *Params) { p.BaselineDecay = .5 }),
 			samples: []Sample{
 				{Mask: mask("1"), TurnEnds: []int{0}, Reward: 1, Env: "e", Role: "buyer"},
 				{Mask: mask("1"), TurnEnds: []int{0}, Reward: 1, Env: "e", Role: "buyer"},
@@ -193,7 +193,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 		{
 			// Whitening two one-token samples 1 and 0: mean .5, std .5 → ±1.
 			name: "reinforce whitened", est: "reinforce",
-			p: params(func(p *EstimatorParams) { p.Whiten = true }),
+			p: params(func(p *Params) { p.Whiten = true }),
 			samples: []Sample{
 				{Mask: mask("1"), TurnEnds: []int{0}, Reward: 1},
 				{Mask: mask("01"), TurnEnds: []int{1}, Reward: 0},
@@ -209,7 +209,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 			// so token 2 gets 0 and token 1 only the critic's difference
 			// δ = .2−.1 = .1. Turn 2 and every return are unchanged.
 			name: "hierarchical flagged first turn", est: "hierarchical",
-			p:       params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = .5, .5 }),
+			p:       params(func(p *Params) { p.TurnGamma, p.TurnLambda = .5, .5 }),
 			samples: []Sample{flaggedTwoTurns(true, false)},
 			adv:     [][]float64{{0, .1, 0, 0, .7, .6}},
 			ret:     [][]float64{{0, .35, .35, 0, 1, 1}},
@@ -219,7 +219,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 			// turn 1 keeps A1 = .15 (the outcome still reaches it through
 			// the turn-level GAE).
 			name: "hierarchical flagged last turn", est: "hierarchical",
-			p:       params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = .5, .5 }),
+			p:       params(func(p *Params) { p.TurnGamma, p.TurnLambda = .5, .5 }),
 			samples: []Sample{flaggedTwoTurns(false, true)},
 			adv:     [][]float64{{0, .25, .15, 0, .1, 0}},
 			ret:     [][]float64{{0, .35, .35, 0, 1, 1}},
@@ -227,7 +227,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 		{
 			// turn_gae: every token of turn k gets A_k; A1 → 0.
 			name: "turn_gae flagged first turn", est: "turn_gae",
-			p:       params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = .5, .5 }),
+			p:       params(func(p *Params) { p.TurnGamma, p.TurnLambda = .5, .5 }),
 			samples: []Sample{flaggedTwoTurns(true, false)},
 			adv:     [][]float64{{0, 0, 0, 0, .6, .6}},
 			ret:     [][]float64{{0, .35, .35, 0, 1, 1}},
@@ -244,7 +244,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 			// Whitening leaves the flagged turn out: .7 and .6 have mean .65
 			// and std .05 → ±1; the flagged tokens stay 0.
 			name: "gae flagged whitened", est: "gae",
-			p:       params(func(p *EstimatorParams) { p.Whiten = true }),
+			p:       params(func(p *Params) { p.Whiten = true }),
 			samples: []Sample{flaggedTwoTurns(true, false)},
 			adv:     [][]float64{{0, 0, 0, 0, 1, -1}},
 			ret:     [][]float64{{0, 1, 1, 0, 1, 1}},
@@ -260,7 +260,7 @@ func TestEstimatorsHandComputed(t *testing.T) {
 		{
 			// Nothing flagged: the same as without flags.
 			name: "hierarchical no turn flagged", est: "hierarchical",
-			p:       params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = .5, .5 }),
+			p:       params(func(p *Params) { p.TurnGamma, p.TurnLambda = .5, .5 }),
 			samples: []Sample{flaggedTwoTurns(false, false)},
 			adv:     [][]float64{{0, .25, .15, 0, .7, .6}},
 			ret:     [][]float64{{0, .35, .35, 0, 1, 1}},
@@ -268,11 +268,11 @@ func TestEstimatorsHandComputed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := NewEstimator(tc.est, tc.p)
+			e, err := New(tc.est, tc.p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := e.Estimate(AdvantageInput{Samples: tc.samples})
+			out, err := e.Estimate(Input{Samples: tc.samples})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -296,34 +296,34 @@ func TestEstimatorRejectsBadInput(t *testing.T) {
 		{"turn rewards length", Sample{Mask: mask("1"), TurnEnds: []int{0}, TurnRewards: []float64{1, 2}}},
 		{"turn flags length", Sample{Mask: mask("1"), TurnEnds: []int{0}, Flagged: []bool{true, false}}},
 	}
-	for _, name := range Estimators() {
+	for _, name := range Names() {
 		for _, tc := range tests {
 			t.Run(name+"/"+tc.name, func(t *testing.T) {
-				e, err := NewEstimator(name, params(nil))
+				e, err := New(name, params(nil))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := e.Estimate(AdvantageInput{Samples: []Sample{tc.s}}); err == nil {
+				if _, err := e.Estimate(Input{Samples: []Sample{tc.s}}); err == nil {
 					t.Errorf("got no error, want one")
 				}
 			})
 		}
 	}
-	if _, err := NewEstimator("nope", params(nil)); err == nil {
+	if _, err := New("nope", params(nil)); err == nil {
 		t.Errorf("unknown estimator: got no error, want one")
 	}
-	if _, err := NewEstimator("gae", params(func(p *EstimatorParams) { p.Gamma = 2 })); err == nil {
+	if _, err := New("gae", params(func(p *Params) { p.Gamma = 2 })); err == nil {
 		t.Errorf("gamma 2: got no error, want one")
 	}
 }
 
 func TestRAEStateRoundTrip(t *testing.T) {
-	p := params(func(p *EstimatorParams) { p.BaselineDecay = .9 })
-	batch := AdvantageInput{Samples: []Sample{
+	p := params(func(p *Params) { p.BaselineDecay = .9 })
+	batch := Input{Samples: []Sample{
 		{Mask: mask("1"), TurnEnds: []int{0}, Reward: .7, Env: "e", Role: "a"},
 		{Mask: mask("1"), TurnEnds: []int{0}, Reward: .2, Env: "e", Role: "b"},
 	}}
-	cont, _ := NewEstimator("rae", p)
+	cont, _ := New("rae", p)
 	if _, err := cont.Estimate(batch); err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestRAEStateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restored, _ := NewEstimator("rae", p)
+	restored, _ := New("rae", p)
 	if err := restored.(StatefulEstimator).UnmarshalState(state); err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func naiveGAE(r, v []float64, tail, gamma, lambda float64) []float64 {
 
 // naiveHierarchical follows docs/mission.md §1 literally, one sample and turn
 // at a time.
-func naiveHierarchical(s Sample, p EstimatorParams) (adv, ret []float64) {
+func naiveHierarchical(s Sample, p Params) (adv, ret []float64) {
 	K := len(s.TurnEnds)
 	rk := make([]float64, K)
 	vk := make([]float64, K)
@@ -418,20 +418,20 @@ func randomSample(rng *rand.Rand) Sample {
 func TestNaiveVersusVectorised(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := range 20 {
-		var in AdvantageInput
+		var in Input
 		for range 1 + rng.IntN(5) {
 			in.Samples = append(in.Samples, randomSample(rng))
 		}
-		p := params(func(p *EstimatorParams) {
+		p := params(func(p *Params) {
 			p.Gamma, p.Lambda = rng.Float64(), rng.Float64()
 			p.TurnGamma, p.TurnLambda = rng.Float64(), rng.Float64()
 		})
-		h, _ := NewEstimator("hierarchical", p)
+		h, _ := New("hierarchical", p)
 		got, err := h.Estimate(in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, _ := NewEstimator("gae", p)
+		g, _ := New("gae", p)
 		gotGAE, err := g.Estimate(in)
 		if err != nil {
 			t.Fatal(err)
@@ -513,22 +513,22 @@ func TestLengthBias(t *testing.T) {
 	tests := []struct {
 		name   string
 		est    string
-		p      EstimatorParams
+		p      Params
 		biased bool
 	}{
 		{"hierarchical defaults, no critic", "hierarchical", params(nil), true},
-		{"hierarchical γ=λ=1", "hierarchical", params(func(p *EstimatorParams) { p.TurnGamma, p.TurnLambda = 1, 1 }), false},
+		{"hierarchical γ=λ=1", "hierarchical", params(func(p *Params) { p.TurnGamma, p.TurnLambda = 1, 1 }), false},
 		{"turn_gae defaults, no critic", "turn_gae", params(nil), true},
-		{"turn_gae whitened", "turn_gae", params(func(p *EstimatorParams) { p.Whiten = true }), true},
+		{"turn_gae whitened", "turn_gae", params(func(p *Params) { p.Whiten = true }), true},
 		{"reinforce", "reinforce", params(nil), false},
 		// A baseline that does not move between the two samples.
-		{"rae", "rae", params(func(p *EstimatorParams) { p.BaselineDecay = 1 }), false},
+		{"rae", "rae", params(func(p *Params) { p.BaselineDecay = 1 }), false},
 		{"gae γ=λ=1", "gae", params(nil), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e, _ := NewEstimator(tc.est, tc.p)
-			out, err := e.Estimate(AdvantageInput{Samples: []Sample{short, long}})
+			e, _ := New(tc.est, tc.p)
+			out, err := e.Estimate(Input{Samples: []Sample{short, long}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -553,8 +553,8 @@ func TestLengthBias(t *testing.T) {
 				s.Values[tok] = float32(math.Pow(p.TurnGamma, float64(K-1-k)))
 			}
 		}
-		e, _ := NewEstimator("hierarchical", p)
-		out, err := e.Estimate(AdvantageInput{Samples: []Sample{s}})
+		e, _ := New("hierarchical", p)
+		out, err := e.Estimate(Input{Samples: []Sample{s}})
 		if err != nil {
 			t.Fatal(err)
 		}
