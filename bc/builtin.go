@@ -166,86 +166,144 @@ func Build(ctx context.Context, o BuildOptions, out, work, libDir string, h Buil
 	if err := checkWork(work, o); err != nil {
 		return nil, err
 	}
-	if o.CPUVariant != "" {
-		dir, err := cpuvariant.Dir(llamacpp.DefaultLibDir(libDir), o.CPUVariant)
-		if err != nil {
-			return nil, fmt.Errorf("builtin: %w", err)
-		}
-		if err := llamacpp.Load(dir); err != nil {
-			return nil, fmt.Errorf("builtin: the %s CPU kernels (does this CPU run them?): %w", o.CPUVariant, err)
-		}
-		libDir = dir
-	}
-	stage := func(s string) {
-		if h.Stage != nil {
-			h.Stage(s)
-		}
-	}
-	rep := &BuildReport{}
-	lossesPath := filepath.Join(work, lossesFile)
-	recorded, err := readLosses(lossesPath)
+	libDir, err := loadCPUVariant(o.CPUVariant, libDir)
 	if err != nil {
+		return nil, err
+	}
+	b := &build{o: o, out: out, work: work, libDir: libDir, h: h, rep: &BuildReport{}, losses: filepath.Join(work, lossesFile)}
+	if b.recorded, err = readLosses(b.losses); err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	// 1. The tokenizer: BPE merges fitted to the corpus's text, read
-	// through the generated models' byte-level vocabulary (any vocabulary
-	// renders the same text).
-	stage("tokenizer")
-	first, err := scripted.New(scripted.Options{Rule: func(inference.Request) string { return "" }})
+	// 1. The tokenizer and 2. the untrained model with it.
+	b.stage("tokenizer")
+	init, err := b.untrained(ctx)
 	if err != nil {
 		return nil, err
+	}
+	// 3. The corpus rendered through the model's own tokenizer and chat
+	// template (llama.cpp's, as self-play will render it).
+	b.stage("corpus")
+	corpus, lb, err := b.corpus(ctx, init)
+	if err != nil {
+		return nil, err
+	}
+	defer lb.Close()
+	b.rep.CorpusTime = time.Since(start)
+	// 4. Train every weight on the replies: behaviour cloning, then the
+	// DAgger rounds, each from the previous stage's weights.
+	b.stage("train")
+	start = time.Now()
+	if err := b.train(ctx, init, corpus); err != nil {
+		return nil, err
+	}
+	b.rep.TrainTime = time.Since(start)
+	return b.rep, nil
+}
+
+// loadCPUVariant loads the library of the pinned CPU variant of ggml's
+// kernels, before the backend and the trainer would load the default one,
+// and returns its directory (libDir itself when variant is "").
+func loadCPUVariant(variant, libDir string) (string, error) {
+	if variant == "" {
+		return libDir, nil
+	}
+	dir, err := cpuvariant.Dir(llamacpp.DefaultLibDir(libDir), variant)
+	if err != nil {
+		return "", fmt.Errorf("builtin: %w", err)
+	}
+	if err := llamacpp.Load(dir); err != nil {
+		return "", fmt.Errorf("builtin: the %s CPU kernels (does this CPU run them?): %w", variant, err)
+	}
+	return dir, nil
+}
+
+// build is one Build in progress: its options, directories, hooks, the
+// report it fills, and the losses file of its work directory (recorded:
+// what that file held when the build started).
+type build struct {
+	o                 BuildOptions
+	out, work, libDir string
+	h                 BuildHooks
+	rep               *BuildReport
+	losses            string
+	recorded          []float64
+}
+
+func (b *build) stage(s string) {
+	if b.h.Stage != nil {
+		b.h.Stage(s)
+	}
+}
+
+// untrained fits the tokenizer — BPE merges fitted to the corpus's text,
+// read through the generated models' byte-level vocabulary (any
+// vocabulary renders the same text) — and writes the untrained model
+// with it into the work directory, whose path it returns.
+func (b *build) untrained(ctx context.Context) (string, error) {
+	o := b.o
+	first, err := scripted.New(scripted.Options{Rule: func(inference.Request) string { return "" }})
+	if err != nil {
+		return "", err
 	}
 	p := &selfplay.Player{Label: "corpus", Backend: first, Tokenizer: first}
 	trajs, _, err := BuildCorpus(ctx, o.Corpus, p, nil)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	var text strings.Builder
 	for _, t := range trajs {
 		s, err := first.Detokenize(t.Tokens)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		text.WriteString(s)
 		text.WriteByte('\n')
 	}
 	merges, err := model.TrainBPEWith(text.String(), o.Vocab-3, model.BPEOptions{SplitDigits: o.SplitDigits})
 	if err != nil {
-		return nil, fmt.Errorf("builtin: fit the tokenizer: %w", err)
+		return "", fmt.Errorf("builtin: fit the tokenizer: %w", err)
 	}
-	// 2. The untrained model with that tokenizer.
-	init := filepath.Join(work, "init.gguf")
+	init := filepath.Join(b.work, "init.gguf")
 	mo := model.Options{Arch: o.Arch, Preset: o.Preset, Seed: o.Seed, Merges: merges, ContextLength: o.Corpus.Context}
 	if err := model.WriteFile(init, mo); err != nil {
-		return nil, err
+		return "", err
 	}
-	// 3. The corpus rendered through the model's own tokenizer and chat
-	// template (llama.cpp's, as self-play will render it).
-	stage("corpus")
+	return init, nil
+}
+
+// corpus renders the corpus through the untrained model's tokenizer and
+// chat template, on a llama backend of it that the caller closes once the
+// build is done.
+func (b *build) corpus(ctx context.Context, init string) ([]WeightedTrajectory, *llama.Backend, error) {
 	lo := llama.Options{}.Defaults()
-	if libDir != "" {
-		lo.LibDir = libDir
+	if b.libDir != "" {
+		lo.LibDir = b.libDir
 	}
 	lo.Model, lo.Parallel, lo.Context = init, 1, 256
 	lb, err := players.OpenLlamaOptions(lo)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer lb.Close()
-	corpus, st, err := BuildCorpus(ctx, o.Corpus, &selfplay.Player{Label: "corpus", Backend: lb, Tokenizer: lb}, h.Corpus)
+	corpus, st, err := BuildCorpus(ctx, b.o.Corpus, &selfplay.Player{Label: "corpus", Backend: lb, Tokenizer: lb}, b.h.Corpus)
 	if err != nil {
-		return nil, err
+		lb.Close()
+		return nil, nil, err
 	}
-	rep.Corpus, rep.CorpusTime = st, time.Since(start)
+	b.rep.Corpus = st
+	return corpus, lb, nil
+}
 
-	// 4. Train every weight on the replies: behaviour cloning, then the
-	// DAgger rounds, each from the previous stage's weights.
-	stage("train")
-	start = time.Now()
-	final := out
+// train trains every weight of the model at init on the corpus's replies
+// (behaviour cloning), then runs the DAgger rounds, each from the previous
+// stage's weights; the last stage writes out. A stage whose model is in
+// the work directory already (a resumed build with DAgger rounds) is not
+// trained again.
+func (b *build) train(ctx context.Context, init string, corpus []WeightedTrajectory) error {
+	o := b.o
+	final := b.out
 	if o.Dagger.Rounds > 0 {
-		final = filepath.Join(work, "bc.gguf")
+		final = filepath.Join(b.work, "bc.gguf")
 	}
 	pw := float32(o.PromptWeight)
 	cloned := func(epoch int) []train.Sequence {
@@ -256,49 +314,34 @@ func Build(ctx context.Context, o BuildOptions, out, work, libDir string, h Buil
 		return seqs
 	}
 	to := o.Train
-	to.LibDir, to.Seed = libDir, o.Seed
+	to.LibDir, to.Seed = b.libDir, o.Seed
 	if _, err := os.Stat(final); err != nil || o.Dagger.Rounds == 0 {
-		sh := stepHook{h: h.Step, done: 0, total: o.TotalSteps(), losses: lossesPath, recorded: recorded}
-		if err := trainStage(ctx, init, final, filepath.Join(work, "checkpoint"), to, o.Steps, o.Batch, o.CheckpointEvery, cloned, rand.New(rand.NewPCG(o.Seed, 0x62756c74)), sh, rep); err != nil { // "bult"
-			return nil, err
+		sh := stepHook{h: b.h.Step, done: 0, total: o.TotalSteps(), losses: b.losses, recorded: b.recorded}
+		if err := trainStage(ctx, init, final, filepath.Join(b.work, "checkpoint"), to, o.Steps, o.Batch, o.CheckpointEvery, cloned, rand.New(rand.NewPCG(o.Seed, 0x62756c74)), sh, b.rep); err != nil { // "bult"
+			return err
 		}
 	} else {
-		rep.ReusedSteps = o.Steps
-		rep.Losses = append(rep.Losses, span(recorded, 0, o.Steps)...)
+		b.rep.ReusedSteps = o.Steps
+		b.rep.Losses = append(b.rep.Losses, span(b.recorded, 0, o.Steps)...)
 	}
 	var labelled []train.Sequence
 	for r := 1; r <= o.Dagger.Rounds; r++ {
 		from := final
-		final = filepath.Join(work, fmt.Sprintf("dagger%d.gguf", r))
+		final = filepath.Join(b.work, fmt.Sprintf("dagger%d.gguf", r))
 		if r == o.Dagger.Rounds {
-			final = out
+			final = b.out
 		}
-		stage(fmt.Sprintf("dagger round %d: play", r))
-		lo := llama.Options{}.Defaults()
-		if libDir != "" {
-			lo.LibDir = libDir
-		}
-		lo.Model, lo.Parallel, lo.Context = from, 2, o.Corpus.Context
-		// One sequence decodes at a time: more threads only spin.
-		lo.Threads, lo.ThreadsBatch = 1, 1
-		lo.KVType = llamacpp.KVTypeF32
-		mb, err := players.OpenLlamaOptions(lo)
+		seqs, err := b.playRound(ctx, r, from, pw)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		seqs, dst, err := daggerPlay(ctx, o.Corpus, o.Dagger, r, labelPlayer(mb), pw, o.Seed)
-		mb.Close()
-		if err != nil {
-			return nil, err
-		}
-		rep.Dagger = append(rep.Dagger, dst)
 		labelled = append(labelled, seqs...)
 		if _, err := os.Stat(final); err == nil && r < o.Dagger.Rounds {
 			// Trained before an interrupt; its labels are needed again.
-			rep.Losses = append(rep.Losses, span(recorded, len(rep.Losses), o.Dagger.Steps)...)
+			b.rep.Losses = append(b.rep.Losses, span(b.recorded, len(b.rep.Losses), o.Dagger.Steps)...)
 			continue
 		}
-		stage(fmt.Sprintf("dagger round %d: train", r))
+		b.stage(fmt.Sprintf("dagger round %d: train", r))
 		rto := to
 		rto.LR, rto.TotalSteps = float32(o.Dagger.LR), o.Dagger.Steps
 		mixed := func(epoch int) []train.Sequence {
@@ -311,14 +354,38 @@ func Build(ctx context.Context, o BuildOptions, out, work, libDir string, h Buil
 			}
 			return seqs
 		}
-		sh := stepHook{h: h.Step, done: o.Steps + (r-1)*o.Dagger.Steps, total: o.TotalSteps(), losses: lossesPath, recorded: recorded}
-		ckpt := filepath.Join(work, fmt.Sprintf("checkpoint-dagger%d", r))
-		if err := trainStage(ctx, from, final, ckpt, rto, o.Dagger.Steps, o.Batch, o.CheckpointEvery, mixed, rand.New(rand.NewPCG(o.Seed, 0x64616767+uint64(r))), sh, rep); err != nil {
-			return nil, err
+		sh := stepHook{h: b.h.Step, done: o.Steps + (r-1)*o.Dagger.Steps, total: o.TotalSteps(), losses: b.losses, recorded: b.recorded}
+		ckpt := filepath.Join(b.work, fmt.Sprintf("checkpoint-dagger%d", r))
+		if err := trainStage(ctx, from, final, ckpt, rto, o.Dagger.Steps, o.Batch, o.CheckpointEvery, mixed, rand.New(rand.NewPCG(o.Seed, 0x64616767+uint64(r))), sh, b.rep); err != nil {
+			return err
 		}
 	}
-	rep.TrainTime = time.Since(start)
-	return rep, nil
+	return nil
+}
+
+// playRound plays DAgger round r with the model at from and returns the
+// sequences its labels teach (the round's stats go into the report).
+func (b *build) playRound(ctx context.Context, r int, from string, pw float32) ([]train.Sequence, error) {
+	b.stage(fmt.Sprintf("dagger round %d: play", r))
+	lo := llama.Options{}.Defaults()
+	if b.libDir != "" {
+		lo.LibDir = b.libDir
+	}
+	lo.Model, lo.Parallel, lo.Context = from, 2, b.o.Corpus.Context
+	// One sequence decodes at a time: more threads only spin.
+	lo.Threads, lo.ThreadsBatch = 1, 1
+	lo.KVType = llamacpp.KVTypeF32
+	mb, err := players.OpenLlamaOptions(lo)
+	if err != nil {
+		return nil, err
+	}
+	seqs, dst, err := daggerPlay(ctx, b.o.Corpus, b.o.Dagger, r, labelPlayer(mb), pw, b.o.Seed)
+	mb.Close()
+	if err != nil {
+		return nil, err
+	}
+	b.rep.Dagger = append(b.rep.Dagger, dst)
+	return seqs, nil
 }
 
 // TotalSteps are the optimizer steps of a whole build.
