@@ -43,3 +43,21 @@ func (r *Report) Summary(w io.Writer) error {
 	}
 	return tw.Flush()
 }
+
+// Means writes each player's mean reward for a terminal, one aligned line
+// per environment, side and opponent, with its interval and the rate of
+// invalid replies: what an evaluation of a single player has to say.
+func (r *Report) Means(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "mean reward (%.0f%% intervals):\n", 100*r.Confidence)
+	for _, p := range r.Players {
+		for _, c := range r.Cells {
+			if c.Player != p {
+				continue
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\tvs %s\t%.3f [%.3f, %.3f]\tinvalid %.1f%%\n", p, c.Env, c.Side, c.Opponent,
+				c.Reward.Mean, c.Reward.Lo, c.Reward.Hi, 100*c.InvalidRate)
+		}
+	}
+	return tw.Flush()
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -433,12 +434,14 @@ func (r *Run) Path(name string) string { return filepath.Join(r.dir, name) }
 
 // clearRunDir refuses to start a fresh run over a previous one unless
 // overwrite, in which case it removes the previous run's files (only
-// those).
+// those). A run that never finished an iteration (a start that failed,
+// say on a mistyped environment) holds nothing to keep: its directory is
+// reused as if overwrite were given.
 func clearRunDir(dir string, overwrite bool) error {
 	if _, err := os.Stat(filepath.Join(dir, runfiles.ConfigFile)); err != nil {
 		return nil
 	}
-	if !overwrite {
+	if !overwrite && startedRun(dir) {
 		return &PreviousRunError{Dir: dir}
 	}
 	for _, f := range runfiles.All() {
@@ -447,6 +450,16 @@ func clearRunDir(dir string, overwrite bool) error {
 		}
 	}
 	return nil
+}
+
+// startedRun reports whether the run in dir finished an iteration: it
+// wrote a metrics line or a checkpoint.
+func startedRun(dir string) bool {
+	if st, err := os.Stat(filepath.Join(dir, runfiles.MetricsFile)); err == nil && st.Size() > 0 {
+		return true
+	}
+	ents, err := os.ReadDir(filepath.Join(dir, runfiles.CheckpointDir))
+	return err != nil && !errors.Is(err, fs.ErrNotExist) || len(ents) > 0
 }
 
 // PreviousRunError is returned when a fresh run would start over another.

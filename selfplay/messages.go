@@ -19,8 +19,8 @@ import (
 // (Reply.MaxLegal: 0 is DefaultMaxLegal, -1 never): callers pass the
 // setting the policy was trained with, never a default of their own.
 //
-// It is the rule a model seat renders its prompt by, exported so that
-// served seats and dataset exports give a seat the same conversation.
+// It is the rule a model seat (SeatStream) renders its prompt by,
+// exported so that dataset exports give a seat the same conversation.
 func RenderEvents(view []engine.Event, started bool, defang func(string) string, maxLegal int) []inference.Message {
 	return renderEvents(view, started, defang, Reply{MaxLegal: maxLegal}.maxLegal())
 }

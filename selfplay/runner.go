@@ -251,14 +251,29 @@ type stats struct {
 	turns, prompt, generated, reused, calls, requests, segments, breaks, unmatched atomic.Int64
 }
 
+// addTurn counts a turn. The counters of a nil *stats (a seat stream
+// outside a Runner) count nothing.
 func (s *stats) addTurn(prompt, gen, reused int) {
+	if s == nil {
+		return
+	}
 	s.turns.Add(1)
 	s.prompt.Add(int64(prompt))
 	s.generated.Add(int64(gen))
 	s.reused.Add(int64(reused))
 }
-func (s *stats) addSegment() { s.segments.Add(1) }
-func (s *stats) addBreak()   { s.breaks.Add(1) }
+
+func (s *stats) addSegment() {
+	if s != nil {
+		s.segments.Add(1)
+	}
+}
+
+func (s *stats) addBreak() {
+	if s != nil {
+		s.breaks.Add(1)
+	}
+}
 
 func (s *stats) snapshot() Stats {
 	return Stats{
@@ -433,7 +448,7 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 	run := &episodeRun{
 		opts: &r.opts, stats: &r.stats, key: key, env: r.game.ID(), index: i, seed: seed,
 		scenario:     r.game.ID() + "#" + strconv.Itoa(i/r.opts.GroupSize),
-		samplingSeed: seeds.Derive(r.opts.Seed, 1, uint64(i)),
+		samplingSeed: SamplingSeed(r.opts.Seed, i),
 		gen:          gen,
 	}
 	run.moves = &moves{gen: gen, episode: i}
@@ -448,9 +463,6 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 			kind = r.opts.agentFor(s)
 		}
 		if p := r.players[kind]; p != nil {
-			if p.Tokenizer == nil {
-				return newChatSeat(run, p, s), p.Label, nil
-			}
 			return newModelSeat(run, p, s, false), p.Label, nil
 		}
 		switch {
@@ -535,7 +547,7 @@ func (r *Runner) inferScore(rec *engine.Record, ms *modelSeat) (float64, bool) {
 		return 0, false
 	}
 	var texts []string
-	for _, t := range append(append([]*Trajectory{}, ms.segments...), ms.traj) {
+	for _, t := range ms.stream.allSegments() {
 		for _, m := range t.meta {
 			texts = append(texts, m.text)
 		}

@@ -168,9 +168,9 @@ func (r *turnReply) add(ids []int32, gen bool, lp, raw []float32) {
 // out of it), then </think> written for the model when it did not close,
 // the separator, and the move under the move grammar. The second request
 // extends the first's prompt under the same key, so its cache is reused.
-func (ms *modelSeat) think(ctx context.Context, req inference.Request, moveGrammar string) (turnReply, error) {
+func (s *SeatStream) think(ctx context.Context, req inference.Request, moveGrammar string, send sender) (turnReply, error) {
 	var out turnReply
-	th := ms.run.opts.thinking()
+	th := s.th
 	first := req
 	first.MaxTokens = min(th.Budget, req.MaxTokens)
 	first.Stop = append(append([]string{}, req.Stop...), chattemplate.ThinkClose)
@@ -179,17 +179,17 @@ func (ms *modelSeat) think(ctx context.Context, req inference.Request, moveGramm
 	} else {
 		first.Grammar = ""
 	}
-	resp, err := ms.run.moves.generate(ctx, ms.seat.Index, ms.player, first)
+	resp, err := send(ctx, first)
 	if err != nil {
 		return out, err
 	}
 	out.add(resp.Tokens, true, resp.Logprobs, resp.RawLogprobs)
 	out.last, out.reused = resp, resp.ReusedTokens
 	n := len(resp.Tokens)
-	if n > 0 && ms.player.Tokenizer.EOG(resp.Tokens[n-1]) {
+	if n > 0 && s.player.Tokenizer.EOG(resp.Tokens[n-1]) {
 		return out, nil // the turn ended in the reasoning
 	}
-	text, err := ms.player.Tokenizer.Detokenize(resp.Tokens)
+	text, err := s.player.Tokenizer.Detokenize(resp.Tokens)
 	if err != nil {
 		return out, fmt.Errorf("selfplay: detokenize reasoning: %w", err)
 	}
@@ -203,7 +203,7 @@ func (ms *modelSeat) think(ctx context.Context, req inference.Request, moveGramm
 	default:
 		forced = thinkClose + thinkSep
 	}
-	ids, err := ms.tokenize(forced, false)
+	ids, err := s.tokenize(forced, false)
 	if err != nil {
 		return out, err
 	}
@@ -218,8 +218,7 @@ func (ms *modelSeat) think(ctx context.Context, req inference.Request, moveGramm
 	second.MaxTokens = rest
 	second.Grammar = moveGrammar
 	second.Sampling.Seed++ // a draw of its own, still a function of (seat, turn)
-	ms.run.moves.announce(ms.player)
-	resp, err = ms.run.moves.generate(ctx, ms.seat.Index, ms.player, second)
+	resp, err = send(ctx, second)
 	if err != nil {
 		return out, err
 	}
@@ -231,11 +230,11 @@ func (ms *modelSeat) think(ctx context.Context, req inference.Request, moveGramm
 // maskReasoning clears the generated flags of a reply's tokens up to and
 // including the one that completes </think> (thinking loss "mask"): they
 // stay in the stream as context, out of the loss.
-func (ms *modelSeat) maskReasoning(r *turnReply) error {
+func (s *SeatStream) maskReasoning(r *turnReply) error {
 	// The first prefix whose text holds </think>: prefixes only grow, so
 	// a binary search over their lengths finds it.
 	lo, hi := 0, len(r.tokens)
-	text, err := ms.player.Tokenizer.Detokenize(r.tokens)
+	text, err := s.player.Tokenizer.Detokenize(r.tokens)
 	if err != nil {
 		return fmt.Errorf("selfplay: detokenize reply: %w", err)
 	}
@@ -245,7 +244,7 @@ func (ms *modelSeat) maskReasoning(r *turnReply) error {
 	}
 	for lo < hi {
 		mid := (lo + hi) / 2
-		t, err := ms.player.Tokenizer.Detokenize(r.tokens[:mid])
+		t, err := s.player.Tokenizer.Detokenize(r.tokens[:mid])
 		if err != nil {
 			return fmt.Errorf("selfplay: detokenize reply: %w", err)
 		}

@@ -1,25 +1,22 @@
 package web
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/omar-selfplay/omar/engine"
-	"github.com/omar-selfplay/omar/inference"
-	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
 // SeatOptions say how a model plays a served seat.
 type SeatOptions struct {
 	// Reply is how the model replies: the settings a policy was trained
-	// with (selfplay.Reply), so a served seat reads the prompt it learnt
-	// on — the legal-replies line included. Context is the token budget
-	// of one seat's prompt and reply; the oldest turns are left out of
-	// the prompt when it would not fit (the briefing always stays).
+	// with (selfplay.Reply). A served seat is a self-play seat stream
+	// (selfplay.SeatStream), so with these settings it reads the prompts
+	// the policy learnt on: the chat template and thinking mode, the
+	// legal-replies line, the grammar, and a new segment when a seat's
+	// stream fills Context.
 	selfplay.Reply
 }
 
@@ -38,7 +35,8 @@ func (o SeatOptions) Validate() error {
 
 // ModelAgents plays served seats with model players; it implements
 // remote.Agents. A player with a Tokenizer (a llama backend) is played at
-// the token level, one without (Ollama) with chat messages.
+// the token level, one without (Ollama) with chat messages, as in
+// self-play.
 type ModelAgents struct {
 	names   []string
 	players map[string]*selfplay.Player
@@ -81,115 +79,22 @@ func NewModelAgents(names []string, players []*selfplay.Player, opts SeatOptions
 // Names implements remote.Agents.
 func (m *ModelAgents) Names() []string { return slices.Clone(m.names) }
 
-// Agent implements remote.Agents.
+// Agent implements remote.Agents. The seat is a selfplay.SeatStream, so it
+// plays as a self-play seat with the same Reply plays: a served episode
+// dealt from seed samples its seats as episode 0 of a self-play run with
+// that seed does (selfplay.SamplingSeed(seed, 0)).
 func (m *ModelAgents) Agent(name string, g engine.Game, seat engine.Seat, seed uint64, episode string) (engine.Agent, string, error) {
 	p := m.players[name]
 	if p == nil {
 		return nil, "", fmt.Errorf("web: no model player %q (have %v)", name, m.names)
 	}
-	a := &modelAgent{player: p, opts: m.opts, seat: seat, seed: seeds.Derive(seed, 0x5e47, uint64(seat.Index)),
-		key: "serve/" + episode + "/s" + strconv.Itoa(seat.Index)}
-	if p.Tokenizer != nil {
-		a.defang = inference.NewDefanger(p.Tokenizer).Defang
-	}
-	return a, p.Label, nil
-}
-
-// modelAgent is one served seat played by a model. It keeps the seat's
-// conversation as chat messages, rendered by the rule of self-play's
-// model seats (selfplay.RenderEvents), and sends it whole every turn: a
-// llama backend reuses the cached prefix of the seat's key, so only the
-// new turns are decoded. Nothing is kept for training. The runtime never
-// calls Act concurrently for one seat.
-type modelAgent struct {
-	player *selfplay.Player
-	opts   SeatOptions
-	seat   engine.Seat
-	seed   uint64
-	key    string
-	defang func(string) string
-
-	cursor int64
-	turn   atomic.Int64
-	msgs   []inference.Message
-}
-
-// Act implements engine.Agent.
-func (a *modelAgent) Act(ctx context.Context, t engine.Turn) (engine.Action, error) {
-	var unseen []engine.Event
-	for _, e := range t.View {
-		if e.Seq > a.cursor {
-			unseen = append(unseen, e)
-			a.cursor = e.Seq
-		}
-	}
-	a.msgs = append(a.msgs, selfplay.RenderEvents(unseen, len(a.msgs) > 0, a.defang, a.opts.MaxLegal)...)
-	turn := a.turn.Add(1) - 1
-	req := inference.Request{Key: a.key, MaxTokens: a.opts.MaxTokens, Sampling: a.opts.Sampling, Adapter: a.player.Adapter}
-	req.Sampling.Seed = seeds.Derive(a.seed, uint64(turn))
-	if a.opts.Grammar {
-		req.Grammar = t.Notification.Grammar
-	}
-	tok := a.player.Tokenizer
-	if tok == nil {
-		req.Messages = slices.Clone(a.msgs)
-	} else {
-		prompt, err := a.prompt(tok)
-		if err != nil {
-			return engine.Action{}, err
-		}
-		req.Prompt = prompt
-	}
-	resps, err := a.player.Backend.Generate(ctx, []inference.Request{req})
+	s, err := selfplay.NewSeatStream(p, seat, selfplay.StreamOptions{
+		Reply: m.opts.Reply,
+		Key:   "serve/" + episode + "/s" + strconv.Itoa(seat.Index),
+		Seed:  selfplay.SamplingSeed(seed, 0),
+	})
 	if err != nil {
-		// The seat plays on after a timeout: an empty reply keeps the
-		// roles alternating, and the default event says what was applied.
-		a.msgs = append(a.msgs, inference.Message{Role: "assistant"})
-		return engine.Action{}, err
+		return nil, "", fmt.Errorf("web: %w", err)
 	}
-	if len(resps) != 1 {
-		return engine.Action{}, fmt.Errorf("web: backend answered %d responses to one request", len(resps))
-	}
-	text := resps[0].Text
-	if tok != nil {
-		reply := resps[0].Tokens
-		if n := len(reply); n > 0 && tok.EOG(reply[n-1]) {
-			reply = reply[:n-1]
-		}
-		if text, err = tok.Detokenize(reply); err != nil {
-			return engine.Action{}, fmt.Errorf("web: detokenize reply: %w", err)
-		}
-	}
-	a.msgs = append(a.msgs, inference.Message{Role: "assistant", Content: text})
-	return engine.Action{NotificationID: t.Notification.ID, Text: text}, nil
-}
-
-// prompt renders the conversation with the model's chat template. When
-// it does not leave room for a reply in opts.Context, the oldest
-// exchanges after the system message are left out, one message at a
-// time, until it does.
-func (a *modelAgent) prompt(tok inference.Tokenizer) ([]int32, error) {
-	msgs := a.msgs
-	for {
-		text, err := tok.ChatTemplate(msgs, true)
-		if err != nil {
-			return nil, fmt.Errorf("web: chat template: %w", err)
-		}
-		ids, err := tok.Tokenize(text, true, true)
-		if err != nil {
-			return nil, fmt.Errorf("web: tokenize: %w", err)
-		}
-		if len(ids)+a.opts.MaxTokens <= a.opts.Context {
-			return ids, nil
-		}
-		first := 0
-		if len(msgs) > 0 && msgs[0].Role == "system" {
-			first = 1
-		}
-		if len(msgs)-first <= 1 {
-			return nil, fmt.Errorf("web: seat %d: the briefing and the last message (%d tokens) leave no room for a %d-token reply in %d: %w",
-				a.seat.Index, len(ids), a.opts.MaxTokens, a.opts.Context, inference.ErrContextFull)
-		}
-		msgs = append(slices.Clone(msgs[:first]), msgs[first+1:]...)
-	}
+	return s, p.Label, nil
 }

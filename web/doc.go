@@ -12,5 +12,7 @@
 // episodes, records and run data need the server's secret.
 //
 // It also plays the seats that omar serve gives to models (ModelAgents):
-// a llama model with or without an adapter, or an Ollama model.
+// a llama model with or without an adapter, or an Ollama model. Each is a
+// self-play seat stream (selfplay.SeatStream), so a served seat reads the
+// prompts a self-play seat of the same reply settings reads.
 package web

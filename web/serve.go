@@ -9,6 +9,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/remote"
+	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -90,28 +91,8 @@ func Serve(ctx context.Context, o ServeOptions) (*Site, io.Closer, error) {
 	}
 	closer := io.Closer(nopCloser{})
 	if len(o.Players) > 0 {
-		tmpl, err := o.Seat.ChatTemplateSource()
+		agents, lineup, err := openPlayers(ctx, o)
 		if err != nil {
-			return nil, nil, err
-		}
-		lineup, err := players.Open(ctx, o.Players, nil, players.OpenOptions{
-			Backend: o.Backend, Model: o.Model, Slots: o.Slots, Context: o.Context, ChatTemplate: tmpl,
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		var names []string
-		var players []*selfplay.Player
-		for _, p := range lineup.Players {
-			if p.Model == nil {
-				lineup.Close()
-				return nil, nil, fmt.Errorf("web: serve: %s is a scripted policy, which every seat can have already: name model players only", p.Name)
-			}
-			names, players = append(names, p.Name), append(players, p.Model)
-		}
-		agents, err := NewModelAgents(names, players, o.Seat)
-		if err != nil {
-			lineup.Close()
 			return nil, nil, err
 		}
 		o.API.Agents = agents
@@ -129,6 +110,49 @@ func Serve(ctx context.Context, o ServeOptions) (*Site, io.Closer, error) {
 		return nil, nil, err
 	}
 	return s, closer, nil
+}
+
+// openPlayers loads o.Players with the seat's reply settings: the
+// chat_template override renders their prompts as it rendered them in
+// training.
+func openPlayers(ctx context.Context, o ServeOptions) (*ModelAgents, *players.Lineup, error) {
+	tmpl, err := o.Seat.ChatTemplateSource()
+	if err != nil {
+		return nil, nil, err
+	}
+	lineup, err := players.Open(ctx, o.Players, nil, players.OpenOptions{
+		Backend: o.Backend, Model: o.Model, Slots: o.Slots, Context: o.Context, ChatTemplate: tmpl,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var names []string
+	var models []*selfplay.Player
+	for _, p := range lineup.Players {
+		if err := servable(p, o.Seat); err != nil {
+			lineup.Close()
+			return nil, nil, err
+		}
+		names, models = append(names, p.Name), append(models, p.Model)
+	}
+	agents, err := NewModelAgents(names, models, o.Seat)
+	if err != nil {
+		lineup.Close()
+		return nil, nil, err
+	}
+	return agents, lineup, nil
+}
+
+// servable checks that p can take served seats with the reply settings:
+// thinking needs a chat template the Jinja engine renders, as in a run.
+func servable(p players.Player, seat SeatOptions) error {
+	if p.Model == nil {
+		return fmt.Errorf("web: serve: %s is a scripted policy, which every seat can have already: name model players only", p.Name)
+	}
+	if b, ok := p.Model.Tokenizer.(*llama.Backend); ok && seat.Thinking != "" && !b.ChatTemplateJinja() {
+		return fmt.Errorf("web: serve: thinking %q: %s's chat template is not rendered by the Jinja engine (%s), which thinking needs; set chat_template", seat.Thinking, p.Name, b.ChatTemplateSource())
+	}
+	return nil
 }
 
 type nopCloser struct{}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,8 +13,10 @@ import (
 
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/proxy"
+	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/web"
 )
 
@@ -46,8 +49,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs.IntVar(&so.Backend.Threads, "threads", 2, "CPU threads of the llama backends")
 	fs.IntVar(&so.Slots, "slots", 8, "model sequences decoded together per backend")
 	fs.IntVar(&so.Context, "context", 2048, "tokens per model seat (prompt and reply)")
-	fs.IntVar(&so.Seat.MaxTokens, "max-tokens", so.Seat.MaxTokens, "longest model reply in tokens")
-	fs.IntVar(&so.Seat.MaxLegal, "max-legal", so.Seat.MaxLegal, "list a notification's legal replies in the prompt when it has at most this many (0: the default, 8; -1: never): the policy's training setting, rollout.max_legal")
+	replyFrom := fs.String("reply-from", "", "run directory whose reply settings (its config.yaml's rollout: max_tokens, max_legal, trace, chat_template, thinking, sampling) served model seats use, so they play as the policy trained; the flags below override it")
+	rf := newOptionFlags(fs, so.Seat.Reply)
+	rf.Int("max-tokens", "longest model reply in tokens", func(r *selfplay.Reply) *int { return &r.MaxTokens })
+	rf.Int("max-legal", "list a notification's legal replies in the prompt when it has at most this many (0: the default, 8; -1: never): the policy's training setting, rollout.max_legal", func(r *selfplay.Reply) *int { return &r.MaxLegal })
+	rf.String("trace", "reply trace of model seats: tom, or none (the policy's training setting, rollout.trace)", func(r *selfplay.Reply) *string { return &r.Trace })
+	rf.String("thinking", "a reasoning model's reply mode: off, on or budget N (the policy's training setting, rollout.thinking)", func(r *selfplay.Reply) *string { return &r.Thinking })
+	rf.String("chat-template", "chat template overriding the model's: a Jinja template inline, or a file (rollout.chat_template)", func(r *selfplay.Reply) *string { return &r.ChatTemplate })
+	rf.Float32("temperature", "sampling temperature of model seats (0: greedy)", func(r *selfplay.Reply) *float32 { return &r.Temperature })
 	fs.StringVar(&so.Backend.OllamaHost, "ollama", os.Getenv("OLLAMA_HOST"), "Ollama server of ollama: players (default $OLLAMA_HOST, else Ollama's default)")
 	policy := fs.String("policy", "", "policy model (GGUF) also served on OpenAI-compatible /v1/chat/completions and /v1/completions; calls are recorded for training (docs/proxy.md)")
 	policyAdapter := fs.String("policy-adapter", "", "LoRA adapter of --policy")
@@ -63,6 +72,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected arguments %q", fs.Args())
+	}
+	if err := servedReply(fs, rf, *replyFrom, &so.Seat.Reply, &so.Context); err != nil {
+		return err
 	}
 	// A served seat's prompt budget is the backend's per-seat context.
 	so.Seat.Context = so.Context
@@ -153,4 +165,21 @@ func connsForFiles() int {
 		return 0
 	}
 	return max(int(lim.Cur)-64, 16)
+}
+
+// servedReply sets how served model seats reply: the reply settings of
+// the run in dir (its rollout; "" none), then the reply flags given. The
+// run's context becomes the seats' unless --context was given.
+func servedReply(fs *flag.FlagSet, rf *optionFlags[selfplay.Reply], dir string, reply *selfplay.Reply, context *int) error {
+	if dir != "" {
+		run, err := loop.ReadConfig(dir)
+		if err != nil {
+			return err
+		}
+		*reply = run.Rollout.Reply
+		if !flagGiven(fs, "context") {
+			*context = run.Rollout.Context
+		}
+	}
+	return rf.Apply(reply)
 }

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,6 +19,11 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/engine/remote"
+	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/runfiles"
+	"github.com/omar-selfplay/omar/selfplay"
+	"github.com/omar-selfplay/omar/web"
+	"gopkg.in/yaml.v3"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
@@ -380,4 +387,44 @@ func loadStep(ctx context.Context, operator, anon *remote.Client, base string, i
 		return fmt.Errorf("step %d: events with a wrong token: got %v, want HTTP 401", i, err)
 	}
 	return nil
+}
+
+// TestServedReply: --reply-from takes a run's reply settings (context
+// included), and the reply flags given override them.
+func TestServedReply(t *testing.T) {
+	dir := t.TempDir()
+	o := loop.Options{}.Defaults()
+	o.Rollout.MaxLegal, o.Rollout.Trace, o.Rollout.Context, o.Rollout.MaxTokens = -1, "tom", 640, 48
+	b, err := yaml.Marshal(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, runfiles.ConfigFile), b, 0o644)
+	for _, tt := range []struct {
+		args                []string
+		maxTokens, maxLegal int
+		trace               string
+		context             int
+	}{
+		{nil, 48, -1, "tom", 640},
+		{[]string{"--max-tokens", "7", "--context", "1024"}, 7, -1, "tom", 1024},
+		{[]string{"--trace", "none"}, 48, -1, "none", 640},
+	} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		ctxLen := fs.Int("context", 2048, "")
+		rf := newOptionFlags(fs, web.SeatOptions{}.Defaults().Reply)
+		rf.Int("max-tokens", "", func(r *selfplay.Reply) *int { return &r.MaxTokens })
+		rf.String("trace", "", func(r *selfplay.Reply) *string { return &r.Trace })
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		r := web.SeatOptions{}.Defaults().Reply
+		if err := servedReply(fs, rf, dir, &r, ctxLen); err != nil {
+			t.Fatal(err)
+		}
+		if r.MaxTokens != tt.maxTokens || r.MaxLegal != tt.maxLegal || r.Trace != tt.trace || *ctxLen != tt.context {
+			t.Errorf("%v: max_tokens %d, max_legal %d, trace %q, context %d; want %d, %d, %q, %d", tt.args,
+				r.MaxTokens, r.MaxLegal, r.Trace, *ctxLen, tt.maxTokens, tt.maxLegal, tt.trace, tt.context)
+		}
+	}
 }

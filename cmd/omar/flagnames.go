@@ -85,3 +85,10 @@ func flagDefault(f *flag.Flag) string {
 	}
 	return f.DefValue
 }
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
