@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -27,5 +28,12 @@ func TestLines(t *testing.T) {
 	// Degenerate ranges draw, not divide by zero.
 	if s := string(Lines("x", "y", []Series{{Name: "s", Points: []Point{{1, 0}}}}, 1, 1, 0, 0)); strings.Contains(s, "NaN") || strings.Contains(s, "Inf") {
 		t.Errorf("degenerate ranges gave %s", s)
+	}
+}
+
+func TestLoss(t *testing.T) {
+	svg := string(Loss("loss", []float64{3, math.NaN(), 1}))
+	if !strings.Contains(svg, "optimizer step") || strings.Count(svg, "<polyline") != 1 {
+		t.Errorf("got %s, want one loss line against optimizer step", svg)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -211,7 +212,7 @@ func TestClusterEqualsSingleProcess(t *testing.T) {
 	})
 	t.Logf("duplicates dropped: %d", l.Duplicates())
 
-	for _, f := range []string{loop.EpisodesFile, loop.AdapterFile} {
+	for _, f := range []string{runfiles.EpisodesFile, runfiles.AdapterFile} {
 		a, b := readFile(t, filepath.Join(single, f)), readFile(t, filepath.Join(clustered, f))
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s differs between the single-process and the cluster run (%d and %d bytes)", f, len(a), len(b))
@@ -232,7 +233,7 @@ func TestClusterEqualsSingleProcess(t *testing.T) {
 			t.Errorf("trajectory %d (episode %d seat %d) differs", i, a[i].Episode, a[i].Seat)
 		}
 	}
-	if want := o.Iterations * o.Rollout.Episodes; lines(readFile(t, filepath.Join(clustered, loop.EpisodesFile))) != want {
+	if want := o.Iterations * o.Rollout.Episodes; lines(readFile(t, filepath.Join(clustered, runfiles.EpisodesFile))) != want {
 		t.Errorf("episodes.jsonl: want %d episodes", want)
 	}
 }
@@ -251,7 +252,7 @@ func lines(b []byte) int { return bytes.Count(b, []byte{'\n'}) }
 func trajectories(t *testing.T, dir string) []selfplay.Trajectory {
 	t.Helper()
 	var out []selfplay.Trajectory
-	dec := json.NewDecoder(bytes.NewReader(readFile(t, filepath.Join(dir, loop.TrajectoriesFile))))
+	dec := json.NewDecoder(bytes.NewReader(readFile(t, filepath.Join(dir, runfiles.TrajectoriesFile))))
 	for dec.More() {
 		var tr selfplay.Trajectory
 		if err := dec.Decode(&tr); err != nil {
@@ -303,7 +304,7 @@ func TestClusterResumeAndStaleness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{loop.EpisodesFile, loop.AdapterFile} {
+	for _, f := range []string{runfiles.EpisodesFile, runfiles.AdapterFile} {
 		if !bytes.Equal(readFile(t, filepath.Join(single, f)), readFile(t, filepath.Join(resumed, f))) {
 			t.Errorf("%s of the resumed cluster run differs from the single-process run's", f)
 		}
@@ -313,8 +314,8 @@ func TestClusterResumeAndStaleness(t *testing.T) {
 	stale := filepath.Join(dir, "stale")
 	train(t, stale, o, func(*Learner) {})
 	var lagged int
-	for _, line := range bytes.Split(bytes.TrimSpace(readFile(t, filepath.Join(stale, loop.MetricsFile))), []byte{'\n'}) {
-		var m loop.Metrics
+	for _, line := range bytes.Split(bytes.TrimSpace(readFile(t, filepath.Join(stale, runfiles.MetricsFile))), []byte{'\n'}) {
+		var m runfiles.Metrics
 		if err := json.Unmarshal(line, &m); err != nil {
 			t.Fatal(err)
 		}

@@ -21,19 +21,13 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
 // MaxPayload is the embedded server's largest message (a result holds an
 // episode's token streams).
 const MaxPayload = 8 << 20
-
-// CacheDir is where, in the run directory, in-process workers keep the
-// adapters they download; StoreDir is the embedded server's storage.
-const (
-	CacheDir = "cluster"
-	StoreDir = "nats"
-)
 
 // Learner is a run's side of the cluster: it publishes the run's work
 // and collects its episodes (a loop.EpisodeSource).
@@ -81,7 +75,7 @@ func Attach(ctx context.Context, run *loop.Run, log io.Writer) (_ *Learner, err 
 	}()
 	l.url = l.o.URL
 	if l.url == "" {
-		if l.srv, err = startServer(l.o.Listen, run.Path(StoreDir)); err != nil {
+		if l.srv, err = startServer(l.o.Listen, run.Path(runfiles.ClusterStoreDir)); err != nil {
 			return nil, err
 		}
 		l.url = l.srv.ClientURL()
@@ -109,7 +103,7 @@ func Attach(ctx context.Context, run *loop.Run, log io.Writer) (_ *Learner, err 
 				err := Work(wctx, WorkerOptions{
 					URL: l.url, Name: l.o.Name, ID: "local-" + strconv.Itoa(i),
 					Model: o.Rollout.Model, trustModel: true, quiet: true, Threads: threads, Log: log,
-					Cache: run.Path(CacheDir),
+					Cache: run.Path(runfiles.ClusterCacheDir),
 				})
 				if err != nil && wctx.Err() == nil {
 					l.workerErrs <- fmt.Errorf("in-process worker %d: %w", i, err)
@@ -229,7 +223,7 @@ func (l *Learner) setup(ctx context.Context, o loop.Options) error {
 			return fmt.Errorf("upload the model: %w", err)
 		}
 	}
-	config, err := os.ReadFile(l.run.Path(loop.ConfigFile))
+	config, err := os.ReadFile(l.run.Path(runfiles.ConfigFile))
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -305,7 +306,7 @@ func (w *worker) bind(ctx context.Context, inc string) error {
 		w.remote, w.adapter = nil, ""
 	}
 	o := loop.Options{}.Defaults()
-	if err := loop.DecodeYAML(bytes.NewReader(info.Config), &o); err != nil {
+	if err := strictyaml.Decode(bytes.NewReader(info.Config), &o); err != nil {
 		return fmt.Errorf("the run's config: %w", err)
 	}
 	if w.o.Threads > 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/train"
 )
 
@@ -35,7 +36,7 @@ func (r *Run) checkpoint() error {
 	if err != nil {
 		return err
 	}
-	return r.trainer.SaveCheckpoint(r.Path(CheckpointDir), b)
+	return r.trainer.SaveCheckpoint(r.Path(runfiles.CheckpointDir), b)
 }
 
 // outputs are the append-only files and the lengths the state records.
@@ -46,7 +47,7 @@ func (r *Run) outputs() []struct {
 	return []struct {
 		name  string
 		bytes *int64
-	}{{MetricsFile, &r.state.MetricsBytes}, {EpisodesFile, &r.state.EpisodesBytes}, {TrajectoriesFile, &r.state.TrajectoriesBytes}, {EvalFile, &r.state.EvalBytes}}
+	}{{runfiles.MetricsFile, &r.state.MetricsBytes}, {runfiles.EpisodesFile, &r.state.EpisodesBytes}, {runfiles.TrajectoriesFile, &r.state.TrajectoriesBytes}, {runfiles.EvalFile, &r.state.EvalBytes}}
 }
 
 // restore loads the last checkpoint: the trainer's state, the run state,
@@ -55,7 +56,7 @@ func (r *Run) outputs() []struct {
 // says is refused: it was cut or replaced after the checkpoint, and
 // continuing would leave a hole in it.
 func (r *Run) restore() error {
-	b, err := r.trainer.LoadCheckpoint(r.Path(CheckpointDir))
+	b, err := r.trainer.LoadCheckpoint(r.Path(runfiles.CheckpointDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("resume: %s has no checkpoint: the run stopped before its first one (every %d iterations) was written — an interrupt, or a full disk — so there is nothing to continue from; free space if the disk is full and start it again with --overwrite", r.dir, r.opts.CheckpointEvery)
 	}
@@ -90,7 +91,7 @@ func (r *Run) restore() error {
 		// crash between the two leaves an older adapter (or none) beside
 		// the state just loaded: write it again from that state (the same
 		// state gives the same bytes).
-		adapter := r.Path(CheckpointDir + "/" + train.AdapterFile)
+		adapter := r.Path(runfiles.CheckpointDir + "/" + train.AdapterFile)
 		if err := r.trainer.SaveAdapter(adapter); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}

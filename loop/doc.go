@@ -13,7 +13,7 @@
 //	               a Trajectory: its exact token ids, the mask of the ids
 //	               it sampled and their behaviour logprobs.
 //	  2. score     Sequences (the one trajectory → train.Sequence bridge,
-//	               also used by SFT) → Trainer.Evaluate: values, current
+//	               also used by bc) → Trainer.Evaluate: values, current
 //	               and reference (adapter-off) logprobs per sequence.
 //	  3. estimate  the advantage estimator (hierarchical by default) turns
 //	               rewards and values into per-token advantages and returns.
@@ -33,7 +33,10 @@
 // seed gives the same metrics (timings aside) and the same adapter bytes
 // whether or not the run was interrupted.
 //
-// Rollout (no training) and SFT (the supervised warm-up) are here too, on
-// the same options and the same bridge; the SOTOPIA judge's adapter over a
-// backend is package judge.
+// Rollout (no training) is here too, on the same options. Built on these
+// parts, and never imported by this package: behaviour cloning, SFT and
+// the built-in model's build (package bc); Cascade RL and distillation,
+// loops over runs (package recipes). The SOTOPIA judge's adapter over a
+// backend is package judge; the names of a run directory's files and its
+// metrics lines are package runfiles.
 package loop

@@ -15,6 +15,7 @@ import (
 	"github.com/omar-selfplay/omar/internal/atomicfile"
 	"github.com/omar-selfplay/omar/internal/jsonl"
 	"github.com/omar-selfplay/omar/players"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -57,15 +58,16 @@ func (e EvalOptions) Validate() error {
 	case len(e.Opponents) == 0:
 		return errors.New("eval.opponents: none")
 	}
-	if _, err := scriptedOpponents(e.Opponents); err != nil {
+	if _, err := ScriptedOpponents(e.Opponents); err != nil {
 		return fmt.Errorf("eval.opponents: %w", err)
 	}
 	return nil
 }
 
-// scriptedOpponents are the arena players of specs, which must name
-// scripted policies (a run evaluates its policy against fixed scripts).
-func scriptedOpponents(specs []string) ([]arena.Player, error) {
+// ScriptedOpponents are the arena players of specs, which must name
+// scripted policies (a run, and a recipe built on runs, evaluates its
+// policy against fixed scripts).
+func ScriptedOpponents(specs []string) ([]arena.Player, error) {
 	opps := make([]arena.Player, len(specs))
 	for i, s := range specs {
 		spec, err := players.Parse(s)
@@ -80,9 +82,9 @@ func scriptedOpponents(specs []string) ([]arena.Player, error) {
 	return opps, nil
 }
 
-// meanBy averages the cells' mean rewards by key (a side, an
-// environment) and over all cells.
-func meanBy(cells []arena.Cell, key func(arena.Cell) string) (map[string]float64, float64) {
+// MeanRewardBy averages the cells' mean rewards by key (a side, an
+// environment, a player) and over all cells.
+func MeanRewardBy(cells []arena.Cell, key func(arena.Cell) string) (map[string]float64, float64) {
 	sums, counts, all := map[string]float64{}, map[string]int{}, 0.0
 	for _, c := range cells {
 		sums[key(c)] += c.Reward.Mean
@@ -97,14 +99,6 @@ func meanBy(cells []arena.Cell, key func(arena.Cell) string) (map[string]float64
 	}
 	return sums, all
 }
-
-// EvalFile holds a line per evaluation of a run; EvalDir the arena's
-// files of each (eval/iter-N/).
-const (
-	EvalFile = "eval.jsonl"
-	EvalDir  = "eval"
-	BestDir  = "best"
-)
 
 // Evaluation is one held-out evaluation of a run's policy: one line of
 // eval.jsonl.
@@ -167,12 +161,12 @@ func (r *Run) EvalsAfter(it int) int {
 	return n
 }
 
-// arenaOptions are the evaluation's arena options: the run's reply
+// ArenaOptions are the evaluation's arena options: the run's reply
 // settings, so the policy is measured as it plays, at eval.temperature
 // where the section sets one.
-func (r *Run) arenaOptions() arena.Options {
+func (r *Run) ArenaOptions() arena.Options {
 	e, ro := r.opts.Eval, r.opts.Rollout
-	a := rolloutArena(ro, r.runnerContext)
+	a := ro.ArenaOptions(r.runnerContext)
 	a.Envs = e.Envs
 	if len(a.Envs) == 0 {
 		a.Envs = []arena.Env{{Name: ro.Env, Params: engine.Params(ro.Params), Game: r.game}}
@@ -184,11 +178,11 @@ func (r *Run) arenaOptions() arena.Options {
 	return a
 }
 
-// rolloutArena are arena options that play model seats as ro's rollouts
+// ArenaOptions are arena options that play model seats as ro's rollouts
 // do (seed, parallelism, retries and the whole selfplay.Reply: budget,
 // sampling, grammar, legal-replies line, trace), with seat streams of
 // ctxLen tokens.
-func rolloutArena(ro RolloutOptions, ctxLen int) arena.Options {
+func (ro *RolloutOptions) ArenaOptions(ctxLen int) arena.Options {
 	a := arena.Options{}.Defaults()
 	a.Seed, a.Parallel = ro.Seed, ro.Parallel
 	a.Reply = ro.Reply
@@ -205,17 +199,17 @@ const evalPlayer = "policy"
 // evaluate plays the held-out evaluation after it completed iterations,
 // appends it to eval.jsonl and keeps the best policy so far in best/.
 func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
-	opps, err := scriptedOpponents(r.opts.Eval.Opponents)
+	opps, err := ScriptedOpponents(r.opts.Eval.Opponents)
 	if err != nil {
 		return nil, err
 	}
 	cur := arena.Player{Name: evalPlayer, Version: "iteration " + strconv.Itoa(it), Kind: players.KindAdapter,
 		Model: &selfplay.Player{Label: r.player.Label, Backend: r.player.Backend, Tokenizer: r.player.Tokenizer}}
-	dir := r.Path(filepath.Join(EvalDir, "iter-"+strconv.Itoa(it)))
+	dir := r.Path(filepath.Join(runfiles.EvalDir, "iter-"+strconv.Itoa(it)))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	rep, err := arena.Evaluate(ctx, r.arenaOptions(), dir, []arena.Player{cur}, opps, arena.Hooks{})
+	rep, err := arena.Evaluate(ctx, r.ArenaOptions(), dir, []arena.Player{cur}, opps, arena.Hooks{})
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
@@ -223,12 +217,12 @@ func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
 		return nil, err
 	}
 	ev := &Evaluation{Iteration: it, Cells: rep.Cells}
-	ev.Reward, ev.Mean = meanBy(rep.Cells, func(c arena.Cell) string { return c.Side })
+	ev.Reward, ev.Mean = MeanRewardBy(rep.Cells, func(c arena.Cell) string { return c.Side })
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return nil, err
 	}
-	if err := appendFile(r.Path(EvalFile), append(b, '\n')); err != nil {
+	if err := appendFile(r.Path(runfiles.EvalFile), append(b, '\n')); err != nil {
 		return nil, err
 	}
 	if it > 0 && (r.state.BestIteration == 0 || ev.Mean > r.state.BestEval) {
@@ -241,21 +235,21 @@ func (r *Run) evaluate(ctx context.Context, it int) (*Evaluation, error) {
 
 // keepBest copies the current adapter to best/ with its evaluation.
 func (r *Run) keepBest(it int, ev *Evaluation) error {
-	if err := os.MkdirAll(r.Path(BestDir), 0o755); err != nil {
+	if err := os.MkdirAll(r.Path(runfiles.BestDir), 0o755); err != nil {
 		return err
 	}
-	b, err := os.ReadFile(r.Path(AdapterFile))
+	b, err := os.ReadFile(r.Path(runfiles.AdapterFile))
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(r.Path(filepath.Join(BestDir, AdapterFile)), b); err != nil {
+	if err := writeFileAtomic(r.Path(filepath.Join(runfiles.BestDir, runfiles.AdapterFile)), b); err != nil {
 		return err
 	}
 	js, err := json.MarshalIndent(ev, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(r.Path(filepath.Join(BestDir, "eval.json")), append(js, '\n')); err != nil {
+	if err := writeFileAtomic(r.Path(filepath.Join(runfiles.BestDir, "eval.json")), append(js, '\n')); err != nil {
 		return err
 	}
 	r.state.BestIteration, r.state.BestEval = it, ev.Mean
@@ -265,9 +259,6 @@ func (r *Run) keepBest(it int, ev *Evaluation) error {
 // writeFileAtomic writes path so that a crash leaves the old file or the
 // new one (package atomicfile).
 func writeFileAtomic(path string, b []byte) error { return atomicfile.Write(path, b, 0o644) }
-
-// CompareDir holds the before-and-after comparison of a run.
-const CompareDir = "compare"
 
 // Compare plays the starting model (the base weights) and the trained
 // policy side by side against the eval section's opponents on the same
@@ -279,7 +270,7 @@ func (r *Run) Compare(ctx context.Context, h arena.Hooks) (*arena.Report, error)
 	if e.Every == 0 {
 		return nil, errors.New("compare: the run has no eval section (eval.every = 0)")
 	}
-	opps, err := scriptedOpponents(e.Opponents)
+	opps, err := ScriptedOpponents(e.Opponents)
 	if err != nil {
 		return nil, err
 	}
@@ -290,9 +281,9 @@ func (r *Run) Compare(ctx context.Context, h arena.Hooks) (*arena.Report, error)
 		{Name: "base", Version: "start", Kind: players.KindBase, Model: model(inference.AdapterBase)},
 		{Name: "trained", Version: "iteration " + strconv.Itoa(r.state.Iteration), Kind: players.KindAdapter, Model: model("")},
 	}
-	o := r.arenaOptions()
+	o := r.ArenaOptions()
 	o.Reference = "base"
-	dir := r.Path(CompareDir)
+	dir := r.Path(runfiles.CompareDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -318,7 +309,7 @@ func (r *Run) Compare(ctx context.Context, h arena.Hooks) (*arena.Report, error)
 // importEval adds to the evaluation in dir what the policy played in the
 // held-out evaluation after it iterations, as p's results.
 func (r *Run) importEval(dir string, o arena.Options, it int, p arena.Player) error {
-	src := r.Path(filepath.Join(EvalDir, "iter-"+strconv.Itoa(it)))
+	src := r.Path(filepath.Join(runfiles.EvalDir, "iter-"+strconv.Itoa(it)))
 	if _, err := arena.Import(dir, src, o, evalPlayer, p); err != nil {
 		return fmt.Errorf("compare: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 // Train the built-in model on Deal or No Deal for two iterations, from Go (the
@@ -25,7 +26,7 @@ func Example() {
 		return
 	}
 	defer run.Close()
-	run.Hooks.Iteration = func(m *loop.Metrics) {
+	run.Hooks.Iteration = func(m *runfiles.Metrics) {
 		fmt.Printf("iteration %d: %d episodes, trained: %v\n", m.Iteration, m.Episodes, m.TrainedTokens > 0)
 	}
 	if err := run.Train(context.Background()); err != nil {

@@ -21,7 +21,9 @@ import (
 	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/scripted"
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/players"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -207,14 +209,14 @@ func TestFakeRunResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen []int
-	r.Hooks.Iteration = func(m *Metrics) { seen = append(seen, m.Iteration) }
+	r.Hooks.Iteration = func(m *runfiles.Metrics) { seen = append(seen, m.Iteration) }
 	if err := r.Train(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(seen) != "[1 2 3]" || r.State().Iteration != 3 || !r.Done() {
 		t.Fatalf("iterations seen %v, state %+v", seen, r.State())
 	}
-	ms, err := ReadMetrics(r.Path(MetricsFile))
+	ms, err := runfiles.ReadMetrics(r.Path(runfiles.MetricsFile))
 	if err != nil || len(ms) != 3 {
 		t.Fatalf("metrics: %d lines, %v", len(ms), err)
 	}
@@ -255,11 +257,11 @@ func TestFakeRunResume(t *testing.T) {
 	if err := r.Train(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if a, b := stable(t, filepath.Join(straight, MetricsFile)), stable(t, filepath.Join(broken, MetricsFile)); a != b {
+	if a, b := stable(t, filepath.Join(straight, runfiles.MetricsFile)), stable(t, filepath.Join(broken, runfiles.MetricsFile)); a != b {
 		t.Errorf("metrics after resume:\n%s\nwant\n%s", b, a)
 	}
-	a, _ := os.ReadFile(filepath.Join(straight, AdapterFile))
-	b, _ := os.ReadFile(filepath.Join(broken, AdapterFile))
+	a, _ := os.ReadFile(filepath.Join(straight, runfiles.AdapterFile))
+	b, _ := os.ReadFile(filepath.Join(broken, runfiles.AdapterFile))
 	if len(a) == 0 || !bytes.Equal(a, b) {
 		t.Errorf("adapter after resume %q, want %q", b, a)
 	}
@@ -272,7 +274,7 @@ func TestFakeRunResume(t *testing.T) {
 // machine's load (the trainer's thread count).
 func stable(t *testing.T, path string) string {
 	t.Helper()
-	ms, err := ReadMetrics(path)
+	ms, err := runfiles.ReadMetrics(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +298,7 @@ func TestResumeRefusesShortFiles(t *testing.T) {
 	if _, err := r.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{MetricsFile, EpisodesFile} {
+	for _, name := range []string{runfiles.MetricsFile, runfiles.EpisodesFile} {
 		t.Run(name, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(dir, name))
 			if err != nil {
@@ -343,14 +345,14 @@ func TestEarlyStopReason(t *testing.T) {
 		name  string
 		c     EarlyStop
 		first float64
-		m     Metrics
+		m     runfiles.Metrics
 		stop  bool
 	}{
-		{"off", EarlyStop{}, 4, Metrics{KLRef: 100, Entropy: 0}, false},
-		{"kl below", EarlyStop{MaxKLRef: 1}, 4, Metrics{KLRef: 0.5, Entropy: 4}, false},
-		{"kl above", EarlyStop{MaxKLRef: 1}, 4, Metrics{KLRef: 1.5, Entropy: 4}, true},
-		{"entropy kept", EarlyStop{MinEntropyRatio: 0.5}, 4, Metrics{Entropy: 2.5}, false},
-		{"entropy collapsed", EarlyStop{MinEntropyRatio: 0.5}, 4, Metrics{Entropy: 1.5}, true},
+		{"off", EarlyStop{}, 4, runfiles.Metrics{KLRef: 100, Entropy: 0}, false},
+		{"kl below", EarlyStop{MaxKLRef: 1}, 4, runfiles.Metrics{KLRef: 0.5, Entropy: 4}, false},
+		{"kl above", EarlyStop{MaxKLRef: 1}, 4, runfiles.Metrics{KLRef: 1.5, Entropy: 4}, true},
+		{"entropy kept", EarlyStop{MinEntropyRatio: 0.5}, 4, runfiles.Metrics{Entropy: 2.5}, false},
+		{"entropy collapsed", EarlyStop{MinEntropyRatio: 0.5}, 4, runfiles.Metrics{Entropy: 1.5}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -363,8 +365,8 @@ func TestEarlyStopReason(t *testing.T) {
 
 func TestRefusesPreviousRun(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, ConfigFile), []byte("iterations: 1\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, MetricsFile), []byte("{}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, runfiles.ConfigFile), []byte("iterations: 1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, runfiles.MetricsFile), []byte("{}\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
 	var prev *PreviousRunError
 	if _, err := Open(dir, fakeOptions(1), Fresh, fakeParts(t)); !errors.As(err, &prev) || !strings.Contains(err.Error(), "--resume") {
@@ -373,7 +375,7 @@ func TestRefusesPreviousRun(t *testing.T) {
 	if err := clearRunDir(dir, true); err != nil {
 		t.Fatal(err)
 	}
-	for f, want := range map[string]bool{ConfigFile: false, MetricsFile: false, "notes.txt": true} {
+	for f, want := range map[string]bool{runfiles.ConfigFile: false, runfiles.MetricsFile: false, "notes.txt": true} {
 		if _, err := os.Stat(filepath.Join(dir, f)); (err == nil) != want {
 			t.Errorf("%s exists: got %v, want %v", f, err == nil, want)
 		}
@@ -441,7 +443,7 @@ func TestValidateNamesFields(t *testing.T) {
 	}
 }
 
-func TestDecodeYAML(t *testing.T) {
+func TestDecodeOptions(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
@@ -460,7 +462,7 @@ func TestDecodeYAML(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Options{}.Defaults()
-			err := DecodeYAML(strings.NewReader(tc.in), &o)
+			err := strictyaml.Decode(strings.NewReader(tc.in), &o)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("got %v", err)
@@ -483,7 +485,7 @@ func FuzzDecodeOptions(f *testing.F) {
 	f.Add("rollout:\n  <<: {episodes: 2.5}\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		o := Options{}.Defaults()
-		if err := DecodeYAML(strings.NewReader(in), &o); err != nil {
+		if err := strictyaml.Decode(strings.NewReader(in), &o); err != nil {
 			return
 		}
 		if err := o.Validate(); err != nil {
@@ -551,7 +553,7 @@ func TestEvalInRun(t *testing.T) {
 	if got := strings.Join(phases, ","); got != "0,2,4" {
 		t.Errorf("evaluations after iterations %s, want 0,2,4", got)
 	}
-	evs, err := ReadEvaluations(filepath.Join(dir, EvalFile))
+	evs, err := ReadEvaluations(filepath.Join(dir, runfiles.EvalFile))
 	if err != nil || len(evs) != 3 {
 		t.Fatalf("eval.jsonl: %d evaluations, %v", len(evs), err)
 	}
@@ -560,7 +562,7 @@ func TestEvalInRun(t *testing.T) {
 			t.Errorf("evaluation %d: %d cells, rewards %v", ev.Iteration, len(ev.Cells), ev.Reward)
 		}
 	}
-	ms, _ := ReadMetrics(filepath.Join(dir, MetricsFile))
+	ms, _ := runfiles.ReadMetrics(filepath.Join(dir, runfiles.MetricsFile))
 	for _, m := range ms {
 		if (m.Eval != nil) != (m.Iteration%2 == 0) {
 			t.Errorf("iteration %d: eval %v", m.Iteration, m.Eval)
@@ -570,7 +572,7 @@ func TestEvalInRun(t *testing.T) {
 	if st.BestIteration != 2 && st.BestIteration != 4 {
 		t.Errorf("best iteration %d", st.BestIteration)
 	}
-	if _, err := os.Stat(filepath.Join(dir, BestDir, AdapterFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, runfiles.BestDir, runfiles.AdapterFile)); err != nil {
 		t.Errorf("best/: %v", err)
 	}
 }
@@ -597,7 +599,7 @@ func TestEvalTemperature(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, it := range []string{"iter-0", "iter-1"} {
-				b, err := os.ReadFile(filepath.Join(dir, EvalDir, it, arena.ConfigFile))
+				b, err := os.ReadFile(filepath.Join(dir, runfiles.EvalDir, it, arena.ConfigFile))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -656,7 +658,7 @@ func TestLeague(t *testing.T) {
 	if err := r.Train(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := ReadMetrics(r.Path(MetricsFile))
+	ms, err := runfiles.ReadMetrics(r.Path(runfiles.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -709,7 +711,7 @@ func TestLeague(t *testing.T) {
 	if err := r.Train(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if a, b := stable(t, filepath.Join(straight, MetricsFile)), stable(t, filepath.Join(broken, MetricsFile)); a != b {
+	if a, b := stable(t, filepath.Join(straight, runfiles.MetricsFile)), stable(t, filepath.Join(broken, runfiles.MetricsFile)); a != b {
 		t.Errorf("league metrics after resume:\n%s\nwant\n%s", b, a)
 	}
 	if sw := resumed.Swapper.(*fakeSwapper); fmt.Sprint(sw.named) != "[iter-2 iter-4]" {
@@ -779,7 +781,7 @@ func TestCompare(t *testing.T) {
 	if !found {
 		t.Errorf("no overall difference in %+v", rep.Differences)
 	}
-	if _, err := os.Stat(filepath.Join(r.Dir(), CompareDir, arena.MarkdownFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(r.Dir(), runfiles.CompareDir, arena.MarkdownFile)); err != nil {
 		t.Errorf("compare/: %v", err)
 	}
 
@@ -805,7 +807,7 @@ func TestCompare(t *testing.T) {
 // league and the evaluation existed resumes without them.
 func TestReadConfigOldRun(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, ConfigFile), []byte("iterations: 3\nrollout: {env: craigslist, model: /m.gguf}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, runfiles.ConfigFile), []byte("iterations: 3\nrollout: {env: craigslist, model: /m.gguf}\n"), 0o644)
 	o, err := ReadConfig(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -68,9 +69,9 @@ func (b *batch) tokens() int {
 
 // iteration runs rollout → score → estimate → update → swap and returns
 // the iteration's metrics.
-func (r *Run) iteration(ctx context.Context, it int) (*Metrics, error) {
+func (r *Run) iteration(ctx context.Context, it int) (*runfiles.Metrics, error) {
 	wall := time.Now()
-	m := &Metrics{Iteration: it, Reward: map[string]float64{}, Seconds: map[string]float64{}, TokensPerSec: map[string]float64{}}
+	m := &runfiles.Metrics{Iteration: it, Reward: map[string]float64{}, Seconds: map[string]float64{}, TokensPerSec: map[string]float64{}}
 	var b batch
 	sc, files, err := r.rollout(ctx, it, m, &b)
 	if err != nil {
@@ -107,7 +108,7 @@ type rolloutSink struct {
 	b           *batch
 	sc          *scorer
 	tally       Tally
-	leagueStats map[string]*LeagueStat
+	leagueStats map[string]*runfiles.LeagueStat
 	eps, trajs  bytes.Buffer
 	tw          *selfplay.TrajectoryWriter
 	enc         *json.Encoder
@@ -151,10 +152,10 @@ func (s *rolloutSink) episode(res *selfplay.EpisodeResult, record []byte) error 
 // record. The scoring pass runs beside it, episode by episode, when a
 // core is left for it: the scorer is returned for the score phase (nil
 // when scoring waits for it).
-func (r *Run) rollout(ctx context.Context, it int, m *Metrics, b *batch) (_ *scorer, _ rolloutFiles, err error) {
+func (r *Run) rollout(ctx context.Context, it int, m *runfiles.Metrics, b *batch) (_ *scorer, _ rolloutFiles, err error) {
 	r.phase(it, "rollout")
 	start := time.Now()
-	r.threads.begin()
+	r.threads.Begin()
 	var before llama.Stats
 	lb, _ := r.swapper.(*llama.Backend)
 	if lb != nil {
@@ -165,7 +166,7 @@ func (r *Run) rollout(ctx context.Context, it int, m *Metrics, b *batch) (_ *sco
 	s.enc = json.NewEncoder(&s.eps)
 	if r.league != nil {
 		r.league.prepare(r.state.League)
-		s.leagueStats = map[string]*LeagueStat{}
+		s.leagueStats = map[string]*runfiles.LeagueStat{}
 		s.tally.Agent = r.player.Label
 	}
 	if r.scoreBeside() {
@@ -212,7 +213,7 @@ func (r *Run) rollout(ctx context.Context, it int, m *Metrics, b *batch) (_ *sco
 // playEpisodes plays the rollout's episodes into s, from the episode
 // source of a cluster run or the run's own runner, and returns the
 // runner's statistics and the summed staleness of the episodes taken.
-func (r *Run) playEpisodes(ctx context.Context, m *Metrics, s *rolloutSink) (selfplay.Stats, int, error) {
+func (r *Run) playEpisodes(ctx context.Context, m *runfiles.Metrics, s *rolloutSink) (selfplay.Stats, int, error) {
 	lagSum := 0
 	if r.source != nil {
 		st, err := r.collect(ctx, s.it, func(res *selfplay.EpisodeResult, record []byte, lag int) error {
@@ -248,12 +249,12 @@ type rolloutFiles struct{ episodes, trajectories []byte }
 
 // record appends the rollout's episodes (and trajectories) to the run
 // directory and advances the scenario cursor.
-func (r *Run) record(m *Metrics, f rolloutFiles) error {
-	if err := appendFile(r.Path(EpisodesFile), f.episodes); err != nil {
+func (r *Run) record(m *runfiles.Metrics, f rolloutFiles) error {
+	if err := appendFile(r.Path(runfiles.EpisodesFile), f.episodes); err != nil {
 		return err
 	}
 	if r.opts.SaveTrajectories {
-		if err := appendFile(r.Path(TrajectoriesFile), f.trajectories); err != nil {
+		if err := appendFile(r.Path(runfiles.TrajectoriesFile), f.trajectories); err != nil {
 			return err
 		}
 	}
@@ -264,7 +265,7 @@ func (r *Run) record(m *Metrics, f rolloutFiles) error {
 
 // score gives b's items their values and current and reference logprobs:
 // those the scorer beside the rollout finished, and the rest here.
-func (r *Run) score(ctx context.Context, it int, m *Metrics, b *batch, sc *scorer) error {
+func (r *Run) score(ctx context.Context, it int, m *runfiles.Metrics, b *batch, sc *scorer) error {
 	r.phase(it, "score")
 	start := time.Now()
 	var busy time.Duration
@@ -278,7 +279,7 @@ func (r *Run) score(ctx context.Context, it int, m *Metrics, b *batch, sc *score
 			return err
 		}
 	}
-	if m.TrainThreads, err = r.threads.apply(r.trainer); err != nil {
+	if m.TrainThreads, err = r.threads.Apply(r.trainer); err != nil {
 		return err
 	}
 	tail := time.Now()
@@ -321,7 +322,7 @@ func (r *Run) score(ctx context.Context, it int, m *Metrics, b *batch, sc *score
 
 // estimate turns b's rewards and values into per-token advantages and
 // returns, and gives each item's sequence PPO's old logprobs and values.
-func (r *Run) estimate(m *Metrics, b *batch) error {
+func (r *Run) estimate(m *runfiles.Metrics, b *batch) error {
 	start := time.Now()
 	in := advantage.Input{Samples: make([]advantage.Sample, len(b.keep))}
 	for j := range b.keep {
@@ -355,7 +356,7 @@ func (r *Run) estimate(m *Metrics, b *batch) error {
 }
 
 // update takes PPO's steps over b's sequences.
-func (r *Run) update(ctx context.Context, it int, m *Metrics, b *batch) error {
+func (r *Run) update(ctx context.Context, it int, m *runfiles.Metrics, b *batch) error {
 	r.phase(it, "update")
 	start := time.Now()
 	ts, err := r.trainer.Step(ctx, b.seqs)
@@ -372,13 +373,13 @@ func (r *Run) update(ctx context.Context, it int, m *Metrics, b *batch) error {
 
 // swap writes the new adapter, loads it into the inference backend and
 // keeps a league snapshot when one is due.
-func (r *Run) swap(ctx context.Context, it int, m *Metrics) error {
+func (r *Run) swap(ctx context.Context, it int, m *runfiles.Metrics) error {
 	r.phase(it, "swap")
 	start := time.Now()
-	if err := r.trainer.SaveAdapter(r.Path(AdapterFile)); err != nil {
+	if err := r.trainer.SaveAdapter(r.Path(runfiles.AdapterFile)); err != nil {
 		return err
 	}
-	if _, err := r.swapper.SetAdapter(ctx, r.Path(AdapterFile), 1); err != nil {
+	if _, err := r.swapper.SetAdapter(ctx, r.Path(runfiles.AdapterFile), 1); err != nil {
 		return err
 	}
 	r.state.Adapter = true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -99,9 +100,6 @@ type LeagueState struct {
 type AdapterLoader interface {
 	LoadAdapter(ctx context.Context, name, path string, scale float32) error
 }
-
-// LeagueDir holds the snapshots' adapters.
-const LeagueDir = "league"
 
 // opponent is one member of the pool.
 type opponent struct {
@@ -191,7 +189,7 @@ func (r *Run) loadSnapshot(ctx context.Context, it int) error {
 
 // snapshotPath is the file of the snapshot adapter name.
 func (r *Run) snapshotPath(name string) string {
-	return r.Path(filepath.Join(LeagueDir, name+".gguf"))
+	return r.Path(filepath.Join(runfiles.LeagueDir, name+".gguf"))
 }
 
 // snapshot adds the policy after iteration it to the pool.
@@ -200,14 +198,14 @@ func (r *Run) snapshot(ctx context.Context, it int) error {
 	if r.league == nil || o.SnapshotEvery == 0 || it%o.SnapshotEvery != 0 {
 		return nil
 	}
-	if err := os.MkdirAll(r.Path(LeagueDir), 0o755); err != nil {
+	if err := os.MkdirAll(r.Path(runfiles.LeagueDir), 0o755); err != nil {
 		return err
 	}
-	b, err := os.ReadFile(r.Path(AdapterFile))
+	b, err := os.ReadFile(r.Path(runfiles.AdapterFile))
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(r.Path(filepath.Join(LeagueDir, snapshotName(it)+".gguf")), b); err != nil {
+	if err := writeFileAtomic(r.Path(filepath.Join(runfiles.LeagueDir, snapshotName(it)+".gguf")), b); err != nil {
 		return err
 	}
 	if err := r.loadSnapshot(ctx, it); err != nil {
@@ -307,15 +305,8 @@ func (lg *league) cast(i int) map[int]string {
 	return out
 }
 
-// LeagueStat is the policy's record against one opponent in an
-// iteration.
-type LeagueStat struct {
-	Episodes int     `json:"episodes"`
-	Reward   float64 `json:"reward"` // the policy's mean reward
-}
-
 // tally counts an episode's league result into stats.
-func (lg *league) tally(res *selfplay.EpisodeResult, d leagueDraw, stats map[string]*LeagueStat) {
+func (lg *league) tally(res *selfplay.EpisodeResult, d leagueDraw, stats map[string]*runfiles.LeagueStat) {
 	seat, op := d.seat, d.op
 	name := "self"
 	if op != nil {
@@ -323,7 +314,7 @@ func (lg *league) tally(res *selfplay.EpisodeResult, d leagueDraw, stats map[str
 	}
 	st := stats[name]
 	if st == nil {
-		st = &LeagueStat{}
+		st = &runfiles.LeagueStat{}
 		stats[name] = st
 	}
 	var r float64
@@ -337,7 +328,7 @@ func (lg *league) tally(res *selfplay.EpisodeResult, d leagueDraw, stats map[str
 }
 
 // update folds an iteration's results into the running means.
-func (lg *league) update(st *LeagueState, stats map[string]*LeagueStat) {
+func (lg *league) update(st *LeagueState, stats map[string]*runfiles.LeagueStat) {
 	if st.Reward == nil {
 		st.Reward = map[string]float64{}
 	}

@@ -103,8 +103,3 @@ func (r *Run) logScalars(it int, metricsLine []byte) error {
 	}
 	return r.tb.Scalars(int64(it), TensorBoardScalars(line))
 }
-
-// DefaultTensorBoardDir is the event files' directory that the CLI's
-// --tensorboard names by default; a fresh run with --overwrite clears it
-// with the rest of the previous run's files.
-const DefaultTensorBoardDir = "tensorboard"

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/internal/tensorboard/tbtest"
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 // TestTensorBoardEqualsMetrics: a run with logging.tensorboard writes one
@@ -19,7 +20,7 @@ import (
 func TestTensorBoardEqualsMetrics(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	o := fakeOptions(3)
-	o.Logging.TensorBoard = DefaultTensorBoardDir
+	o.Logging.TensorBoard = runfiles.TensorBoardDir
 	r, err := Open(dir, o, Fresh, fakeParts(t))
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +31,7 @@ func TestTensorBoardEqualsMetrics(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, DefaultTensorBoardDir, "events.out.tfevents.*"))
+	files, _ := filepath.Glob(filepath.Join(dir, runfiles.TensorBoardDir, "events.out.tfevents.*"))
 	if len(files) != 1 {
 		t.Fatalf("event files: %v, want one", files)
 	}
@@ -38,7 +39,7 @@ func TestTensorBoardEqualsMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(dir, MetricsFile))
+	f, err := os.Open(filepath.Join(dir, runfiles.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 // TestRolloutOllamaAgent: a rollout seat given to "ollama:MODEL" plays
@@ -41,7 +42,7 @@ func TestRolloutOllamaAgent(t *testing.T) {
 	if rep.Episodes != 2 || len(models) == 0 || models[0] != "fake:1b" {
 		t.Fatalf("%d episodes, models asked %v", rep.Episodes, models)
 	}
-	recs, err := engine.LoadRecords(nil, filepath.Join(dir, EpisodesFile))
+	recs, err := engine.LoadRecords(nil, filepath.Join(dir, runfiles.EpisodesFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/omar-selfplay/omar/internal/errclip"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/players"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -75,7 +76,7 @@ type EarlyStop struct {
 }
 
 // reason returns why the run should stop after metrics m, or "".
-func (c EarlyStop) reason(firstEntropy float64, m *Metrics) string {
+func (c EarlyStop) reason(firstEntropy float64, m *runfiles.Metrics) string {
 	if c.MaxKLRef > 0 && m.KLRef > c.MaxKLRef {
 		return fmt.Sprintf("kl_ref %.3f > max_kl_ref %.3f", m.KLRef, c.MaxKLRef)
 	}
@@ -110,14 +111,14 @@ func (Options) Defaults() Options {
 	r.Env = DefaultEnv
 	r.Episodes, r.Parallel = 16, 8
 	// The corpus the built-in model learnt from was rendered with these
-	// (loop.DefaultBuiltin).
+	// (bc.DefaultBuild).
 	r.MaxTokens, r.Context = 64, 4096
 	retries := 1
 	r.MaxRetries = &retries
 	r.KVCache = "f32"
 	t := train.Options{}.Defaults()
 	t.LR, t.ValueLR = 1e-3, 1e-3
-	t.Threads = 0 // the cores free during the rollout (trainThreads)
+	t.Threads = 0 // the cores free during the rollout (TrainThreads)
 	league := DefaultLeague()
 	league.Enabled = true
 	eval := DefaultEval()
@@ -168,6 +169,18 @@ func (o *Options) applyEnvDefaults() {
 	}
 }
 
+// BuiltinParams are the negotiation games' parameters the built-in model
+// is trained and played with: structured moves only (no free-text SAY
+// lines), 4 turns per seat, short enough for a small model, and the
+// compact texts (a seat stream about a third as long, so the corpus, the
+// rollouts and the PPO passes cost less) with their hints (the standing
+// offer's worth to the seat, preferences best first), which raised the
+// held-out reward over the same recipe without them (docs/models.md, the
+// built-in model).
+func BuiltinParams() map[string]any {
+	return map[string]any{"structured_only": true, "rounds": 4, "compact": true, "hints": true}
+}
+
 // BuiltinEnvParams are the parameters the built-in model plays env with
 // when none are given: BuiltinParams for a negotiation game (env with or
 // without its version), nil for the others.
@@ -178,9 +191,10 @@ func BuiltinEnvParams(env string) map[string]any {
 	return nil
 }
 
-// maxCount bounds a run's iterations and episodes so that cursors and
-// counters never overflow (a config's 9e18 is a typo, not a plan).
-const maxCount = 1 << 31
+// MaxCount bounds a run's iterations and episodes, and the counts of the
+// corpora and recipes built on runs, so that cursors and counters never
+// overflow (a config's 9e18 is a typo, not a plan).
+const MaxCount = 1 << 31
 
 // Validate reports the first invalid field, by its YAML name.
 func (o *Options) Validate() error { return errclip.Clip(o.validate()) }
@@ -189,10 +203,10 @@ func (o *Options) Validate() error { return errclip.Clip(o.validate()) }
 // echoed in it may be megabytes).
 func (o *Options) validate() error {
 	switch {
-	case o.Iterations < 1 || o.Iterations > maxCount:
-		return fmt.Errorf("iterations %d: want 1..%d", o.Iterations, maxCount)
-	case o.CheckpointEvery < 1 || o.CheckpointEvery > maxCount:
-		return fmt.Errorf("checkpoint_every %d: want 1..%d", o.CheckpointEvery, maxCount)
+	case o.Iterations < 1 || o.Iterations > MaxCount:
+		return fmt.Errorf("iterations %d: want 1..%d", o.Iterations, MaxCount)
+	case o.CheckpointEvery < 1 || o.CheckpointEvery > MaxCount:
+		return fmt.Errorf("checkpoint_every %d: want 1..%d", o.CheckpointEvery, MaxCount)
 	case o.Rollout.Env == "":
 		return errors.New("no environment (rollout.env)")
 	case o.Rollout.Model == "" && o.ModelPreset != BuiltinPreset && !slices.Contains(model.Presets, o.ModelPreset):
@@ -212,13 +226,13 @@ func (o *Options) validate() error {
 		// part of one gets no GRPO advantage at all).
 		return fmt.Errorf("rollout.episodes %d is not a multiple of rollout.group_size %d", o.Rollout.Episodes, g)
 	}
-	if o.Iterations*o.Rollout.Episodes > maxCount || o.Iterations*o.Rollout.Episodes < 0 {
-		return fmt.Errorf("iterations × rollout.episodes = %d × %d: more than %d episodes", o.Iterations, o.Rollout.Episodes, maxCount)
+	if o.Iterations*o.Rollout.Episodes > MaxCount || o.Iterations*o.Rollout.Episodes < 0 {
+		return fmt.Errorf("iterations × rollout.episodes = %d × %d: more than %d episodes", o.Iterations, o.Rollout.Episodes, MaxCount)
 	}
 	if !finite(o.EarlyStop.MaxKLRef) || !finite(o.EarlyStop.MinEntropyRatio) || o.EarlyStop.MaxKLRef < 0 || o.EarlyStop.MinEntropyRatio < 0 || o.EarlyStop.MinEntropyRatio >= 1 {
 		return fmt.Errorf("early_stop: max_kl_ref %v must be ≥ 0 and min_entropy_ratio %v in [0, 1)", o.EarlyStop.MaxKLRef, o.EarlyStop.MinEntropyRatio)
 	}
-	if err := validateTrain(o.Train); err != nil {
+	if err := ValidateTrain(o.Train); err != nil {
 		return err
 	}
 	if err := o.Eval.Validate(); err != nil {
@@ -230,9 +244,10 @@ func (o *Options) validate() error {
 	return o.League.Validate()
 }
 
-// validateTrain adds the checks train.Options.Validate leaves to its
-// callers' configs (non-finite numbers) and prefixes the section name.
-func validateTrain(t train.Options) error {
+// ValidateTrain adds the checks train.Options.Validate leaves to its
+// callers' configs (non-finite numbers) and prefixes the section name:
+// the train section of a run, of SFT and of the built-in model's build.
+func ValidateTrain(t train.Options) error {
 	for _, f := range []struct {
 		name string
 		v    float32
@@ -339,13 +354,13 @@ func (c *RolloutOptions) Validate() error { return errclip.Clip(c.validate()) }
 
 func (c *RolloutOptions) validate() error {
 	switch {
-	case c.Episodes < 1 || c.Episodes > maxCount:
-		return fmt.Errorf("episodes %d: want 1..%d", c.Episodes, maxCount)
-	case c.FirstEpisode < 0 || c.FirstEpisode > maxCount:
-		return fmt.Errorf("first_episode %d: want 0..%d", c.FirstEpisode, maxCount)
+	case c.Episodes < 1 || c.Episodes > MaxCount:
+		return fmt.Errorf("episodes %d: want 1..%d", c.Episodes, MaxCount)
+	case c.FirstEpisode < 0 || c.FirstEpisode > MaxCount:
+		return fmt.Errorf("first_episode %d: want 0..%d", c.FirstEpisode, MaxCount)
 	case c.Parallel < 1 || c.Parallel > 4096:
 		return fmt.Errorf("parallel %d: want 1..4096", c.Parallel)
-	case c.GroupSize < 1 || c.GroupSize > maxCount:
+	case c.GroupSize < 1 || c.GroupSize > MaxCount:
 		return fmt.Errorf("group_size %d: want ≥ 1", c.GroupSize)
 	case c.MaxTokens < 1 || c.MaxTokens > 1<<20:
 		return fmt.Errorf("max_tokens %d: want 1..%d", c.MaxTokens, 1<<20)

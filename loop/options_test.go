@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 )
 
 // TestDefaultEnvParams: a negotiation game named without parameters gets
@@ -118,7 +120,7 @@ func TestAutoContexts(t *testing.T) {
 // seat — never the base, a snapshot or self-play.
 func TestLeagueScriptsExample(t *testing.T) {
 	o := Options{}.Defaults()
-	if err := DecodeYAMLFile("../examples/league-scripts.yaml", &o); err != nil {
+	if err := strictyaml.DecodeFile("../examples/league-scripts.yaml", &o); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.Validate(); err != nil {

@@ -2,38 +2,35 @@ package loop
 
 import (
 	"errors"
-	"math"
 	"os"
 
 	"github.com/omar-selfplay/omar/chart"
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/runfiles"
 )
-
-// RewardPlot is the picture of a run's reward per role in its directory.
-const RewardPlot = "reward.svg"
 
 // PlotReward redraws the run's reward.svg from its metrics.jsonl and
 // eval.jsonl (nothing before the first iteration).
 func (r *Run) PlotReward() error {
-	ms, err := ReadMetrics(r.Path(MetricsFile))
+	ms, err := runfiles.ReadMetrics(r.Path(runfiles.MetricsFile))
 	if errors.Is(err, os.ErrNotExist) || err == nil && len(ms) == 0 {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	evals, err := ReadEvaluations(r.Path(EvalFile))
+	evals, err := ReadEvaluations(r.Path(runfiles.EvalFile))
 	if err != nil {
 		return err
 	}
 	lo, hi := r.Game().RewardRange()
-	return os.WriteFile(r.Path(RewardPlot), RewardSVG(r.Game().ID(), ms, evals, lo, hi), 0o644)
+	return os.WriteFile(r.Path(runfiles.RewardPlot), RewardSVG(r.Game().ID(), ms, evals, lo, hi), 0o644)
 }
 
 // RewardSVG draws mean reward per role against iteration, with the
 // held-out evaluations' reward per side dashed beside it, from the one
 // before the first iteration (x = 0) on.
-func RewardSVG(title string, ms []Metrics, evals []Evaluation, lo, hi float64) []byte {
+func RewardSVG(title string, ms []runfiles.Metrics, evals []Evaluation, lo, hi float64) []byte {
 	roles, sides := map[string]bool{}, map[string]bool{}
 	for _, m := range ms {
 		for role := range m.Reward {
@@ -67,19 +64,4 @@ func RewardSVG(title string, ms []Metrics, evals []Evaluation, lo, hi float64) [
 		series = append(series, se)
 	}
 	return chart.Lines(title+": mean reward per role", "iteration", series, xMin, xMax, lo, hi)
-}
-
-// LossSVG draws a loss against optimizer step (NaN: a step without a
-// recorded loss, left out).
-func LossSVG(title string, losses []float64) []byte {
-	hi := 0.0
-	se := chart.Series{Name: "loss"}
-	for i, l := range losses {
-		if math.IsNaN(l) {
-			continue // not recorded
-		}
-		se.Points = append(se.Points, chart.Point{X: float64(i + 1), Y: l})
-		hi = max(hi, l)
-	}
-	return chart.Lines(title, "optimizer step", []chart.Series{se}, 1, float64(max(len(losses), 2)), 0, hi)
 }

@@ -3,10 +3,12 @@ package loop
 import (
 	"strings"
 	"testing"
+
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 func TestRewardSVG(t *testing.T) {
-	ms := []Metrics{
+	ms := []runfiles.Metrics{
 		{Iteration: 1, Reward: map[string]float64{"buyer": .2, "seller": .5}},
 		{Iteration: 2, Reward: map[string]float64{"buyer": .4, "seller": .45}, Eval: map[string]float64{"buyer": .3}},
 	}
@@ -24,12 +26,5 @@ func TestRewardSVG(t *testing.T) {
 	// iteration, at the axis's left end, one dot per evaluation.
 	if got := strings.Count(svg, "<circle"); got != 2 || !strings.Contains(svg, `>0</text>`) {
 		t.Errorf("%d held-out dots, want 2 and the x axis from 0:\n%s", got, svg)
-	}
-}
-
-func TestLossSVG(t *testing.T) {
-	svg := string(LossSVG("loss", []float64{3, 2, 1}))
-	if !strings.Contains(svg, "optimizer step") || strings.Count(svg, "<polyline") != 1 {
-		t.Errorf("got %s, want one loss line against optimizer step", svg)
 	}
 }

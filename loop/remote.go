@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -146,7 +147,7 @@ func (r *Run) publishAhead(ctx context.Context, it int) error {
 		w := Work{Iteration: j, First: r.state.Cursor + (j-it)*n, N: n,
 			Adapter: r.state.Iteration, MinAdapter: max(0, j-1-k), AdapterPath: r.opts.Rollout.Adapter}
 		if r.state.Adapter {
-			w.AdapterPath = r.Path(AdapterFile)
+			w.AdapterPath = r.Path(runfiles.AdapterFile)
 		}
 		if r.league != nil {
 			w.Cast, w.Snapshots = map[int]map[int]string{}, map[string]string{}

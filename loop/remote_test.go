@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -47,7 +48,7 @@ func TestClusterValidate(t *testing.T) {
 // defaults, and a misspelt key is refused by name.
 func TestClusterConfig(t *testing.T) {
 	o := Options{}.Defaults()
-	if err := DecodeYAML(strings.NewReader("cluster:\n  enabled: true\n  workers: 3\n"), &o); err != nil {
+	if err := strictyaml.Decode(strings.NewReader("cluster:\n  enabled: true\n  workers: 3\n"), &o); err != nil {
 		t.Fatal(err)
 	}
 	if c := o.Cluster; !c.Enabled || c.Workers != 3 || c.Chunk != DefaultCluster().Chunk || c.Name != "omar" {
@@ -56,7 +57,7 @@ func TestClusterConfig(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Error(err)
 	}
-	err := DecodeYAML(strings.NewReader("cluster:\n  worker: 3\n"), &o)
+	err := strictyaml.Decode(strings.NewReader("cluster:\n  worker: 3\n"), &o)
 	if err == nil || !strings.Contains(err.Error(), "worker") {
 		t.Errorf("misspelt key: got %v", err)
 	}
@@ -71,7 +72,7 @@ func TestClusterExamples(t *testing.T) {
 	}
 	for _, p := range paths {
 		o := Options{}.Defaults()
-		if err := DecodeYAMLFile(p, &o); err != nil {
+		if err := strictyaml.DecodeFile(p, &o); err != nil {
 			t.Errorf("%s: %v", p, err)
 			continue
 		}

@@ -47,7 +47,7 @@ func TestReplyReachesEveryPlay(t *testing.T) {
 			if !reflect.DeepEqual(runner.Reply, want) {
 				t.Errorf("rollouts: got %+v, want %+v", runner.Reply, want)
 			}
-			if got := rolloutArena(ro, ro.Context).Reply; !reflect.DeepEqual(got, want) {
+			if got := ro.ArenaOptions(ro.Context).Reply; !reflect.DeepEqual(got, want) {
 				t.Errorf("evaluations: got %+v, want %+v", got, want)
 			}
 		})

@@ -1,10 +1,11 @@
 package loop
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 )
 
 // TestConfigErrorsBounded: a 5 MB config value is refused without being
@@ -18,9 +19,9 @@ func TestConfigErrorsBounded(t *testing.T) {
 		t.Errorf("Validate: got a %d-byte error, want one naming model_preset in at most 2048 bytes", len(errString(err)))
 	}
 	var ro RolloutOptions
-	err = DecodeYAML(strings.NewReader("threads: "+huge+"\n"), &ro)
+	err = strictyaml.Decode(strings.NewReader("threads: "+huge+"\n"), &ro)
 	if err == nil || len(err.Error()) > 2048 {
-		t.Errorf("DecodeYAML: got a %d-byte error, want one of at most 2048 bytes", len(errString(err)))
+		t.Errorf("strictyaml.Decode: got a %d-byte error, want one of at most 2048 bytes", len(errString(err)))
 	}
 }
 
@@ -45,24 +46,5 @@ func TestResumeWithoutCheckpoint(t *testing.T) {
 	_, err = Open(dir, o, Resume, fakeParts(t))
 	if err == nil || !strings.Contains(err.Error(), "no checkpoint") || !strings.Contains(err.Error(), "--overwrite") {
 		t.Errorf("got %v, want an error saying there is no checkpoint and naming --overwrite", err)
-	}
-}
-
-// TestReadMetricsTornLastLine: a metrics.jsonl whose last line a kill cut
-// short reads back its whole lines; a bad line before the last is named.
-func TestReadMetricsTornLastLine(t *testing.T) {
-	path := filepath.Join(t.TempDir(), MetricsFile)
-	if err := os.WriteFile(path, []byte("{\"iteration\":1}\n{\"iteration\":2}\n{\"itera"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ms, err := ReadMetrics(path)
-	if err != nil || len(ms) != 2 || ms[1].Iteration != 2 {
-		t.Fatalf("got %d metrics, %v; want iterations 1 and 2", len(ms), err)
-	}
-	if err := os.WriteFile(path, []byte("{\"iteration\":1}\n{\"itera\n{\"iteration\":2}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadMetrics(path); err == nil || !strings.Contains(err.Error(), MetricsFile+":2:") {
-		t.Errorf("a bad middle line: got %v, want an error naming line 2", err)
 	}
 }

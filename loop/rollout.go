@@ -11,6 +11,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -142,11 +143,11 @@ func newRolloutWriter(dir string) (*rolloutWriter, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	tw, err := jsonl.Create(filepath.Join(dir, TrajectoriesFile))
+	tw, err := jsonl.Create(filepath.Join(dir, runfiles.TrajectoriesFile))
 	if err != nil {
 		return nil, err
 	}
-	ew, err := jsonl.Create(filepath.Join(dir, EpisodesFile))
+	ew, err := jsonl.Create(filepath.Join(dir, runfiles.EpisodesFile))
 	if err != nil {
 		tw.Close()
 		return nil, err

@@ -18,9 +18,11 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/internal/cpuuse"
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/internal/tensorboard"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/model/builtin"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -72,28 +74,43 @@ type Hooks struct {
 	// Iteration is called with each completed iteration's metrics (and
 	// its held-out evaluation, when one was due), after they are written
 	// to metrics.jsonl and before the checkpoint.
-	Iteration func(m *Metrics)
+	Iteration func(m *runfiles.Metrics)
+}
+
+// Chain makes h call next's hooks after the ones already set, so that
+// several followers (a progress bar, a dashboard) each set their own
+// without knowing of the others.
+func (h *Hooks) Chain(next Hooks) {
+	phase, episode, iteration := h.Phase, h.Episode, h.Iteration
+	if next.Phase != nil {
+		h.Phase = func(it int, name string) {
+			if phase != nil {
+				phase(it, name)
+			}
+			next.Phase(it, name)
+		}
+	}
+	if next.Episode != nil {
+		h.Episode = func(it, done, total int) {
+			if episode != nil {
+				episode(it, done, total)
+			}
+			next.Episode(it, done, total)
+		}
+	}
+	if next.Iteration != nil {
+		h.Iteration = func(m *runfiles.Metrics) {
+			if iteration != nil {
+				iteration(m)
+			}
+			next.Iteration(m)
+		}
+	}
 }
 
 // ErrStopped is returned by Step and Train once early stopping has ended a
 // run (State().Stopped says why).
 var ErrStopped = errors.New("loop: stopped early")
-
-// The files a run writes into its directory.
-const (
-	ConfigFile       = "config.yaml"
-	ModelFile        = "model.gguf"
-	MetricsFile      = "metrics.jsonl"
-	EpisodesFile     = "episodes.jsonl"
-	TrajectoriesFile = "trajectories.jsonl"
-	AdapterFile      = "adapter.gguf"
-	CheckpointDir    = "checkpoint"
-)
-
-// runFiles are removed when a run starts afresh over a previous one
-// (reward.svg is the CLI's plot; nats and cluster package cluster's
-// server storage and worker cache).
-var runFiles = []string{ConfigFile, ModelFile, MetricsFile, EpisodesFile, TrajectoriesFile, "reward.svg", AdapterFile, CheckpointDir, EvalFile, EvalDir, BestDir, LeagueDir, CompareDir, "nats", "cluster", DefaultTensorBoardDir}
 
 // State is a run's own part of a checkpoint (the trainer writes its own
 // files next to it).
@@ -142,7 +159,7 @@ type Run struct {
 	game    engine.Game
 	runner  *selfplay.Runner
 	trainer Trainer
-	threads *trainThreads
+	threads *TrainThreads
 	swapper Swapper
 	est     advantage.Estimator
 	state   State
@@ -186,7 +203,7 @@ func ReadConfig(dir string) (Options, error) {
 	// written since records every key).
 	o.Rollout.Guard = &selfplay.GuardOptions{}
 	o.League.Enabled, o.Eval.Every = false, 0
-	if err := DecodeYAMLFile(filepath.Join(dir, ConfigFile), &o); err != nil {
+	if err := strictyaml.DecodeFile(filepath.Join(dir, runfiles.ConfigFile), &o); err != nil {
 		return o, fmt.Errorf("resume: %w", err)
 	}
 	return o, nil
@@ -213,18 +230,18 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 			r.Close()
 		}
 	}()
-	if err := os.MkdirAll(filepath.Join(dir, CheckpointDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, runfiles.CheckpointDir), 0o755); err != nil {
 		return nil, err
 	}
 	if o.Rollout.Model == "" && parts == nil {
 		// Absolute: config.yaml records it, and a resume may run from
 		// another working directory than the one dir was relative to.
-		path, err := filepath.Abs(filepath.Join(dir, ModelFile))
+		path, err := filepath.Abs(filepath.Join(dir, runfiles.ModelFile))
 		if err != nil {
 			return nil, err
 		}
 		if _, err := os.Stat(path); err != nil {
-			if err := writeModel(path, o); err != nil {
+			if err := WriteModel(path, o); err != nil {
 				return nil, err
 			}
 		}
@@ -250,7 +267,7 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 		}
 		// Atomic: a full disk leaves no config.yaml rather than a cut
 		// one that a resume would misread.
-		if err := writeFileAtomic(filepath.Join(dir, ConfigFile), b); err != nil {
+		if err := writeFileAtomic(filepath.Join(dir, runfiles.ConfigFile), b); err != nil {
 			return nil, err
 		}
 	}
@@ -263,7 +280,7 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 	r.game, r.trainer, r.swapper = parts.Game, parts.Trainer, parts.Swapper
 	if r.threads == nil { // the caller's trainer
 		to := o.Train
-		r.threads = newTrainThreads(&to)
+		r.threads = NewTrainThreads(&to)
 	}
 	if r.game == nil || r.trainer == nil || r.swapper == nil || parts.Policy == nil {
 		return nil, errors.New("loop: parts need a game, a policy player, a swapper and a trainer")
@@ -298,9 +315,9 @@ func Open(dir string, o Options, mode Mode, parts *Parts) (_ *Run, err error) {
 	return r, nil
 }
 
-// writeModel writes the model a run without rollout.model plays: the
+// WriteModel writes the model a run without rollout.model plays: the
 // built-in one or a random one of model_preset.
-func writeModel(path string, o Options) error {
+func WriteModel(path string, o Options) error {
 	if o.ModelPreset == BuiltinPreset {
 		return builtin.WriteFile(path)
 	}
@@ -322,7 +339,7 @@ func (r *Run) openParts() (*Parts, error) {
 	r.closers = append(r.closers, ps)
 	to := o.Train
 	to.LibDir = o.Rollout.LlamaLib
-	r.threads = newTrainThreads(&to)
+	r.threads = NewTrainThreads(&to)
 	tr, err := train.New(o.Rollout.Model, to)
 	if err != nil {
 		return nil, err
@@ -401,6 +418,10 @@ func (r *Run) Options() Options { return r.opts }
 // Game is the environment being played.
 func (r *Run) Game() engine.Game { return r.game }
 
+// Policy is the player the run trains (and evaluates): its backend
+// samples with the latest adapter.
+func (r *Run) Policy() *selfplay.Player { return r.player }
+
 // State is the run's progress.
 func (r *Run) State() State { return r.state }
 
@@ -417,13 +438,13 @@ func (r *Run) Path(name string) string { return filepath.Join(r.dir, name) }
 // say on a mistyped environment) holds nothing to keep: its directory is
 // reused as if overwrite were given.
 func clearRunDir(dir string, overwrite bool) error {
-	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, runfiles.ConfigFile)); err != nil {
 		return nil
 	}
 	if !overwrite && startedRun(dir) {
 		return &PreviousRunError{Dir: dir}
 	}
-	for _, f := range runFiles {
+	for _, f := range runfiles.All() {
 		if err := os.RemoveAll(filepath.Join(dir, f)); err != nil {
 			return err
 		}
@@ -434,10 +455,10 @@ func clearRunDir(dir string, overwrite bool) error {
 // startedRun reports whether the run in dir finished an iteration: it
 // wrote a metrics line or a checkpoint.
 func startedRun(dir string) bool {
-	if st, err := os.Stat(filepath.Join(dir, MetricsFile)); err == nil && st.Size() > 0 {
+	if st, err := os.Stat(filepath.Join(dir, runfiles.MetricsFile)); err == nil && st.Size() > 0 {
 		return true
 	}
-	ents, err := os.ReadDir(filepath.Join(dir, CheckpointDir))
+	ents, err := os.ReadDir(filepath.Join(dir, runfiles.CheckpointDir))
 	return err != nil && !errors.Is(err, fs.ErrNotExist) || len(ents) > 0
 }
 
@@ -470,7 +491,7 @@ func (r *Run) Train(ctx context.Context) error {
 // so an interrupt always leaves a checkpoint at an iteration boundary and
 // a resumed run continues exactly. An interrupted Step returns
 // context.Canceled once the checkpoint is written.
-func (r *Run) Step(ctx context.Context) (*Metrics, error) {
+func (r *Run) Step(ctx context.Context) (*runfiles.Metrics, error) {
 	if r.state.Stopped != "" {
 		return nil, ErrStopped
 	}
@@ -514,7 +535,7 @@ func (r *Run) Step(ctx context.Context) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := appendFile(r.Path(MetricsFile), append(b, '\n')); err != nil {
+	if err := appendFile(r.Path(runfiles.MetricsFile), append(b, '\n')); err != nil {
 		return nil, err
 	}
 	if err := r.logScalars(it, b); err != nil {

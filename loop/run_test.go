@@ -17,6 +17,7 @@ import (
 
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 // tinyOptions is a small sealed-bid run on the tiny llama model
@@ -103,11 +104,11 @@ func TestResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := stable(t, filepath.Join(straight, MetricsFile)), stable(t, filepath.Join(broken, MetricsFile)); a != b {
+	if a, b := stable(t, filepath.Join(straight, runfiles.MetricsFile)), stable(t, filepath.Join(broken, runfiles.MetricsFile)); a != b {
 		t.Errorf("metrics after resume:\n%s\nwant\n%s", b, a)
 	}
-	a, _ := os.ReadFile(filepath.Join(straight, AdapterFile))
-	b, _ := os.ReadFile(filepath.Join(broken, AdapterFile))
+	a, _ := os.ReadFile(filepath.Join(straight, runfiles.AdapterFile))
+	b, _ := os.ReadFile(filepath.Join(broken, runfiles.AdapterFile))
 	if len(a) == 0 || !bytes.Equal(a, b) {
 		t.Errorf("adapter bytes differ after resume (%d and %d bytes)", len(a), len(b))
 	}
@@ -129,7 +130,7 @@ func TestInterruptCheckpointFails(t *testing.T) {
 	r.Hooks.Phase = func(it int, phase string) {
 		if it == 2 && phase == "rollout" {
 			// The checkpoint directory cannot be written any more.
-			ckpt := filepath.Join(out, CheckpointDir)
+			ckpt := filepath.Join(out, runfiles.CheckpointDir)
 			if err := os.RemoveAll(ckpt); err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +165,7 @@ func TestLeagueLlama(t *testing.T) {
 	if err := r.Train(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := ReadMetrics(r.Path(MetricsFile))
+	ms, err := runfiles.ReadMetrics(r.Path(runfiles.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestTraceLlama(t *testing.T) {
 	if rep.Episodes != 2 || rep.Trajectories == 0 {
 		t.Fatalf("report %+v", rep)
 	}
-	recs, err := engine.LoadRecords(nil, filepath.Join(dir, "out", EpisodesFile))
+	recs, err := engine.LoadRecords(nil, filepath.Join(dir, "out", runfiles.EpisodesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestTraceLlama(t *testing.T) {
 			}
 		}
 	}
-	f, err := os.Open(filepath.Join(dir, "out", TrajectoriesFile))
+	f, err := os.Open(filepath.Join(dir, "out", runfiles.TrajectoriesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,62 +226,6 @@ func TestTraceLlama(t *testing.T) {
 		if !strings.Contains(text, "INFER: ") || !strings.Contains(text, "\nANTICIPATE: ") {
 			t.Errorf("seat %d's stream holds no trace:\n%s", tr.Seat, text)
 		}
-	}
-}
-
-// TestCascade runs a two-stage cascade on the tiny model, interrupted in
-// the second stage and resumed: the second stage starts from the first's
-// adapter, and every stage is evaluated on both environments.
-func TestCascade(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains the tiny model")
-	}
-	dir := t.TempDir()
-	o := CascadeOptions{Run: tinyOptions(t, dir, 1), Episodes: 2, Opponents: []string{"scripted:random"}, EvalEvery: 1}
-	o.Run.Rollout.MaxTokens, o.Run.Rollout.Context = 40, 2048
-	params := map[string]any{"structured_only": true, "rounds": 2}
-	o.Stages = []CascadeStage{{Env: "craigslist", Params: params, Iterations: 2}, {Env: "casino", Params: params, Iterations: 1}}
-	ctx, cancel := context.WithCancel(context.Background())
-	_, err := Cascade(ctx, o, filepath.Join(dir, "c"), func(r *Run) {
-		if r.Game().ID() == "casino_v1" {
-			r.Hooks.Phase = func(int, string) { cancel() }
-		}
-	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted cascade: %v", err)
-	}
-	rs, err := Cascade(context.Background(), o, filepath.Join(dir, "c"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Stage 1 is evaluated after its first iteration (inside the stage:
-	// eval_every 1) and at its end, stage 2 at its end.
-	if len(rs) != 3 || !rs[0].Partial || rs[0].Iteration != 1 || !rs[0].Best || rs[1].Partial || rs[2].Stage != 2 {
-		t.Fatalf("results %+v", rs)
-	}
-	for _, r := range rs {
-		if len(r.Reward) != 2 {
-			t.Errorf("evaluation %+v: want both environments", r)
-		}
-	}
-	want := rs[0].Adapter
-	if rs[1].Best {
-		want = rs[1].Adapter
-	}
-	c2, err := ReadConfig(filepath.Join(dir, "c", "stage-2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c2.Rollout.Adapter != want || want == "" {
-		t.Errorf("stage 2 starts from %q, want the best so far %q", c2.Rollout.Adapter, want)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "c", "stage-1", CascadeBestFile)); err != nil {
-		t.Errorf("the best adapter inside stage 1 was not kept: %v", err)
-	}
-	var b strings.Builder
-	CascadeTable(&b, rs)
-	if !strings.Contains(b.String(), "| 1: craigslist, iteration 1 (best) |") || !strings.Contains(b.String(), "| 2: casino") {
-		t.Errorf("table:\n%s", b.String())
 	}
 }
 
@@ -306,7 +251,7 @@ func TestRolloutReproducible(t *testing.T) {
 		if rep.Episodes != 3 || rep.Trajectories == 0 {
 			t.Fatalf("report %+v", rep)
 		}
-		if got[k], err = os.ReadFile(filepath.Join(out, TrajectoriesFile)); err != nil {
+		if got[k], err = os.ReadFile(filepath.Join(out, runfiles.TrajectoriesFile)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 // TestClearRunDir: a directory whose run never finished an iteration (a
@@ -16,10 +18,10 @@ func TestClearRunDir(t *testing.T) {
 		refused bool
 	}{
 		{"empty", nil, false},
-		{"failed start", map[string]string{ConfigFile: "x", ModelFile: "m", CheckpointDir + "/": ""}, false},
-		{"empty metrics", map[string]string{ConfigFile: "x", MetricsFile: ""}, false},
-		{"an iteration", map[string]string{ConfigFile: "x", MetricsFile: "{\"iteration\":1}\n"}, true},
-		{"a checkpoint", map[string]string{ConfigFile: "x", CheckpointDir + "/state.json": "{}"}, true},
+		{"failed start", map[string]string{runfiles.ConfigFile: "x", runfiles.ModelFile: "m", runfiles.CheckpointDir + "/": ""}, false},
+		{"empty metrics", map[string]string{runfiles.ConfigFile: "x", runfiles.MetricsFile: ""}, false},
+		{"an iteration", map[string]string{runfiles.ConfigFile: "x", runfiles.MetricsFile: "{\"iteration\":1}\n"}, true},
+		{"a checkpoint", map[string]string{runfiles.ConfigFile: "x", runfiles.CheckpointDir + "/state.json": "{}"}, true},
 		{"other files only", map[string]string{"notes.txt": "mine"}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,7 +44,7 @@ func TestClearRunDir(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, runfiles.ConfigFile)); err == nil {
 				t.Errorf("the failed start's config.yaml is left")
 			}
 		})

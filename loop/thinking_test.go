@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -40,7 +41,7 @@ func TestRolloutThinkingAndChatTemplate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := RolloutOptions{}.Defaults()
 			c.Env = "sealedbid"
-			err := DecodeYAML(strings.NewReader(tt.yaml), &c)
+			err := strictyaml.Decode(strings.NewReader(tt.yaml), &c)
 			if err == nil {
 				err = c.Validate()
 			}

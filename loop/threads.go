@@ -7,21 +7,22 @@ import (
 	"github.com/omar-selfplay/omar/train"
 )
 
-// trainThreads is the trainer's CPU thread count of a run whose config sets
-// train.threads to 0 (the default): before each training phase, the cores
-// that were free while the rollout ran (cpuuse: the machine's idle cores
-// plus the ones the process used). A run alone on 2 cores trains on 2
+// TrainThreads is the trainer's CPU thread count of a run whose config sets
+// train.threads to 0 (the default), and of the trainers that packages bc
+// and recipes build beside a run's parts: before each training phase, the
+// cores that were free while the rollout ran (cpuuse: the machine's idle
+// cores plus the ones the process used). A run alone on 2 cores trains on 2
 // threads; beside another busy process, on 1 (ggml's threads spin at every
 // barrier, and a thread that shares its core with another process makes
 // all of them wait). The results do not depend on the count
 // (train.TestThreadsDoNotChangeResults), so a run stays deterministic.
 //
 // A trainer that runs without pauses (omar sft, the built-in model's
-// build) re-measures every retuneEvery (tick): its own threads count as
+// build) re-measures every retuneEvery (Tick): its own threads count as
 // free, so two threads stay two on an idle machine, and drop to one when
 // another process takes a core (the spinning threads then get only part
 // of theirs).
-type trainThreads struct {
+type TrainThreads struct {
 	auto    bool
 	start   cpuuse.Sample
 	startAt time.Time
@@ -35,41 +36,42 @@ type trainThreads struct {
 // the free cores.
 const retuneEvery = 5 * time.Second
 
-// newTrainThreads resolves to.Threads: 0 becomes 1 for the trainer's
-// creation, and the count follows the free cores from then on.
-func newTrainThreads(to *train.Options) *trainThreads {
+// NewTrainThreads resolves to.Threads: 0 becomes 1 for the trainer's
+// creation, and the count follows the free cores from then on (Begin a
+// window, then Apply or Tick).
+func NewTrainThreads(to *train.Options) *TrainThreads {
 	if to.Threads != 0 {
-		return &trainThreads{last: to.Threads, cur: to.Threads}
+		return &TrainThreads{last: to.Threads, cur: to.Threads}
 	}
 	to.Threads = 1
-	return &trainThreads{auto: true, last: 1, cur: 1}
+	return &TrainThreads{auto: true, last: 1, cur: 1}
 }
 
-// begin starts the window the free cores are measured over (the rollout).
-func (t *trainThreads) begin() {
+// Begin starts the window the free cores are measured over (the rollout).
+func (t *TrainThreads) Begin() {
 	if t.auto {
 		t.start, t.startAt = cpuuse.Read(), time.Now()
 	}
 }
 
-// tick applies the window since begin to tr once it is retuneEvery long,
+// Tick applies the window since Begin to tr once it is retuneEvery long,
 // and starts the next one.
-func (t *trainThreads) tick(tr any) error {
+func (t *TrainThreads) Tick(tr any) error {
 	if !t.auto || time.Since(t.startAt) < retuneEvery {
 		return nil
 	}
-	_, err := t.apply(tr)
-	t.begin()
+	_, err := t.Apply(tr)
+	t.Begin()
 	return err
 }
 
 // beside gives tr one thread, to score beside the rollout's own.
-func (t *trainThreads) beside(tr any) error { return t.set(tr, 1) }
+func (t *TrainThreads) beside(tr any) error { return t.set(tr, 1) }
 
-// apply sets tr's thread count for a training phase — fixed, or from the
-// window since begin when it can be measured (otherwise the last count) —
+// Apply sets tr's thread count for a training phase — fixed, or from the
+// window since Begin when it can be measured (otherwise the last count) —
 // and returns the count.
-func (t *trainThreads) apply(tr any) (int, error) {
+func (t *TrainThreads) Apply(tr any) (int, error) {
 	if t.auto {
 		if free, ok := t.start.Free(cpuuse.Read()); ok {
 			t.last = cpuuse.Threads(free)
@@ -78,7 +80,7 @@ func (t *trainThreads) apply(tr any) (int, error) {
 	return t.last, t.set(tr, t.last)
 }
 
-func (t *trainThreads) set(tr any, n int) error {
+func (t *TrainThreads) set(tr any, n int) error {
 	s, ok := tr.(interface{ SetThreads(int) error })
 	if !ok || n == t.cur {
 		return nil

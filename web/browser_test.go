@@ -23,6 +23,7 @@ import (
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/players"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/werewolf"
 )
 
@@ -483,9 +484,9 @@ func TestUIDashboard(t *testing.T) {
 }
 
 // TestUIDashboardLive trains the built-in tiny run for two iterations with
-// the dashboard attached (omar selfplay --ui): the page follows the run's
-// hooks live, draws both iterations without a reload, and the hooks that
-// were set before still run.
+// the dashboard's feed chained onto its hooks, as omar selfplay --ui does:
+// the page follows the run's hooks live, draws both iterations without a
+// reload, and the hooks that were set before still run.
 func TestUIDashboardLive(t *testing.T) {
 	lib := llamatest.LibDir()
 	if lib == "" {
@@ -500,8 +501,15 @@ func TestUIDashboardLive(t *testing.T) {
 	}
 	defer run.Close()
 	var iterations []int
-	run.Hooks.Iteration = func(m *loop.Metrics) { iterations = append(iterations, m.Iteration) }
-	d, err := AttachDashboard(run, "127.0.0.1:0", "")
+	run.Hooks.Iteration = func(m *runfiles.Metrics) { iterations = append(iterations, m.Iteration) }
+	feed := NewRunFeed(run.Path(""))
+	feed.Start(o.Iterations)
+	run.Hooks.Chain(loop.Hooks{
+		Phase:     feed.Phase,
+		Episode:   feed.Episode,
+		Iteration: func(m *runfiles.Metrics) { feed.Iteration(m.Iteration) },
+	})
+	d, err := ServeDashboard(feed, "127.0.0.1:0", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 // RunStatus is what a live run reports between iterations.
@@ -35,7 +35,9 @@ type RunStatus struct {
 
 // RunFeed is the dashboard's data: a run directory's metrics.jsonl and
 // episodes.jsonl, read when asked for (so a run that another process
-// writes shows its new lines), and the live status a run's hooks report.
+// writes shows its new lines), and the live status a run in this process
+// reports through the methods below, which the caller calls from the
+// run's hooks (package web reads a run; it does not link the trainer).
 type RunFeed struct {
 	dir string
 
@@ -46,29 +48,26 @@ type RunFeed struct {
 // NewRunFeed reads the run directory dir.
 func NewRunFeed(dir string) *RunFeed { return &RunFeed{dir: dir} }
 
-// Attach chains the feed's updates after the hooks already set on h: the
-// phase, the episodes of the rollout and each finished iteration.
-func (f *RunFeed) Attach(h *loop.Hooks, iterations int) {
+// Start marks the feed live: a run in this process, of iterations
+// planned iterations, reports to it from now on.
+func (f *RunFeed) Start(iterations int) {
 	f.update(func(s *RunStatus) { s.Live, s.Iterations = true, iterations })
-	phase, episode, iteration := h.Phase, h.Episode, h.Iteration
-	h.Phase = func(it int, name string) {
-		if phase != nil {
-			phase(it, name)
-		}
-		f.update(func(s *RunStatus) { s.Iteration, s.Phase = it, name })
-	}
-	h.Episode = func(it, done, total int) {
-		if episode != nil {
-			episode(it, done, total)
-		}
-		f.update(func(s *RunStatus) { s.Iteration, s.Episodes, s.Total = it, done, total })
-	}
-	h.Iteration = func(m *loop.Metrics) {
-		if iteration != nil {
-			iteration(m)
-		}
-		f.update(func(s *RunStatus) { s.Iteration, s.Phase = m.Iteration, "done" })
-	}
+}
+
+// Phase reports that iteration it entered a phase (a run's Phase hook).
+func (f *RunFeed) Phase(it int, name string) {
+	f.update(func(s *RunStatus) { s.Iteration, s.Phase = it, name })
+}
+
+// Episode reports the rollout's finished episodes (a run's Episode hook).
+func (f *RunFeed) Episode(it, done, total int) {
+	f.update(func(s *RunStatus) { s.Iteration, s.Episodes, s.Total = it, done, total })
+}
+
+// Iteration reports that iteration it completed (a run's Iteration
+// hook, after its metrics line is written).
+func (f *RunFeed) Iteration(it int) {
+	f.update(func(s *RunStatus) { s.Iteration, s.Phase = it, "done" })
 }
 
 func (f *RunFeed) update(change func(*RunStatus)) {
@@ -118,7 +117,7 @@ func (f *RunFeed) Page(after, episodes int) (RunPage, error) {
 	f.mu.Lock()
 	p := RunPage{Dir: f.dir, Status: f.status, Metrics: []json.RawMessage{}, Episodes: []json.RawMessage{}, Evals: []EvalPoint{}}
 	f.mu.Unlock()
-	b, err := os.ReadFile(filepath.Join(f.dir, loop.MetricsFile))
+	b, err := os.ReadFile(filepath.Join(f.dir, runfiles.MetricsFile))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return p, err
 	}
@@ -144,7 +143,7 @@ func (f *RunFeed) Page(after, episodes int) (RunPage, error) {
 				why = err.Error()
 			}
 			if len(p.Bad) < maxBadLines {
-				p.Bad = append(p.Bad, fmt.Sprintf("%s:%d: %s", loop.MetricsFile, line, why))
+				p.Bad = append(p.Bad, fmt.Sprintf("%s:%d: %s", runfiles.MetricsFile, line, why))
 			}
 			continue
 		}
@@ -156,10 +155,10 @@ func (f *RunFeed) Page(after, episodes int) (RunPage, error) {
 	if err := sc.Err(); err != nil {
 		return p, err
 	}
-	if p.Evals, err = readEvals(filepath.Join(f.dir, loop.EvalFile)); err != nil {
+	if p.Evals, err = readEvals(filepath.Join(f.dir, runfiles.EvalFile)); err != nil {
 		return p, err
 	}
-	lines, err := tailLines(filepath.Join(f.dir, loop.EpisodesFile), min(max(episodes, 0), maxDashboardEpisodes), maxEpisodesTail)
+	lines, err := tailLines(filepath.Join(f.dir, runfiles.EpisodesFile), min(max(episodes, 0), maxDashboardEpisodes), maxEpisodesTail)
 	if err != nil {
 		return p, err
 	}
@@ -184,14 +183,12 @@ type Dashboard struct {
 	errc   chan error
 }
 
-// AttachDashboard serves run's dashboard on addr (loopback by default in
-// omar selfplay --ui): it chains a feed onto run.Hooks, keeping the hooks
-// already set, and listens until Close. The dashboard needs secret, as
-// episodes show every seat's private information; "" draws one, which
-// URL carries (a given one it does not).
-func AttachDashboard(run *loop.Run, addr, secret string) (*Dashboard, error) {
-	feed := NewRunFeed(run.Path(""))
-	feed.Attach(&run.Hooks, run.Options().Iterations)
+// ServeDashboard serves feed's dashboard on addr (loopback by default in
+// omar selfplay --ui) and listens until Close; a live run reports to the
+// feed from its hooks (RunFeed.Start, Phase, Episode, Iteration). The
+// dashboard needs secret, as episodes show every seat's private
+// information; "" draws one, which URL carries (a given one it does not).
+func ServeDashboard(feed *RunFeed, addr, secret string) (*Dashboard, error) {
 	site, err := New(Options{Secret: secret, Run: feed})
 	if err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/internal/jsonl"
-	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -336,7 +336,7 @@ func FuzzTailLines(f *testing.F) {
 
 // TestRunFeed: the feed returns the metrics lines after the cursor as
 // written (unknown fields kept), skips a line being written, gives the
-// last episodes, and its hooks run after the ones already set.
+// last episodes, and reports the live status a run's hooks give it.
 func TestRunFeed(t *testing.T) {
 	dir := t.TempDir()
 	var metrics bytes.Buffer
@@ -344,15 +344,15 @@ func TestRunFeed(t *testing.T) {
 		fmt.Fprintf(&metrics, `{"iteration":%d,"reward":{"buyer":0.%d},"kl":0.01,"heldout_reward":{"buyer":0.5}}`+"\n", it, it)
 	}
 	metrics.WriteString(`{"iteration":4,"rew`) // being written
-	os.WriteFile(filepath.Join(dir, loop.MetricsFile), metrics.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, runfiles.MetricsFile), metrics.Bytes(), 0o644)
 	_, recs := writeRecords(t, "sealedbid", nil, 4)
 	var eps bytes.Buffer
 	for _, r := range recs {
 		b, _ := json.Marshal(r)
 		eps.Write(append(b, '\n'))
 	}
-	os.WriteFile(filepath.Join(dir, loop.EpisodesFile), eps.Bytes(), 0o644)
-	os.WriteFile(filepath.Join(dir, loop.EvalFile), []byte(`{"iteration":0,"mean":0.4,"reward":{"buyer":0.4},"cells":[{"env":"x"}]}`+"\n"+
+	os.WriteFile(filepath.Join(dir, runfiles.EpisodesFile), eps.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, runfiles.EvalFile), []byte(`{"iteration":0,"mean":0.4,"reward":{"buyer":0.4},"cells":[{"env":"x"}]}`+"\n"+
 		`{"iteration":2,"mean":0.6,"reward":{"buyer":0.6}}`+"\n"+`{"iteration":4,"me`), 0o644)
 	f := NewRunFeed(dir)
 	for _, tt := range []struct{ after, episodes, wantMetrics, wantEpisodes int }{
@@ -379,22 +379,19 @@ func TestRunFeed(t *testing.T) {
 			}
 		}
 	}
-	var calls []string
-	h := loop.Hooks{
-		Phase:     func(it int, p string) { calls = append(calls, "phase "+p) },
-		Iteration: func(m *loop.Metrics) { calls = append(calls, fmt.Sprint("iteration ", m.Iteration)) },
+	f.Start(5)
+	f.Phase(4, "rollout")
+	f.Episode(4, 2, 8)
+	status := func(want RunStatus) {
+		t.Helper()
+		p, _ := f.Page(3, 0)
+		if p.Status.Updated.IsZero() || func() bool { p.Status.Updated = want.Updated; return p.Status != want }() {
+			t.Errorf("status %+v, want %+v", p.Status, want)
+		}
 	}
-	f.Attach(&h, 5)
-	h.Phase(4, "rollout")
-	h.Episode(4, 2, 8)
-	p, _ := f.Page(3, 0)
-	if want := (RunStatus{Live: true, Iteration: 4, Phase: "rollout", Episodes: 2, Total: 8, Iterations: 5}); p.Status.Updated.IsZero() || func() bool { p.Status.Updated = want.Updated; return p.Status != want }() {
-		t.Errorf("status %+v, want %+v", p.Status, want)
-	}
-	h.Iteration(&loop.Metrics{Iteration: 4})
-	if want := []string{"phase rollout", "iteration 4"}; !reflect.DeepEqual(calls, want) {
-		t.Errorf("the hooks set before ran %v, want %v", calls, want)
-	}
+	status(RunStatus{Live: true, Iteration: 4, Phase: "rollout", Episodes: 2, Total: 8, Iterations: 5})
+	f.Iteration(4)
+	status(RunStatus{Live: true, Iteration: 4, Phase: "done", Episodes: 2, Total: 8, Iterations: 5})
 }
 
 // echoBackend is a message-level backend that answers with the first legal
@@ -500,13 +497,13 @@ func TestModelAgents(t *testing.T) {
 func TestRunFeedBadLinesAndCursor(t *testing.T) {
 	dir := t.TempDir()
 	lines := `{"iteration":1,"reward_mean":0.1}` + "\n" + `not json` + "\n" + `null` + "\n" + `{}` + "\n" + `{"iteration":2,"reward_mean":0.2}` + "\n"
-	os.WriteFile(filepath.Join(dir, loop.MetricsFile), []byte(lines), 0o644)
+	os.WriteFile(filepath.Join(dir, runfiles.MetricsFile), []byte(lines), 0o644)
 	f := NewRunFeed(dir)
 	p, err := f.Page(0, 0)
 	if err != nil {
 		t.Fatalf("one bad line failed the page: %v", err)
 	}
-	if len(p.Metrics) != 2 || len(p.Bad) != 3 || !strings.HasPrefix(p.Bad[0], loop.MetricsFile+":2:") {
+	if len(p.Metrics) != 2 || len(p.Bad) != 3 || !strings.HasPrefix(p.Bad[0], runfiles.MetricsFile+":2:") {
 		t.Errorf("got %d metrics lines and bad %q; want 2 and lines 2, 3 and 4 named", len(p.Metrics), p.Bad)
 	}
 	if p, _ := f.Page(2, 0); len(p.Metrics) != 0 || p.Status.Iteration != 2 {

@@ -11,6 +11,7 @@ import (
 	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -181,7 +182,7 @@ func TestSelfplayGuardMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m loop.Metrics
+	var m runfiles.Metrics
 	if err := json.Unmarshal(mb, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func TestSelfplayResumeWithoutGuardSection(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("%d metrics lines, want 2", len(lines))
 	}
-	var m1, m2 loop.Metrics
+	var m1, m2 runfiles.Metrics
 	if err := json.Unmarshal([]byte(lines[0]), &m1); err != nil {
 		t.Fatal(err)
 	}

@@ -10,14 +10,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/omar-selfplay/omar/bc"
 	"github.com/omar-selfplay/omar/llamacpp/cpuvariant"
-	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/model/builtin"
 )
 
 // runModelDefault writes the built-in model, or trains it anew from its
-// recipe (loop.DefaultBuiltin) with --rebuild.
+// recipe (bc.DefaultBuild) with --rebuild.
 func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "model default")
 	f := bindModelDefault(fs)
@@ -87,7 +87,7 @@ func writeEmbedded(fs *flag.FlagSet, env *cliEnv, out string) error {
 }
 
 // builtinOptions are the recipe with the flags' changes.
-func (f *modelDefaultFlags) builtinOptions(fs *flag.FlagSet) (loop.BuiltinOptions, error) {
+func (f *modelDefaultFlags) builtinOptions(fs *flag.FlagSet) (bc.BuildOptions, error) {
 	// A count given as 0 or less would read as "the recipe's": say so.
 	var bad []string
 	fs.Visit(func(fl *flag.Flag) {
@@ -102,7 +102,7 @@ func (f *modelDefaultFlags) builtinOptions(fs *flag.FlagSet) (loop.BuiltinOption
 			}
 		}
 	})
-	o := loop.DefaultBuiltin()
+	o := bc.DefaultBuild()
 	if len(bad) > 0 {
 		return o, usagef("%s", strings.Join(bad, "; "))
 	}
@@ -147,7 +147,7 @@ func (f *modelDefaultFlags) builtinOptions(fs *flag.FlagSet) (loop.BuiltinOption
 	if *f.daggerEnvs != "" {
 		o.Dagger.Games = nil
 		for _, e := range strings.Split(*f.daggerEnvs, ",") {
-			g, err := loop.DaggerGameFor(strings.TrimSpace(e))
+			g, err := bc.DaggerGameFor(strings.TrimSpace(e))
 			if err != nil {
 				return o, usagef("--dagger-envs: %v", err)
 			}
@@ -162,13 +162,13 @@ func (f *modelDefaultFlags) builtinOptions(fs *flag.FlagSet) (loop.BuiltinOption
 }
 
 // buildBuiltin trains the built-in model from o with a progress bar.
-func buildBuiltin(ctx context.Context, env *cliEnv, o loop.BuiltinOptions, f *modelDefaultFlags) error {
+func buildBuiltin(ctx context.Context, env *cliEnv, o bc.BuildOptions, f *modelDefaultFlags) error {
 	if *f.work == "" {
 		*f.work = *f.out + ".work"
 	}
 	var bar *progress
 	stage := ""
-	hooks := loop.BuildHooks{
+	hooks := bc.BuildHooks{
 		Stage: func(s string) {
 			stage = s
 			fmt.Fprintf(env.stderr, "model default: %s\n", s)
@@ -184,7 +184,7 @@ func buildBuiltin(ctx context.Context, env *cliEnv, o loop.BuiltinOptions, f *mo
 			}
 		},
 	}
-	rep, err := loop.BuildBuiltin(ctx, o, *f.out, *f.work, *f.lib, hooks)
+	rep, err := bc.Build(ctx, o, *f.out, *f.work, *f.lib, hooks)
 	if bar != nil {
 		bar.finish()
 	}

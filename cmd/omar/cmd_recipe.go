@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/recipes"
 )
 
 func init() {
@@ -16,7 +17,7 @@ func init() {
 
 const recipeUsage = `usage: omar recipe cascade|distill [--config FILE.yaml] --out DIR   start a recipe (no config: its defaults)
        omar recipe cascade|distill --resume DIR                      continue an interrupted one
-The config (loop.CascadeOptions or loop.DistillOptions as YAML, examples/recipe-*.yaml) is recorded in DIR/recipe.yaml.`
+The config (recipes.CascadeOptions or recipes.DistillOptions as YAML, examples/recipe-*.yaml) is recorded in DIR/recipe.yaml.`
 
 func runRecipe(ctx context.Context, env *cliEnv, args []string) error {
 	if isHelp(args) {
@@ -51,25 +52,25 @@ func runRecipe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var err error
 	if args[0] == "distill" {
-		var o loop.DistillOptions
-		if o, err = loop.RecipeConfig(dir, *config, *resume != "", loop.DefaultDistill()); err != nil {
+		var o recipes.DistillOptions
+		if o, err = recipes.Config(dir, *config, *resume != "", recipes.DefaultDistill()); err != nil {
 			return usageError{err}
 		}
 		o.Run.Rollout.LlamaLib = cmp.Or(o.Run.Rollout.LlamaLib, llamaLibEnv())
-		var rs []loop.DistillEnvResult
-		rs, err = loop.Distill(ctx, o, dir, stage, func(s loop.DistillStep) {
+		var rs []recipes.DistillEnvResult
+		rs, err = recipes.Distill(ctx, o, dir, stage, func(s recipes.DistillStep) {
 			fmt.Fprintf(env.stdout, "step %d/%d: %s, reward %.3f, reverse KL %.4f, %d tokens; %.1fs\n", s.Step, o.Steps, s.Env, s.Reward, s.ReverseKL, s.Tokens, s.Seconds)
 		})
-		loop.DistillTable(env.stdout, rs)
+		recipes.DistillTable(env.stdout, rs)
 	} else {
-		var o loop.CascadeOptions
-		if o, err = loop.RecipeConfig(dir, *config, *resume != "", loop.DefaultCascade()); err != nil {
+		var o recipes.CascadeOptions
+		if o, err = recipes.Config(dir, *config, *resume != "", recipes.DefaultCascade()); err != nil {
 			return usageError{err}
 		}
 		o.Run.Rollout.LlamaLib = cmp.Or(o.Run.Rollout.LlamaLib, llamaLibEnv())
-		var rs []loop.CascadeStageResult
-		rs, err = loop.Cascade(ctx, o, dir, stage)
-		loop.CascadeTable(env.stdout, rs)
+		var rs []recipes.CascadeStageResult
+		rs, err = recipes.Cascade(ctx, o, dir, stage)
+		recipes.CascadeTable(env.stdout, rs)
 	}
 	if errors.Is(err, context.Canceled) {
 		return resumeHint

@@ -5,16 +5,18 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 func init() {
 	register(command{name: "rollout", summary: "play episodes with one policy on every seat and write trajectories", run: runRollout})
 }
 
-// decodeYAMLFile decodes a config file strictly (loop.DecodeYAML: unknown
+// decodeYAMLFile decodes a config file strictly (strictyaml.Decode: unknown
 // keys and second documents are errors naming their line).
-func decodeYAMLFile(path string, v any) error { return loop.DecodeYAMLFile(path, v) }
+func decodeYAMLFile(path string, v any) error { return strictyaml.DecodeFile(path, v) }
 
 func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "rollout")
@@ -62,7 +64,7 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	if rep.ScheduleBypasses > 0 {
 		fmt.Fprintf(env.stderr, "omar rollout: warning: %d requests from outside the episodes' decode schedule were decoded out of turn; this rollout may not be reproducible to the bit\n", rep.ScheduleBypasses)
 	}
-	fmt.Fprintf(env.stdout, "wrote %s, %s and %s\n", filepath.Join(*out, loop.TrajectoriesFile),
-		filepath.Join(*out, loop.EpisodesFile), filepath.Join(*out, "stats.json"))
+	fmt.Fprintf(env.stdout, "wrote %s, %s and %s\n", filepath.Join(*out, runfiles.TrajectoriesFile),
+		filepath.Join(*out, runfiles.EpisodesFile), filepath.Join(*out, "stats.json"))
 	return nil
 }

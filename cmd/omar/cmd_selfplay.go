@@ -18,7 +18,9 @@ import (
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/cluster"
 	"github.com/omar-selfplay/omar/internal/eta"
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/web"
 )
 
@@ -30,7 +32,7 @@ func init() {
 func bindSelfplay(f *optionFlags[loop.Options]) {
 	bindRollout(f, func(o *loop.Options) *loop.RolloutOptions { return &o.Rollout })
 	f.Int("iterations", "iterations (overrides the config)", func(o *loop.Options) *int { return &o.Iterations })
-	f.String("tensorboard", "also write each iteration's metrics as TensorBoard event files into this directory (relative: inside the run directory, e.g. "+loop.DefaultTensorBoardDir+"; logging.tensorboard)", func(o *loop.Options) *string { return &o.Logging.TensorBoard })
+	f.String("tensorboard", "also write each iteration's metrics as TensorBoard event files into this directory (relative: inside the run directory, e.g. "+runfiles.TensorBoardDir+"; logging.tensorboard)", func(o *loop.Options) *string { return &o.Logging.TensorBoard })
 	f.String("estimator", "advantage estimator: "+strings.Join(advantage.Names(), ", "), func(o *loop.Options) *string { return &o.Estimator })
 	f.Float32("lr", "adapter learning rate", func(o *loop.Options) *float32 { return &o.Train.LR })
 	f.Float32("value-lr", "value head learning rate", func(o *loop.Options) *float32 { return &o.Train.ValueLR })
@@ -95,7 +97,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	case *config != "":
-		if err := loop.DecodeYAMLFile(*config, &o); err != nil {
+		if err := strictyaml.DecodeFile(*config, &o); err != nil {
 			return err
 		}
 	}
@@ -124,12 +126,19 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		defer l.Close()
 	}
-	if err := plotRun(run); err != nil {
+	if err := run.PlotReward(); err != nil {
 		return err
 	}
 	attachSelfplay(run, env)
 	if *ui != "" {
-		d, err := web.AttachDashboard(run, *ui, os.Getenv(serveSecretEnv))
+		feed := web.NewRunFeed(run.Path(""))
+		feed.Start(run.Options().Iterations)
+		run.Hooks.Chain(loop.Hooks{
+			Phase:     feed.Phase,
+			Episode:   feed.Episode,
+			Iteration: func(m *runfiles.Metrics) { feed.Iteration(m.Iteration) },
+		})
+		d, err := web.ServeDashboard(feed, *ui, os.Getenv(serveSecretEnv))
 		if err != nil {
 			return err
 		}
@@ -147,7 +156,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 		return nil
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(env.stdout, "interrupted after iteration %d; checkpoint in %s (continue with: omar selfplay --resume %s)\n",
-			st.Iteration, run.Path(loop.CheckpointDir), dir)
+			st.Iteration, run.Path(runfiles.CheckpointDir), dir)
 		return nil
 	case err != nil:
 		return err
@@ -171,15 +180,15 @@ func printRunEnd(ctx context.Context, env *cliEnv, run *loop.Run, dir string) er
 	}
 	fmt.Fprintf(env.stdout, "\ndone: %d iterations in %s\n", run.State().Iteration, dir)
 	files := [][2]string{
-		{"metrics", run.Path(loop.MetricsFile)},
-		{"reward plot", run.Path(rewardPlot)},
-		{"adapter", run.Path(loop.AdapterFile)},
-		{"model", run.Path(loop.ModelFile)},
-		{"episodes", run.Path(loop.EpisodesFile)},
-		{"checkpoint", run.Path(loop.CheckpointDir)},
+		{"metrics", run.Path(runfiles.MetricsFile)},
+		{"reward plot", run.Path(runfiles.RewardPlot)},
+		{"adapter", run.Path(runfiles.AdapterFile)},
+		{"model", run.Path(runfiles.ModelFile)},
+		{"episodes", run.Path(runfiles.EpisodesFile)},
+		{"checkpoint", run.Path(runfiles.CheckpointDir)},
 	}
 	if run.Options().Eval.Every > 0 {
-		files = append(files, [2]string{"best", run.Path(loop.BestDir)})
+		files = append(files, [2]string{"best", run.Path(runfiles.BestDir)})
 	}
 	if tb := run.Options().Logging.TensorBoard; tb != "" {
 		if !filepath.IsAbs(tb) {
@@ -188,8 +197,8 @@ func printRunEnd(ctx context.Context, env *cliEnv, run *loop.Run, dir string) er
 		files = append(files, [2]string{"tensorboard", tb})
 	}
 	if compared {
-		files = append(files, [2]string{"full report", filepath.Join(run.Path(loop.CompareDir), "report.md")},
-			[2]string{"its picture", filepath.Join(run.Path(loop.CompareDir), "reward.svg")})
+		files = append(files, [2]string{"full report", filepath.Join(run.Path(runfiles.CompareDir), "report.md")},
+			[2]string{"its picture", filepath.Join(run.Path(runfiles.CompareDir), "reward.svg")})
 	}
 	for _, f := range files {
 		if _, err := os.Stat(f[1]); err == nil {
@@ -235,7 +244,7 @@ func attachSelfplay(run *loop.Run, env *cliEnv) {
 			bar.Describe(fmt.Sprintf("iteration %d: %s %d/%d episodes · %s", it, phase, done, n, left(it, false)))
 		}
 	}
-	run.Hooks.Iteration = func(m *loop.Metrics) {
+	run.Hooks.Iteration = func(m *runfiles.Metrics) {
 		est.Finish(time.Now())
 		line := m.Line(total)
 		if m.Iteration < total {
@@ -249,7 +258,7 @@ func attachSelfplay(run *loop.Run, env *cliEnv) {
 			bar.Clear()
 		}
 		fmt.Fprintln(env.stdout, line)
-		if err := plotRun(run); err != nil {
+		if err := run.PlotReward(); err != nil {
 			fmt.Fprintf(env.stderr, "selfplay: reward plot: %v\n", err)
 		}
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
-	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -355,12 +355,12 @@ func TestSelfplayStartsFromRolloutAdapter(t *testing.T) {
 	if _, stderr, code := runCLI(t, "selfplay", "--config", cfg2, "--out", out); code != 0 {
 		t.Fatalf("run from the adapter: exit %d: %s", code, stderr)
 	}
-	metrics := func(run string) loop.Metrics {
+	metrics := func(run string) runfiles.Metrics {
 		b, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var m loop.Metrics
+		var m runfiles.Metrics
 		if err := json.Unmarshal(bytes.SplitN(b, []byte("\n"), 2)[0], &m); err != nil {
 			t.Fatal(err)
 		}
@@ -434,7 +434,7 @@ func TestSelfplayCluster(t *testing.T) {
 	if !strings.Contains(stderr, "embedded NATS server at nats://127.0.0.1:") {
 		t.Errorf("stderr does not name the server: %q", stderr)
 	}
-	for _, f := range []string{loop.AdapterFile, loop.EpisodesFile} {
+	for _, f := range []string{runfiles.AdapterFile, runfiles.EpisodesFile} {
 		a, _ := os.ReadFile(filepath.Join(single, f))
 		c, _ := os.ReadFile(filepath.Join(clustered, f))
 		if len(a) == 0 || !bytes.Equal(a, c) {

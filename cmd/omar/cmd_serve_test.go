@@ -20,6 +20,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/web"
 	"gopkg.in/yaml.v3"
@@ -398,7 +399,7 @@ func TestServedReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, loop.ConfigFile), b, 0o644)
+	os.WriteFile(filepath.Join(dir, runfiles.ConfigFile), b, 0o644)
 	for _, tt := range []struct {
 		args                []string
 		maxTokens, maxLegal int

@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/players"
 )
@@ -67,7 +68,7 @@ func setYAML(o any, kv string) error {
 	if err != nil {
 		return err
 	}
-	if err := loop.DecodeYAML(bytes.NewReader(doc), o); err != nil {
+	if err := strictyaml.Decode(bytes.NewReader(doc), o); err != nil {
 		// The line is the generated document's, not the user's.
 		return errors.New(strings.TrimPrefix(err.Error(), "line "+strconv.Itoa(len(parts))+": "))
 	}

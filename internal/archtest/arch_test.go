@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -24,8 +25,10 @@ var layers = map[string]int{
 	"seeds": 0, "gguf": 0, "internal": 0, "chart": 0, "model/builtin": 0,
 	"llamacpp/cpuvariant": 0, "judge/judgetest": 0, "inference/gbnf": 0,
 	"chattemplate": 0, "advantage": 0,
-	// The runtime, the bindings, the model writer.
-	"engine": 1, "llamacpp": 1, "model": 1,
+	// The runtime, the bindings, the model writer; strict YAML (over
+	// internal/errclip); a run directory's names and metrics lines (over
+	// internal/jsonl).
+	"engine": 1, "llamacpp": 1, "model": 1, "internal/strictyaml": 1, "runfiles": 1,
 	// Environments' shared parts and the inference seam.
 	"engine/remote": 2, "engine/enginetest": 2, "games/negotiation": 2, "games/sealedbid": 2,
 	"werewolf": 2, "sotopia": 2, "inference": 2, "llamacpp/llamatest": 2,
@@ -40,10 +43,13 @@ var layers = map[string]int{
 	"arena": 6, "proxy": 6,
 	// The training run.
 	"loop": 7,
+	// What is built on the run's parts: behaviour cloning and the
+	// built-in model's build, the research recipes.
+	"bc": 8, "recipes": 8,
 	// What drives runs: the cluster, the web page.
-	"cluster": 8, "web": 8,
+	"cluster": 9, "web": 9,
 	// Programs.
-	"cmd": 9, "examples": 9,
+	"cmd": 10, "examples": 10,
 }
 
 // forbidden are imports the layers allow but the architecture does not:
@@ -57,11 +63,28 @@ var forbidden = map[string][]string{
 	"games":    {"inference", "selfplay", "train", "llamacpp"},
 	"werewolf": {"inference", "selfplay", "train", "llamacpp"},
 	"sotopia":  {"inference", "selfplay", "train", "llamacpp"},
-	// Only inference/llama and train touch the bindings.
+	// Only bindingUsers touch the bindings; the training run reaches
+	// llama.cpp through inference/llama and train alone, and knows
+	// nothing built on it.
 	"selfplay": {"llamacpp"},
+	"loop":     {"llamacpp", "bc", "recipes"},
 	"export":   {"llamacpp", "train"},
 	"proxy":    {"llamacpp", "train"},
 	"players":  {"llamacpp", "train"},
+}
+
+// bindingUsers are the only packages outside llamacpp that import the
+// bindings (package llamacpp itself; llamacpp/cpuvariant is a leaf that
+// only finds files): the backend, the trainer, and bc, which loads a
+// pinned CPU variant of the library before a build opens either.
+var bindingUsers = []string{"inference/llama", "train", "bc"}
+
+// unlinked are packages that must not link others even through the
+// packages they import: what reads a run directory does not carry the
+// trainer (or the llama backend) that wrote it.
+var unlinked = map[string][]string{
+	"web":      {"train", "loop"},
+	"runfiles": {"train", "loop", "inference/llama", "llamacpp"},
 }
 
 // layer returns the layer of a package path (relative to the module).
@@ -121,7 +144,9 @@ func imports(t *testing.T, root string) map[string]map[string]bool {
 	return out
 }
 
-func TestImportDirection(t *testing.T) {
+// repoImports are the repository's import graph (imports).
+func repoImports(t *testing.T) map[string]map[string]bool {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -129,14 +154,18 @@ func TestImportDirection(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("repository root %s: %v", root, err)
 	}
-	all := imports(t, root)
+	return imports(t, root)
+}
+
+func TestImportDirection(t *testing.T) {
+	all := repoImports(t)
 	pkgs := make([]string, 0, len(all))
 	for p := range all {
 		pkgs = append(pkgs, p)
 	}
 	sort.Strings(pkgs)
 	if len(pkgs) < 20 {
-		t.Fatalf("found %d importing packages under %s; the walk is broken", len(pkgs), root)
+		t.Fatalf("found %d importing packages; the walk is broken", len(pkgs))
 	}
 	for _, from := range pkgs {
 		lf, ok := layer(from)
@@ -155,6 +184,9 @@ func TestImportDirection(t *testing.T) {
 			case lt >= lf && !under(from, to):
 				t.Errorf("%s (layer %d) imports %s (layer %d): imports go to lower layers only", from, lf, to, lt)
 			}
+			if to == "llamacpp" && !under(from, "llamacpp") && !slices.ContainsFunc(bindingUsers, func(u string) bool { return under(from, u) }) {
+				t.Errorf("%s imports %s: only %v touch llamacpp (docs/architecture.md)", from, to, bindingUsers)
+			}
 			for prefix, bans := range forbidden {
 				if !under(from, prefix) {
 					continue
@@ -163,6 +195,43 @@ func TestImportDirection(t *testing.T) {
 					if under(to, ban) {
 						t.Errorf("%s imports %s: %s must not import %s (docs/architecture.md)", from, to, prefix, ban)
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestLinks follows every import of the packages in unlinked, through
+// the packages in between, and fails on one they must not link.
+func TestLinks(t *testing.T) {
+	all := repoImports(t)
+	for from, bans := range unlinked {
+		// Every package under from, and every package those reach.
+		linked, path := map[string]bool{}, map[string]string{}
+		var queue []string
+		for p := range all {
+			if under(p, from) {
+				linked[p], path[p] = true, p
+				queue = append(queue, p)
+			}
+		}
+		if len(queue) == 0 {
+			t.Errorf("%s: no such importing package (is unlinked out of date?)", from)
+		}
+		for len(queue) > 0 {
+			p := queue[0]
+			queue = queue[1:]
+			for to := range all[p] {
+				if !linked[to] {
+					linked[to], path[to] = true, path[p]+" → "+to
+					queue = append(queue, to)
+				}
+			}
+		}
+		for to := range linked {
+			for _, ban := range bans {
+				if under(to, ban) {
+					t.Errorf("%s links %s (%s): it must not link %s (docs/architecture.md)", from, to, path[to], ban)
 				}
 			}
 		}

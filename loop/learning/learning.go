@@ -18,6 +18,7 @@ import (
 	"github.com/omar-selfplay/omar/games/testbed"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 // Envs are the test beds' ids without version, in the order of the
@@ -184,7 +185,7 @@ func Run(ctx context.Context, dir string, o Options) (*Result, error) {
 	if err := r.Train(ctx); err != nil {
 		return nil, err
 	}
-	recs, err := engine.LoadRecords(nil, filepath.Join(dir, loop.EpisodesFile))
+	recs, err := engine.LoadRecords(nil, filepath.Join(dir, runfiles.EpisodesFile))
 	if err != nil {
 		return nil, err
 	}

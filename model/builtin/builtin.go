@@ -3,7 +3,7 @@
 // BPE vocabulary of 1,024 tokens fitted to omar's own corpus) trained from
 // scratch, every weight, on the scripted policies' play of every
 // environment rendered through the self-play seat streams (the recipe is
-// loop.DefaultBuiltin). It is what `omar selfplay`, `omar eval` and
+// bc.DefaultBuild). It is what `omar selfplay`, `omar eval` and
 // `make run` play when no model is given; `omar model default --out F`
 // writes it and `omar model default --rebuild --out F` trains it anew
 // from the recipe, byte for byte (docs/models.md).

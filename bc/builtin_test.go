@@ -1,4 +1,4 @@
-package loop
+package bc
 
 import (
 	"bytes"
@@ -20,8 +20,8 @@ import (
 
 // shortBuiltin is the built-in recipe cut down to run in seconds: a few
 // episodes of three games, the tiny shape, a few steps.
-func shortBuiltin() BuiltinOptions {
-	o := DefaultBuiltin()
+func shortBuiltin() BuildOptions {
+	o := DefaultBuild()
 	var es []CorpusEnv
 	for _, e := range o.Corpus.Envs {
 		if e.Env == "casino" || e.Env == "craigslist" || e.Env == "werewolf" {
@@ -42,11 +42,11 @@ func shortBuiltin() BuiltinOptions {
 	return o
 }
 
-// TestBuildBuiltinShort builds a short version of the built-in model (what
+// TestBuildShort builds a short version of the built-in model (what
 // CI can afford): the loss falls, and a build interrupted after a
 // checkpoint and resumed, on two threads instead of one, ends with the
 // same bytes.
-func TestBuildBuiltinShort(t *testing.T) {
+func TestBuildShort(t *testing.T) {
 	lib := llamatest.LibDir()
 	if lib == "" {
 		t.Skip("the llama.cpp libraries are not installed (make deps)")
@@ -54,7 +54,7 @@ func TestBuildBuiltinShort(t *testing.T) {
 	dir := t.TempDir()
 	o := shortBuiltin()
 	a := filepath.Join(dir, "a.gguf")
-	rep, err := BuildBuiltin(context.Background(), o, a, filepath.Join(dir, "a.work"), lib, BuildHooks{})
+	rep, err := Build(context.Background(), o, a, filepath.Join(dir, "a.work"), lib, BuildHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestBuildBuiltinShort(t *testing.T) {
 	// checkpoint, and in the second DAgger round after that round's first.
 	for _, at := range []int{o.CheckpointEvery + 3, o.Steps + o.Dagger.Steps + o.CheckpointEvery + 1} {
 		ctx, cancel := context.WithCancel(context.Background())
-		_, err = BuildBuiltin(ctx, o, b, filepath.Join(dir, "b.work"), lib, BuildHooks{Step: func(step, _ int, _ float64) {
+		_, err = Build(ctx, o, b, filepath.Join(dir, "b.work"), lib, BuildHooks{Step: func(step, _ int, _ float64) {
 			if step == at {
 				cancel()
 			}
@@ -91,7 +91,7 @@ func TestBuildBuiltinShort(t *testing.T) {
 			t.Fatalf("build interrupted at step %d: %v", at, err)
 		}
 	}
-	rep2, err := BuildBuiltin(context.Background(), o, b, filepath.Join(dir, "b.work"), lib, BuildHooks{})
+	rep2, err := Build(context.Background(), o, b, filepath.Join(dir, "b.work"), lib, BuildHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestBuildBuiltinShort(t *testing.T) {
 
 // fourStepBuiltin is the shortest build: four steps of cloning,
 // checkpoints every two, no DAgger; it skips without llama.cpp.
-func fourStepBuiltin(t *testing.T) (string, BuiltinOptions) {
+func fourStepBuiltin(t *testing.T) (string, BuildOptions) {
 	t.Helper()
 	lib := llamatest.LibDir()
 	if lib == "" {
@@ -126,15 +126,15 @@ func fourStepBuiltin(t *testing.T) (string, BuiltinOptions) {
 	return lib, o
 }
 
-// TestBuildBuiltinOldWork: a build resumed from a work directory without
+// TestBuildOldWork: a build resumed from a work directory without
 // the losses file (an older version's) reports the steps before the
 // resume as unknown, plots the rest at their steps and says so.
-func TestBuildBuiltinOldWork(t *testing.T) {
+func TestBuildOldWork(t *testing.T) {
 	lib, o := fourStepBuiltin(t)
 	dir := t.TempDir()
 	out, work := filepath.Join(dir, "m.gguf"), filepath.Join(dir, "m.work")
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err := BuildBuiltin(ctx, o, out, work, lib, BuildHooks{Step: func(step, _ int, _ float64) {
+	_, err := Build(ctx, o, out, work, lib, BuildHooks{Step: func(step, _ int, _ float64) {
 		if step == 2 {
 			cancel()
 		}
@@ -146,7 +146,7 @@ func TestBuildBuiltinOldWork(t *testing.T) {
 	if err := os.Remove(filepath.Join(work, lossesFile)); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := BuildBuiltin(context.Background(), o, out, work, lib, BuildHooks{})
+	rep, err := Build(context.Background(), o, out, work, lib, BuildHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,17 +166,17 @@ func TestBuildBuiltinOldWork(t *testing.T) {
 	}
 }
 
-// TestBuildBuiltinSeed checks BuiltinOptions.Seed: another training seed
+// TestBuildSeed checks BuildOptions.Seed: another training seed
 // is another draw of the recipe (other bytes from the same corpus), and a
 // work directory of one seed refuses to resume into another.
-func TestBuildBuiltinSeed(t *testing.T) {
+func TestBuildSeed(t *testing.T) {
 	lib, o := fourStepBuiltin(t)
 	dir := t.TempDir()
 	var files [2][]byte
 	for i, seed := range []uint64{1, 2} {
 		o.Seed = seed
 		out := filepath.Join(dir, fmt.Sprintf("s%d.gguf", seed))
-		rep, err := BuildBuiltin(context.Background(), o, out, out+".work", lib, BuildHooks{})
+		rep, err := Build(context.Background(), o, out, out+".work", lib, BuildHooks{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +192,7 @@ func TestBuildBuiltinSeed(t *testing.T) {
 	}
 	o.Seed = 3
 	out := filepath.Join(dir, "s1.gguf")
-	if _, err := BuildBuiltin(context.Background(), o, out, out+".work", lib, BuildHooks{}); err == nil || !strings.Contains(err.Error(), "another recipe") {
+	if _, err := Build(context.Background(), o, out, out+".work", lib, BuildHooks{}); err == nil || !strings.Contains(err.Error(), "another recipe") {
 		t.Errorf("seed 3 in seed 1's work directory: %v, want a refusal", err)
 	}
 
@@ -202,7 +202,7 @@ func TestBuildBuiltinSeed(t *testing.T) {
 	o.Seed = 1
 	o.CPUVariant = "no-such-cpu"
 	out = filepath.Join(dir, "missing.gguf")
-	if _, err := BuildBuiltin(context.Background(), o, out, out+".work", lib, BuildHooks{}); err == nil || !strings.Contains(err.Error(), "libggml-cpu-no-such-cpu.so") {
+	if _, err := Build(context.Background(), o, out, out+".work", lib, BuildHooks{}); err == nil || !strings.Contains(err.Error(), "libggml-cpu-no-such-cpu.so") {
 		t.Errorf("a variant the libraries lack: %v", err)
 	}
 	if !llamatest.Pinned() {
@@ -210,7 +210,7 @@ func TestBuildBuiltinSeed(t *testing.T) {
 	}
 	o.CPUVariant = llamatest.PinnedVariant
 	out = filepath.Join(dir, "pinned.gguf")
-	if _, err := BuildBuiltin(context.Background(), o, out, out+".work", lib, BuildHooks{}); err != nil {
+	if _, err := Build(context.Background(), o, out, out+".work", lib, BuildHooks{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(out); !bytes.Equal(got, files[0]) {
@@ -274,14 +274,14 @@ func TestCheckWork(t *testing.T) {
 	if err := checkWork(dir, same); err != nil {
 		t.Errorf("other threads and rounds: %v", err)
 	}
-	for name, f := range map[string]func(*BuiltinOptions){
-		"steps":         func(o *BuiltinOptions) { o.Steps++ },
-		"episodes":      func(o *BuiltinOptions) { o.Corpus.Envs[0].Episodes++ },
-		"lr":            func(o *BuiltinOptions) { o.Train.LR *= 2 },
-		"dagger steps":  func(o *BuiltinOptions) { o.Dagger.Steps++ },
-		"dagger games":  func(o *BuiltinOptions) { o.Dagger.Games = o.Dagger.Games[:1] },
-		"prompt weight": func(o *BuiltinOptions) { o.PromptWeight = 0 },
-		"cpu variant":   func(o *BuiltinOptions) { o.CPUVariant = "haswell" },
+	for name, f := range map[string]func(*BuildOptions){
+		"steps":         func(o *BuildOptions) { o.Steps++ },
+		"episodes":      func(o *BuildOptions) { o.Corpus.Envs[0].Episodes++ },
+		"lr":            func(o *BuildOptions) { o.Train.LR *= 2 },
+		"dagger steps":  func(o *BuildOptions) { o.Dagger.Steps++ },
+		"dagger games":  func(o *BuildOptions) { o.Dagger.Games = o.Dagger.Games[:1] },
+		"prompt weight": func(o *BuildOptions) { o.PromptWeight = 0 },
+		"cpu variant":   func(o *BuildOptions) { o.CPUVariant = "haswell" },
 	} {
 		other := shortBuiltin()
 		f(&other)
@@ -290,4 +290,12 @@ func TestCheckWork(t *testing.T) {
 			t.Errorf("%s changed: %v", name, err)
 		}
 	}
+}
+
+func mean(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
 }

@@ -1,4 +1,4 @@
-package loop
+package bc
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -22,7 +23,7 @@ func TestExpertLabels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		params := engine.Params(BuiltinParams())
+		params := engine.Params(loop.BuiltinParams())
 		differ := 0
 		for k := range uint64(8) {
 			cast, err := engine.ScriptedCast(g, []string{"strategic", "naive"}, k)
@@ -190,7 +191,7 @@ func TestDaggerOptions(t *testing.T) {
 	if _, err := DaggerGameFor("nosuchgame"); err == nil {
 		t.Error("an unknown environment: no error")
 	}
-	good := DefaultBuiltin().Dagger
+	good := DefaultBuild().Dagger
 	good.Rounds = 1
 	if err := good.Validate(); err != nil {
 		t.Fatalf("the recipe's DAgger options with one round: %v", err)
@@ -206,7 +207,7 @@ func TestDaggerOptions(t *testing.T) {
 		"weight 0":          func(o *DaggerOptions) { o.Weight = 0 },
 		"negative cap":      func(o *DaggerOptions) { o.MaxPerSeat = -1 },
 		"negative rounds":   func(o *DaggerOptions) { o.Rounds = -1 },
-		"too many episodes": func(o *DaggerOptions) { o.Episodes = maxCount + 1 },
+		"too many episodes": func(o *DaggerOptions) { o.Episodes = loop.MaxCount + 1 },
 	} {
 		o := good
 		f(&o)

@@ -1,4 +1,4 @@
-package loop
+package recipes
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -18,7 +19,9 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/players"
+	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -35,7 +38,7 @@ type DistillOptions struct {
 	// Run is the template of the specialists' runs (a teacher without an
 	// adapter is trained first, as an ordinary run) and of the student's
 	// rollouts (model, rollout options) and trainer (train; lr is LR).
-	Run      Options          `yaml:"run"`
+	Run      loop.Options     `yaml:"run"`
 	Teachers []DistillTeacher `yaml:"teachers"`
 	// Steps are distillation steps (one optimizer pass over one batch);
 	// Episodes the student's episodes per step.
@@ -81,12 +84,12 @@ type GapSampling struct {
 // iterations each, the student for 60 steps of 16 episodes. LR is the
 // built-in model's (the paper's 1e-5 is for a 4B model).
 func DefaultDistill() DistillOptions {
-	o := DistillOptions{Run: Options{}.Defaults(), Steps: 60, Episodes: 16, TopK: 32, LR: 1e-3, EvalEpisodes: 16,
+	o := DistillOptions{Run: loop.Options{}.Defaults(), Steps: 60, Episodes: 16, TopK: 32, LR: 1e-3, EvalEpisodes: 16,
 		Sampling:  GapSampling{Lambda: .05, Delta: .03, Window: 500, Min: .10, Max: .40},
 		Opponents: []string{"scripted:naive", "scripted:strategic"}}
 	o.Run.Eval.Every, o.Run.League.Enabled = 0, false
 	for _, env := range []string{"calendar", "casino", "dealornodeal", "craigslist", "marketplace", "jobinterview"} {
-		o.Teachers = append(o.Teachers, DistillTeacher{Env: env, Params: BuiltinParams(), Iterations: 5})
+		o.Teachers = append(o.Teachers, DistillTeacher{Env: env, Params: loop.BuiltinParams(), Iterations: 5})
 	}
 	return o
 }
@@ -97,10 +100,10 @@ func (o DistillOptions) Validate() error {
 	switch {
 	case len(o.Teachers) == 0:
 		return errors.New("distill: no teachers")
-	case o.Steps < 1 || o.Steps > maxCount:
-		return fmt.Errorf("distill: steps %d: want 1..%d", o.Steps, maxCount)
-	case o.Episodes < 1 || o.Episodes > maxCount:
-		return fmt.Errorf("distill: episodes %d: want 1..%d", o.Episodes, maxCount)
+	case o.Steps < 1 || o.Steps > loop.MaxCount:
+		return fmt.Errorf("distill: steps %d: want 1..%d", o.Steps, loop.MaxCount)
+	case o.Episodes < 1 || o.Episodes > loop.MaxCount:
+		return fmt.Errorf("distill: episodes %d: want 1..%d", o.Episodes, loop.MaxCount)
 	case o.TopK < 1 || o.TopK > 1024:
 		return fmt.Errorf("distill: top_k %d: want 1..1024", o.TopK)
 	case !finite(float64(o.LR)) || o.LR <= 0:
@@ -129,7 +132,7 @@ func (o DistillOptions) Validate() error {
 			return fmt.Errorf("distill: teacher %d (%s): no adapter, and iterations %d < 1 to train one", i+1, t.Env, t.Iterations)
 		}
 	}
-	if _, err := scriptedOpponents(o.Opponents); err != nil {
+	if _, err := loop.ScriptedOpponents(o.Opponents); err != nil {
 		return fmt.Errorf("distill: %w", err)
 	}
 	return nil
@@ -250,7 +253,7 @@ type distillState struct {
 // distill-report.json). An interrupted distillation resumes where it
 // stopped. stage, when not nil, sees every specialist's run before it
 // trains; step sees every distillation step.
-func Distill(ctx context.Context, o DistillOptions, dir string, stage func(*Run), step func(DistillStep)) ([]DistillEnvResult, error) {
+func Distill(ctx context.Context, o DistillOptions, dir string, stage func(*loop.Run), step func(DistillStep)) ([]DistillEnvResult, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -303,18 +306,18 @@ func Distill(ctx context.Context, o DistillOptions, dir string, stage func(*Run)
 
 // trainSpecialist trains (or resumes, or finds finished) the specialist
 // run of t in sdir and returns its adapter.
-func trainSpecialist(ctx context.Context, o DistillOptions, t DistillTeacher, sdir string, stage func(*Run)) (string, error) {
+func trainSpecialist(ctx context.Context, o DistillOptions, t DistillTeacher, sdir string, stage func(*loop.Run)) (string, error) {
 	ro := o.Run
 	ro.Rollout.Env, ro.Rollout.Params, ro.Iterations = t.Env, t.Params, t.Iterations
-	mode := Fresh
-	if _, err := os.Stat(filepath.Join(sdir, ConfigFile)); err == nil {
+	mode := loop.Fresh
+	if _, err := os.Stat(filepath.Join(sdir, runfiles.ConfigFile)); err == nil {
 		var err error
-		if ro, err = ReadConfig(sdir); err != nil {
+		if ro, err = loop.ReadConfig(sdir); err != nil {
 			return "", err
 		}
-		mode = Resume
+		mode = loop.Resume
 	}
-	run, err := Open(sdir, ro, mode, nil)
+	run, err := loop.Open(sdir, ro, mode, nil)
 	if err != nil {
 		return "", err
 	}
@@ -322,10 +325,10 @@ func trainSpecialist(ctx context.Context, o DistillOptions, t DistillTeacher, sd
 	if stage != nil {
 		stage(run)
 	}
-	if err := run.Train(ctx); err != nil && !errors.Is(err, ErrStopped) {
+	if err := run.Train(ctx); err != nil && !errors.Is(err, loop.ErrStopped) {
 		return "", err
 	}
-	return run.Path(AdapterFile), nil
+	return run.Path(runfiles.AdapterFile), nil
 }
 
 // distillation is an open distillation: one llama backend serving the
@@ -336,7 +339,7 @@ type distillation struct {
 	dir      string
 	lb       *llama.Backend
 	tr       *train.Trainer
-	threads  *trainThreads
+	threads  *loop.TrainThreads
 	games    []engine.Game
 	runners  []*selfplay.Runner
 	opps     []string
@@ -356,12 +359,12 @@ func openDistill(o DistillOptions, dir string, adapters []string) (_ *distillati
 	}()
 	ro := o.Run.Rollout
 	if ro.Model == "" {
-		path, err := filepath.Abs(filepath.Join(dir, ModelFile))
+		path, err := filepath.Abs(filepath.Join(dir, runfiles.ModelFile))
 		if err != nil {
 			return nil, err
 		}
 		if _, err := os.Stat(path); err != nil {
-			if err := writeModel(path, o.Run); err != nil {
+			if err := loop.WriteModel(path, o.Run); err != nil {
 				return nil, err
 			}
 		}
@@ -377,7 +380,11 @@ func openDistill(o DistillOptions, dir string, adapters []string) (_ *distillati
 		seats = max(seats, len(specs))
 		d.games = append(d.games, g)
 	}
-	if d.lb, err = ro.openLlama(ro.Model, "", ro.Parallel*seats, ro.Context); err != nil {
+	lo, err := ro.LlamaOptions(ro.Model, "", ro.Parallel*seats, ro.Context)
+	if err != nil {
+		return nil, err
+	}
+	if d.lb, err = players.OpenLlamaOptions(lo); err != nil {
 		return nil, err
 	}
 	d.ctxLen = min(ro.Context, d.lb.ContextPerSequence(), d.lb.Model().NCtxTrain())
@@ -390,11 +397,11 @@ func openDistill(o DistillOptions, dir string, adapters []string) (_ *distillati
 	}
 	to := o.Run.Train
 	to.LibDir, to.LR = ro.LlamaLib, o.LR
-	d.threads = newTrainThreads(&to)
+	d.threads = loop.NewTrainThreads(&to)
 	if d.tr, err = train.New(ro.Model, to); err != nil {
 		return nil, err
 	}
-	opps, _ := scriptedOpponents(o.Opponents)
+	opps, _ := loop.ScriptedOpponents(o.Opponents)
 	for _, p := range opps {
 		d.opps = append(d.opps, engine.ScriptedAgent(p.Scripted))
 	}
@@ -448,14 +455,14 @@ func (d *distillation) close() {
 // against the opponents on every environment's held-out deals; a
 // player's episodes already in dir/eval/ENV are not played again.
 func (d *distillation) evaluate(ctx context.Context, student bool) ([]DistillEnvResult, error) {
-	opps, _ := scriptedOpponents(d.o.Opponents)
+	opps, _ := loop.ScriptedOpponents(d.o.Opponents)
 	ro := d.o.Run.Rollout
 	model := func(adapter string) *selfplay.Player {
 		return &selfplay.Player{Label: "llama", Backend: d.lb, Tokenizer: d.lb, Adapter: adapter}
 	}
 	var out []DistillEnvResult
 	for i, t := range d.o.Teachers {
-		a := rolloutArena(ro, d.ctxLen)
+		a := ro.ArenaOptions(d.ctxLen)
 		a.Envs = []arena.Env{{Name: t.Env, Params: engine.Params(t.Params), Game: d.games[i]}}
 		a.Episodes = d.o.EvalEpisodes
 		contestants := []arena.Player{
@@ -476,7 +483,7 @@ func (d *distillation) evaluate(ctx context.Context, student bool) ([]DistillEnv
 		if err := rep.WriteFiles(edir); err != nil {
 			return nil, err
 		}
-		by, _ := meanBy(rep.Cells, func(c arena.Cell) string { return c.Player })
+		by, _ := loop.MeanRewardBy(rep.Cells, func(c arena.Cell) string { return c.Player })
 		r := DistillEnvResult{Env: t.Env, Base: by["base"], Specialist: by["specialist"], Student: by["student"]}
 		// A share of a gain below δ (or of a loss) is noise over noise.
 		if gain := r.Specialist - r.Base; gain >= d.o.Sampling.Delta && gain > 0 {
@@ -517,7 +524,7 @@ func (d *distillation) step(ctx context.Context, before []DistillEnvResult) (Dis
 	var trajs []selfplay.Trajectory
 	var rewards []float64
 	cursor := d.state.Cursor[env]
-	d.threads.begin()
+	d.threads.Begin()
 	_, err := d.runners[e].Run(ctx, cursor, o.Episodes, func(r *selfplay.EpisodeResult) error {
 		trajs = append(trajs, r.Trajectories...)
 		rewards = append(rewards, r.Record.Outcome.Rewards[r.Index%2])
@@ -526,7 +533,7 @@ func (d *distillation) step(ctx context.Context, before []DistillEnvResult) (Dis
 	if err != nil {
 		return res, err
 	}
-	seqs, _ := Sequences(trajs)
+	seqs, _ := loop.Sequences(trajs)
 	if len(seqs) == 0 {
 		return res, fmt.Errorf("distill: step %d (%s): the student generated nothing", res.Step, env)
 	}
@@ -540,7 +547,7 @@ func (d *distillation) step(ctx context.Context, before []DistillEnvResult) (Dis
 	if err != nil {
 		return res, err
 	}
-	if _, err := d.threads.apply(d.tr); err != nil {
+	if _, err := d.threads.Apply(d.tr); err != nil {
 		return res, err
 	}
 	ts, err := d.tr.StepWith(ctx, obj, seqs)
@@ -654,4 +661,17 @@ func DistillTable(w io.Writer, rs []DistillEnvResult) {
 		}
 		fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f | %s |\n", r.Env, r.Base, r.Specialist, r.Student, rec)
 	}
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+func mean(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
 }

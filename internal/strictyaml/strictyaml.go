@@ -1,4 +1,10 @@
-package loop
+// Package strictyaml decodes omar's YAML configs strictly: an unknown key,
+// a fraction given to an integer or a second document is an error naming
+// its line and key, where yaml.v3 alone would drop or truncate it without a
+// word. Every config the command line reads goes through it, so a typo is
+// caught the same way in a run, a recipe, an evaluation or a worker's copy
+// of the learner's config.
+package strictyaml
 
 import (
 	"bytes"
@@ -19,14 +25,14 @@ import (
 	"github.com/omar-selfplay/omar/internal/errclip"
 )
 
-// DecodeYAML decodes one YAML document from r into v strictly: an unknown
+// Decode decodes one YAML document from r into v strictly: an unknown
 // key is an error naming its line, a fraction where v wants an integer is
 // one too (yaml.v3 would truncate `threads: 1.5` to 1 without a word), and
 // a stream with a second document is refused (its keys would be silently
 // ignored). Errors name keys, never Go types.
-func DecodeYAML(r io.Reader, v any) error { return errclip.Clip(decodeYAML(r, v)) }
+func Decode(r io.Reader, v any) error { return errclip.Clip(decode(r, v)) }
 
-func decodeYAML(r io.Reader, v any) error {
+func decode(r io.Reader, v any) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return err
@@ -174,15 +180,15 @@ func joinKey(parent, k string) string {
 	return parent + "." + k
 }
 
-// DecodeYAMLFile decodes the file at path with DecodeYAML; errors start
-// with the path.
-func DecodeYAMLFile(path string, v any) error {
+// DecodeFile decodes the file at path with Decode; errors start with the
+// path.
+func DecodeFile(path string, v any) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := DecodeYAML(f, v); err != nil {
+	if err := Decode(f, v); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil

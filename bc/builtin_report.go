@@ -1,4 +1,4 @@
-package loop
+package bc
 
 import (
 	"crypto/sha256"
@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/omar-selfplay/omar/chart"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/model/builtin"
 )
@@ -26,7 +27,7 @@ func (r *BuildReport) WriteSummary(w io.Writer, out string, steps int) error {
 	}
 	sum := fmt.Sprintf("%x", sha256.Sum256(b))
 	plot := strings.TrimSuffix(out, filepath.Ext(out)) + ".loss.svg"
-	if err := os.WriteFile(plot, LossSVG("built-in model: training loss", r.Losses), 0o644); err != nil {
+	if err := os.WriteFile(plot, chart.Loss("built-in model: training loss", r.Losses), 0o644); err != nil {
 		return err
 	}
 	st := r.Corpus

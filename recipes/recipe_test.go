@@ -1,4 +1,4 @@
-package loop
+package recipes
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestRecipeConfig(t *testing.T) {
+func TestConfig(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "c.yaml")
 	os.WriteFile(cfg, []byte("episodes: 3\nstages: [{env: casino, iterations: 2}]\n"), 0o644)
@@ -17,14 +17,14 @@ func TestRecipeConfig(t *testing.T) {
 	os.WriteFile(invalid, []byte("stages: [{env: casino, iterations: 0}]\n"), 0o644)
 
 	run := filepath.Join(dir, "run")
-	o, err := RecipeConfig(run, cfg, false, DefaultCascade())
+	o, err := Config(run, cfg, false, DefaultCascade())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.Episodes != 3 || len(o.Stages) != 1 || o.Stages[0].Env != "casino" || o.Stages[0].Iterations != 2 {
 		t.Fatalf("got episodes %d, stages %+v; want the file's 3 and one casino stage", o.Episodes, o.Stages)
 	}
-	back, err := RecipeConfig(run, "", true, DefaultCascade())
+	back, err := Config(run, "", true, DefaultCascade())
 	if err != nil || back.Episodes != 3 || len(back.Stages) != 1 || len(back.Opponents) != len(o.Opponents) {
 		t.Fatalf("resume: got %+v, %v; want the recorded config", back, err)
 	}
@@ -40,11 +40,11 @@ func TestRecipeConfig(t *testing.T) {
 		{"invalid", filepath.Join(dir, "invalid"), invalid, false, "iterations 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := RecipeConfig(tc.dir, tc.path, tc.resume, DefaultCascade())
+			_, err := Config(tc.dir, tc.path, tc.resume, DefaultCascade())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error mentioning %q", err, tc.want)
 			}
-			if _, serr := os.Stat(filepath.Join(tc.dir, RecipeFile)); tc.dir != run && serr == nil {
+			if _, serr := os.Stat(filepath.Join(tc.dir, ConfigFile)); tc.dir != run && serr == nil {
 				t.Errorf("a refused config was recorded")
 			}
 		})
@@ -59,11 +59,11 @@ func TestRecipeExamples(t *testing.T) {
 		check func(dir, path string) error
 	}{
 		{"recipe-cascade.yaml", func(dir, path string) error {
-			_, err := RecipeConfig(dir, path, false, DefaultCascade())
+			_, err := Config(dir, path, false, DefaultCascade())
 			return err
 		}},
 		{"recipe-distill.yaml", func(dir, path string) error {
-			_, err := RecipeConfig(dir, path, false, DefaultDistill())
+			_, err := Config(dir, path, false, DefaultDistill())
 			return err
 		}},
 	} {

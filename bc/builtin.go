@@ -1,4 +1,4 @@
-package loop
+package bc
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"github.com/omar-selfplay/omar/internal/atomicfile"
 	"github.com/omar-selfplay/omar/llamacpp"
 	"github.com/omar-selfplay/omar/llamacpp/cpuvariant"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/seeds"
@@ -29,22 +30,10 @@ import (
 	"github.com/omar-selfplay/omar/train"
 )
 
-// BuiltinParams are the negotiation games' parameters the built-in model
-// is trained and played with: structured moves only (no free-text SAY
-// lines), 4 turns per seat, short enough for a small model, and the
-// compact texts (a seat stream about a third as long, so the corpus, the
-// rollouts and the PPO passes cost less) with their hints (the standing
-// offer's worth to the seat, preferences best first), which raised the
-// held-out reward over the same recipe without them (docs/models.md, the
-// built-in model).
-func BuiltinParams() map[string]any {
-	return map[string]any{"structured_only": true, "rounds": 4, "compact": true, "hints": true}
-}
-
-// BuiltinOptions are the recipe of the built-in model: a corpus of the
+// BuildOptions are the recipe of the built-in model: a corpus of the
 // scripted policies' play, a tokenizer fitted to it, and a small model
 // trained from scratch on it with every weight trainable.
-type BuiltinOptions struct {
+type BuildOptions struct {
 	Corpus CorpusOptions
 	// Arch and Preset are the model's shape (model.PresetConfig); Vocab is
 	// the fitted tokenizer's size (special tokens included).
@@ -79,12 +68,12 @@ type BuiltinOptions struct {
 	CPUVariant string `json:",omitempty"`
 }
 
-// DefaultBuiltin is the recipe `omar model default` follows.
-func DefaultBuiltin() BuiltinOptions {
+// DefaultBuild is the recipe `omar model default` follows.
+func DefaultBuild() BuildOptions {
 	var es []CorpusEnv
 	for _, id := range envs.Negotiation {
 		es = append(es, CorpusEnv{
-			Env: id, Params: BuiltinParams(), Episodes: 576,
+			Env: id, Params: loop.BuiltinParams(), Episodes: 576,
 			// Strategic against both scripts, from both sides; only the
 			// strategic seats are learnt.
 			Casts: [][]string{{"strategic"}, {"strategic", "naive"}, {"naive", "strategic"}},
@@ -99,7 +88,7 @@ func DefaultBuiltin() BuiltinOptions {
 	t.LR = 2e-3
 	t.LRSchedule, t.WarmupSteps, t.MinLRRatio = "cosine", 20, 0.1
 	t.BatchTokens = 4096
-	o := BuiltinOptions{
+	o := BuildOptions{
 		Corpus: CorpusOptions{Envs: es, Seed: 1, MaxTokens: 64, Context: 4096},
 		Arch:   "llama", Preset: "base", Vocab: 1024, SplitDigits: true, PromptWeight: 0.2,
 		Steps: 4800, Batch: 8, Train: t, CheckpointEvery: 25, Seed: 1,
@@ -115,7 +104,7 @@ func DefaultBuiltin() BuiltinOptions {
 }
 
 // Validate reports the first invalid option.
-func (o BuiltinOptions) Validate() error {
+func (o BuildOptions) Validate() error {
 	if err := o.Corpus.Validate(); err != nil {
 		return err
 	}
@@ -134,7 +123,7 @@ func (o BuiltinOptions) Validate() error {
 	if err := o.Dagger.Validate(); err != nil {
 		return err
 	}
-	return validateTrain(o.Train)
+	return loop.ValidateTrain(o.Train)
 }
 
 // BuildHooks follow a build.
@@ -163,11 +152,11 @@ type BuildReport struct {
 	Dagger []DaggerStats
 }
 
-// BuildBuiltin builds the built-in model into out. work is a directory
+// Build builds the built-in model into out. work is a directory
 // for the intermediate files (the untrained model, checkpoints): a build
 // interrupted (ctx cancelled) resumes from its last checkpoint there and
 // finishes with the same bytes as an uninterrupted one.
-func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir string, h BuildHooks) (*BuildReport, error) {
+func Build(ctx context.Context, o BuildOptions, out, work, libDir string, h BuildHooks) (*BuildReport, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -177,86 +166,144 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 	if err := checkWork(work, o); err != nil {
 		return nil, err
 	}
-	if o.CPUVariant != "" {
-		dir, err := cpuvariant.Dir(llamacpp.DefaultLibDir(libDir), o.CPUVariant)
-		if err != nil {
-			return nil, fmt.Errorf("builtin: %w", err)
-		}
-		if err := llamacpp.Load(dir); err != nil {
-			return nil, fmt.Errorf("builtin: the %s CPU kernels (does this CPU run them?): %w", o.CPUVariant, err)
-		}
-		libDir = dir
-	}
-	stage := func(s string) {
-		if h.Stage != nil {
-			h.Stage(s)
-		}
-	}
-	rep := &BuildReport{}
-	lossesPath := filepath.Join(work, lossesFile)
-	recorded, err := readLosses(lossesPath)
+	libDir, err := loadCPUVariant(o.CPUVariant, libDir)
 	if err != nil {
+		return nil, err
+	}
+	b := &build{o: o, out: out, work: work, libDir: libDir, h: h, rep: &BuildReport{}, losses: filepath.Join(work, lossesFile)}
+	if b.recorded, err = readLosses(b.losses); err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	// 1. The tokenizer: BPE merges fitted to the corpus's text, read
-	// through the generated models' byte-level vocabulary (any vocabulary
-	// renders the same text).
-	stage("tokenizer")
-	first, err := scripted.New(scripted.Options{Rule: func(inference.Request) string { return "" }})
+	// 1. The tokenizer and 2. the untrained model with it.
+	b.stage("tokenizer")
+	init, err := b.untrained(ctx)
 	if err != nil {
 		return nil, err
+	}
+	// 3. The corpus rendered through the model's own tokenizer and chat
+	// template (llama.cpp's, as self-play will render it).
+	b.stage("corpus")
+	corpus, lb, err := b.corpus(ctx, init)
+	if err != nil {
+		return nil, err
+	}
+	defer lb.Close()
+	b.rep.CorpusTime = time.Since(start)
+	// 4. Train every weight on the replies: behaviour cloning, then the
+	// DAgger rounds, each from the previous stage's weights.
+	b.stage("train")
+	start = time.Now()
+	if err := b.train(ctx, init, corpus); err != nil {
+		return nil, err
+	}
+	b.rep.TrainTime = time.Since(start)
+	return b.rep, nil
+}
+
+// loadCPUVariant loads the library of the pinned CPU variant of ggml's
+// kernels, before the backend and the trainer would load the default one,
+// and returns its directory (libDir itself when variant is "").
+func loadCPUVariant(variant, libDir string) (string, error) {
+	if variant == "" {
+		return libDir, nil
+	}
+	dir, err := cpuvariant.Dir(llamacpp.DefaultLibDir(libDir), variant)
+	if err != nil {
+		return "", fmt.Errorf("builtin: %w", err)
+	}
+	if err := llamacpp.Load(dir); err != nil {
+		return "", fmt.Errorf("builtin: the %s CPU kernels (does this CPU run them?): %w", variant, err)
+	}
+	return dir, nil
+}
+
+// build is one Build in progress: its options, directories, hooks, the
+// report it fills, and the losses file of its work directory (recorded:
+// what that file held when the build started).
+type build struct {
+	o                 BuildOptions
+	out, work, libDir string
+	h                 BuildHooks
+	rep               *BuildReport
+	losses            string
+	recorded          []float64
+}
+
+func (b *build) stage(s string) {
+	if b.h.Stage != nil {
+		b.h.Stage(s)
+	}
+}
+
+// untrained fits the tokenizer — BPE merges fitted to the corpus's text,
+// read through the generated models' byte-level vocabulary (any
+// vocabulary renders the same text) — and writes the untrained model
+// with it into the work directory, whose path it returns.
+func (b *build) untrained(ctx context.Context) (string, error) {
+	o := b.o
+	first, err := scripted.New(scripted.Options{Rule: func(inference.Request) string { return "" }})
+	if err != nil {
+		return "", err
 	}
 	p := &selfplay.Player{Label: "corpus", Backend: first, Tokenizer: first}
 	trajs, _, err := BuildCorpus(ctx, o.Corpus, p, nil)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	var text strings.Builder
 	for _, t := range trajs {
 		s, err := first.Detokenize(t.Tokens)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		text.WriteString(s)
 		text.WriteByte('\n')
 	}
 	merges, err := model.TrainBPEWith(text.String(), o.Vocab-3, model.BPEOptions{SplitDigits: o.SplitDigits})
 	if err != nil {
-		return nil, fmt.Errorf("builtin: fit the tokenizer: %w", err)
+		return "", fmt.Errorf("builtin: fit the tokenizer: %w", err)
 	}
-	// 2. The untrained model with that tokenizer.
-	init := filepath.Join(work, "init.gguf")
+	init := filepath.Join(b.work, "init.gguf")
 	mo := model.Options{Arch: o.Arch, Preset: o.Preset, Seed: o.Seed, Merges: merges, ContextLength: o.Corpus.Context}
 	if err := model.WriteFile(init, mo); err != nil {
-		return nil, err
+		return "", err
 	}
-	// 3. The corpus rendered through the model's own tokenizer and chat
-	// template (llama.cpp's, as self-play will render it).
-	stage("corpus")
+	return init, nil
+}
+
+// corpus renders the corpus through the untrained model's tokenizer and
+// chat template, on a llama backend of it that the caller closes once the
+// build is done.
+func (b *build) corpus(ctx context.Context, init string) ([]WeightedTrajectory, *llama.Backend, error) {
 	lo := llama.Options{}.Defaults()
-	if libDir != "" {
-		lo.LibDir = libDir
+	if b.libDir != "" {
+		lo.LibDir = b.libDir
 	}
 	lo.Model, lo.Parallel, lo.Context = init, 1, 256
 	lb, err := players.OpenLlamaOptions(lo)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer lb.Close()
-	corpus, st, err := BuildCorpus(ctx, o.Corpus, &selfplay.Player{Label: "corpus", Backend: lb, Tokenizer: lb}, h.Corpus)
+	corpus, st, err := BuildCorpus(ctx, b.o.Corpus, &selfplay.Player{Label: "corpus", Backend: lb, Tokenizer: lb}, b.h.Corpus)
 	if err != nil {
-		return nil, err
+		lb.Close()
+		return nil, nil, err
 	}
-	rep.Corpus, rep.CorpusTime = st, time.Since(start)
+	b.rep.Corpus = st
+	return corpus, lb, nil
+}
 
-	// 4. Train every weight on the replies: behaviour cloning, then the
-	// DAgger rounds, each from the previous stage's weights.
-	stage("train")
-	start = time.Now()
-	final := out
+// train trains every weight of the model at init on the corpus's replies
+// (behaviour cloning), then runs the DAgger rounds, each from the previous
+// stage's weights; the last stage writes out. A stage whose model is in
+// the work directory already (a resumed build with DAgger rounds) is not
+// trained again.
+func (b *build) train(ctx context.Context, init string, corpus []WeightedTrajectory) error {
+	o := b.o
+	final := b.out
 	if o.Dagger.Rounds > 0 {
-		final = filepath.Join(work, "bc.gguf")
+		final = filepath.Join(b.work, "bc.gguf")
 	}
 	pw := float32(o.PromptWeight)
 	cloned := func(epoch int) []train.Sequence {
@@ -267,49 +314,34 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 		return seqs
 	}
 	to := o.Train
-	to.LibDir, to.Seed = libDir, o.Seed
+	to.LibDir, to.Seed = b.libDir, o.Seed
 	if _, err := os.Stat(final); err != nil || o.Dagger.Rounds == 0 {
-		sh := stepHook{h: h.Step, done: 0, total: o.TotalSteps(), losses: lossesPath, recorded: recorded}
-		if err := trainStage(ctx, init, final, filepath.Join(work, "checkpoint"), to, o.Steps, o.Batch, o.CheckpointEvery, cloned, rand.New(rand.NewPCG(o.Seed, 0x62756c74)), sh, rep); err != nil { // "bult"
-			return nil, err
+		sh := stepHook{h: b.h.Step, done: 0, total: o.TotalSteps(), losses: b.losses, recorded: b.recorded}
+		if err := trainStage(ctx, init, final, filepath.Join(b.work, "checkpoint"), to, o.Steps, o.Batch, o.CheckpointEvery, cloned, rand.New(rand.NewPCG(o.Seed, 0x62756c74)), sh, b.rep); err != nil { // "bult"
+			return err
 		}
 	} else {
-		rep.ReusedSteps = o.Steps
-		rep.Losses = append(rep.Losses, span(recorded, 0, o.Steps)...)
+		b.rep.ReusedSteps = o.Steps
+		b.rep.Losses = append(b.rep.Losses, span(b.recorded, 0, o.Steps)...)
 	}
 	var labelled []train.Sequence
 	for r := 1; r <= o.Dagger.Rounds; r++ {
 		from := final
-		final = filepath.Join(work, fmt.Sprintf("dagger%d.gguf", r))
+		final = filepath.Join(b.work, fmt.Sprintf("dagger%d.gguf", r))
 		if r == o.Dagger.Rounds {
-			final = out
+			final = b.out
 		}
-		stage(fmt.Sprintf("dagger round %d: play", r))
-		lo := llama.Options{}.Defaults()
-		if libDir != "" {
-			lo.LibDir = libDir
-		}
-		lo.Model, lo.Parallel, lo.Context = from, 2, o.Corpus.Context
-		// One sequence decodes at a time: more threads only spin.
-		lo.Threads, lo.ThreadsBatch = 1, 1
-		lo.KVType = llamacpp.KVTypeF32
-		mb, err := players.OpenLlamaOptions(lo)
+		seqs, err := b.playRound(ctx, r, from, pw)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		seqs, dst, err := daggerPlay(ctx, o.Corpus, o.Dagger, r, labelPlayer(mb), pw, o.Seed)
-		mb.Close()
-		if err != nil {
-			return nil, err
-		}
-		rep.Dagger = append(rep.Dagger, dst)
 		labelled = append(labelled, seqs...)
 		if _, err := os.Stat(final); err == nil && r < o.Dagger.Rounds {
 			// Trained before an interrupt; its labels are needed again.
-			rep.Losses = append(rep.Losses, span(recorded, len(rep.Losses), o.Dagger.Steps)...)
+			b.rep.Losses = append(b.rep.Losses, span(b.recorded, len(b.rep.Losses), o.Dagger.Steps)...)
 			continue
 		}
-		stage(fmt.Sprintf("dagger round %d: train", r))
+		b.stage(fmt.Sprintf("dagger round %d: train", r))
 		rto := to
 		rto.LR, rto.TotalSteps = float32(o.Dagger.LR), o.Dagger.Steps
 		mixed := func(epoch int) []train.Sequence {
@@ -322,18 +354,42 @@ func BuildBuiltin(ctx context.Context, o BuiltinOptions, out, work, libDir strin
 			}
 			return seqs
 		}
-		sh := stepHook{h: h.Step, done: o.Steps + (r-1)*o.Dagger.Steps, total: o.TotalSteps(), losses: lossesPath, recorded: recorded}
-		ckpt := filepath.Join(work, fmt.Sprintf("checkpoint-dagger%d", r))
-		if err := trainStage(ctx, from, final, ckpt, rto, o.Dagger.Steps, o.Batch, o.CheckpointEvery, mixed, rand.New(rand.NewPCG(o.Seed, 0x64616767+uint64(r))), sh, rep); err != nil {
-			return nil, err
+		sh := stepHook{h: b.h.Step, done: o.Steps + (r-1)*o.Dagger.Steps, total: o.TotalSteps(), losses: b.losses, recorded: b.recorded}
+		ckpt := filepath.Join(b.work, fmt.Sprintf("checkpoint-dagger%d", r))
+		if err := trainStage(ctx, from, final, ckpt, rto, o.Dagger.Steps, o.Batch, o.CheckpointEvery, mixed, rand.New(rand.NewPCG(o.Seed, 0x64616767+uint64(r))), sh, b.rep); err != nil {
+			return err
 		}
 	}
-	rep.TrainTime = time.Since(start)
-	return rep, nil
+	return nil
+}
+
+// playRound plays DAgger round r with the model at from and returns the
+// sequences its labels teach (the round's stats go into the report).
+func (b *build) playRound(ctx context.Context, r int, from string, pw float32) ([]train.Sequence, error) {
+	b.stage(fmt.Sprintf("dagger round %d: play", r))
+	lo := llama.Options{}.Defaults()
+	if b.libDir != "" {
+		lo.LibDir = b.libDir
+	}
+	lo.Model, lo.Parallel, lo.Context = from, 2, b.o.Corpus.Context
+	// One sequence decodes at a time: more threads only spin.
+	lo.Threads, lo.ThreadsBatch = 1, 1
+	lo.KVType = llamacpp.KVTypeF32
+	mb, err := players.OpenLlamaOptions(lo)
+	if err != nil {
+		return nil, err
+	}
+	seqs, dst, err := daggerPlay(ctx, b.o.Corpus, b.o.Dagger, r, labelPlayer(mb), pw, b.o.Seed)
+	mb.Close()
+	if err != nil {
+		return nil, err
+	}
+	b.rep.Dagger = append(b.rep.Dagger, dst)
+	return seqs, nil
 }
 
 // TotalSteps are the optimizer steps of a whole build.
-func (o BuiltinOptions) TotalSteps() int { return o.Steps + o.Dagger.Rounds*o.Dagger.Steps }
+func (o BuildOptions) TotalSteps() int { return o.Steps + o.Dagger.Rounds*o.Dagger.Steps }
 
 // stepHook reports a stage's steps as steps of the whole build, and
 // keeps their losses in the work directory's losses file (recorded is
@@ -351,13 +407,13 @@ type stepHook struct {
 // to a step resumed from the checkpoint in ckpt (written every
 // checkpointEvery steps and on an interrupt).
 func trainStage(ctx context.Context, from, out, ckpt string, to train.Options, steps, batch, checkpointEvery int, data func(epoch int) []train.Sequence, rng *rand.Rand, sh stepHook, rep *BuildReport) error {
-	threads := newTrainThreads(&to)
+	threads := loop.NewTrainThreads(&to)
 	tr, err := train.New(from, to)
 	if err != nil {
 		return err
 	}
 	defer tr.Close()
-	threads.begin()
+	threads.Begin()
 	rep.Params = tr.TrainableParams()
 	resumed := 0
 	if _, err := os.Stat(filepath.Join(ckpt, train.CheckpointFile)); err == nil {
@@ -403,7 +459,7 @@ func trainStage(ctx context.Context, from, out, ckpt string, to train.Options, s
 			return err
 		}
 		rep.Losses = append(rep.Losses, loss)
-		if err := threads.tick(tr); err != nil {
+		if err := threads.Tick(tr); err != nil {
 			return err
 		}
 		if sh.h != nil {
@@ -502,7 +558,7 @@ const recipeFile = "recipe.json"
 // another recipe would resume into a model of neither. What does not
 // change the bytes — the thread count, the library directory, how many
 // DAgger rounds follow the ones already trained — may differ.
-func checkWork(work string, o BuiltinOptions) error {
+func checkWork(work string, o BuildOptions) error {
 	o.Train.Threads, o.Train.LibDir, o.Dagger.Rounds = 0, "", 0
 	want, err := json.MarshalIndent(o, "", "  ")
 	if err != nil {

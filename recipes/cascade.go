@@ -1,4 +1,4 @@
-package loop
+package recipes
 
 import (
 	"context"
@@ -14,8 +14,11 @@ import (
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/internal/atomicfile"
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/players"
+	"github.com/omar-selfplay/omar/runfiles"
 )
 
 // CascadeOptions are Cascade RL (SocialRL-Neg): one policy trained on one
@@ -26,7 +29,7 @@ type CascadeOptions struct {
 	// Run is the template of every stage's run; a stage sets its
 	// environment (with its parameters) and iterations, and starts from
 	// the best adapter so far.
-	Run Options `yaml:"run"`
+	Run loop.Options `yaml:"run"`
 	// Stages in order.
 	Stages []CascadeStage `yaml:"stages"`
 	// Episodes per pairing of the evaluation after each stage, against
@@ -50,10 +53,10 @@ type CascadeStage struct {
 // CaSiNo → DnD → Craigslist → Marketplace → Job Interview) on the built-in
 // model's parameters, 5 iterations a stage.
 func DefaultCascade() CascadeOptions {
-	o := CascadeOptions{Run: Options{}.Defaults(), Episodes: 16, Opponents: []string{"scripted:naive", "scripted:strategic"}}
+	o := CascadeOptions{Run: loop.Options{}.Defaults(), Episodes: 16, Opponents: []string{"scripted:naive", "scripted:strategic"}}
 	o.Run.Eval.Every, o.Run.League.Enabled = 0, false
 	for _, env := range []string{"calendar", "casino", "dealornodeal", "craigslist", "marketplace", "jobinterview"} {
-		o.Stages = append(o.Stages, CascadeStage{Env: env, Params: BuiltinParams(), Iterations: 5})
+		o.Stages = append(o.Stages, CascadeStage{Env: env, Params: loop.BuiltinParams(), Iterations: 5})
 	}
 	return o
 }
@@ -109,7 +112,7 @@ const CascadeFile = "cascade.jsonl"
 // returns every evaluation, in order. It resumes: finished stages and the
 // evaluations done are read back from cascade.jsonl, a stage interrupted
 // in the middle continues from its own checkpoint.
-func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Run)) ([]CascadeStageResult, error) {
+func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *loop.Run)) ([]CascadeStageResult, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -126,7 +129,7 @@ func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Ru
 		if r.Best {
 			best, bestMean = r.Adapter, r.Mean
 			if best == "" { // a line from before Adapter was recorded
-				best = filepath.Join(dir, "stage-"+strconv.Itoa(r.Stage), AdapterFile)
+				best = filepath.Join(dir, "stage-"+strconv.Itoa(r.Stage), runfiles.AdapterFile)
 			}
 		}
 		if !r.Partial {
@@ -142,14 +145,14 @@ func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Ru
 			ro.Rollout.Adapter = best
 		}
 		sdir := filepath.Join(dir, "stage-"+strconv.Itoa(k+1))
-		mode := Fresh
-		if _, err := os.Stat(filepath.Join(sdir, ConfigFile)); err == nil {
-			if ro, err = ReadConfig(sdir); err != nil {
+		mode := loop.Fresh
+		if _, err := os.Stat(filepath.Join(sdir, runfiles.ConfigFile)); err == nil {
+			if ro, err = loop.ReadConfig(sdir); err != nil {
 				return nil, err
 			}
-			mode = Resume
+			mode = loop.Resume
 		}
-		run, err := Open(sdir, ro, mode, nil)
+		run, err := loop.Open(sdir, ro, mode, nil)
 		if err != nil {
 			return nil, fmt.Errorf("cascade: stage %d (%s): %w", k+1, s.Env, err)
 		}
@@ -162,7 +165,7 @@ func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Ru
 				return err
 			}
 			if res.Best = res.Mean > bestMean; res.Best {
-				res.Adapter = run.Path(AdapterFile)
+				res.Adapter = run.Path(runfiles.AdapterFile)
 				if partial {
 					// Later iterations of the stage overwrite adapter.gguf.
 					b, err := os.ReadFile(res.Adapter)
@@ -170,7 +173,7 @@ func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Ru
 						return err
 					}
 					res.Adapter = run.Path(CascadeBestFile)
-					if err := writeFileAtomic(res.Adapter, b); err != nil {
+					if err := atomicfile.Write(res.Adapter, b, 0o644); err != nil {
 						return err
 					}
 				}
@@ -190,7 +193,7 @@ func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Ru
 			}
 			_, err = run.Step(ctx)
 		}
-		if err == nil || errors.Is(err, ErrStopped) {
+		if err == nil || errors.Is(err, loop.ErrStopped) {
 			err = evaluate(false)
 		}
 		run.Close()
@@ -203,9 +206,9 @@ func Cascade(ctx context.Context, o CascadeOptions, dir string, stage func(r *Ru
 
 // evaluateStage plays the stage's policy as it is on every environment of
 // the cascade.
-func evaluateStage(ctx context.Context, o CascadeOptions, run *Run, k int, partial bool) (CascadeStageResult, error) {
+func evaluateStage(ctx context.Context, o CascadeOptions, run *loop.Run, k int, partial bool) (CascadeStageResult, error) {
 	res := CascadeStageResult{Stage: k, Env: o.Stages[k-1].Env, Iteration: run.State().Iteration, Partial: partial}
-	a := run.arenaOptions()
+	a := run.ArenaOptions()
 	a.Envs = nil
 	seen := map[string]bool{}
 	for _, s := range o.Stages {
@@ -215,12 +218,12 @@ func evaluateStage(ctx context.Context, o CascadeOptions, run *Run, k int, parti
 		}
 	}
 	a.Episodes = o.Episodes
-	opps, err := scriptedOpponents(o.Opponents)
+	opps, err := loop.ScriptedOpponents(o.Opponents)
 	if err != nil {
 		return res, err
 	}
-	cur := arena.Player{Name: "policy", Version: "stage " + strconv.Itoa(k) + ", iteration " + strconv.Itoa(res.Iteration), Kind: players.KindAdapter, Model: run.player}
-	dir := run.Path(EvalDir + "/cascade")
+	cur := arena.Player{Name: "policy", Version: "stage " + strconv.Itoa(k) + ", iteration " + strconv.Itoa(res.Iteration), Kind: players.KindAdapter, Model: run.Policy()}
+	dir := run.Path(runfiles.EvalDir + "/cascade")
 	if partial {
 		dir += "-" + strconv.Itoa(res.Iteration)
 	}
@@ -233,7 +236,7 @@ func evaluateStage(ctx context.Context, o CascadeOptions, run *Run, k int, parti
 	}
 	// The mean over environments, each weighing the same whatever its
 	// number of sides.
-	res.Reward, _ = meanBy(rep.Cells, func(c arena.Cell) string { return c.Env })
+	res.Reward, _ = loop.MeanRewardBy(rep.Cells, func(c arena.Cell) string { return c.Env })
 	for _, env := range engine.SortedKeys(res.Reward) { // sorted: the same sum every time
 		res.Mean += res.Reward[env] / float64(len(res.Reward))
 	}
@@ -290,5 +293,5 @@ func appendJSONLine(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return appendFile(path, append(b, '\n'))
+	return jsonl.AppendLines(path, append(b, '\n'))
 }

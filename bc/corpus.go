@@ -1,4 +1,4 @@
-package loop
+package bc
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -57,8 +58,8 @@ func (o CorpusOptions) Validate() error {
 		if _, err := envs.Find(e.Env); err != nil {
 			return fmt.Errorf("corpus: envs[%d]: %w", i, err)
 		}
-		if e.Episodes < 1 || e.Episodes > maxCount {
-			return fmt.Errorf("corpus: envs[%d] (%s): episodes %d: want 1..%d", i, e.Env, e.Episodes, maxCount)
+		if e.Episodes < 1 || e.Episodes > loop.MaxCount {
+			return fmt.Errorf("corpus: envs[%d] (%s): episodes %d: want 1..%d", i, e.Env, e.Episodes, loop.MaxCount)
 		}
 		if math.IsNaN(e.Weight) || e.Weight < 0 || e.Weight > 100 {
 			return fmt.Errorf("corpus: envs[%d] (%s): weight %v: want 0..100", i, e.Env, e.Weight)
@@ -235,7 +236,7 @@ func WeightedSequences(trajs []WeightedTrajectory, seed uint64, epoch int) []tra
 	var out []train.Sequence
 	for i, t := range trajs {
 		n := repeats(t.Weight, seeds.Derive(seed, uint64(epoch), uint64(i)))
-		seqs, _ := Sequences([]selfplay.Trajectory{t.Trajectory})
+		seqs, _ := loop.Sequences([]selfplay.Trajectory{t.Trajectory})
 		for range n {
 			out = append(out, seqs...)
 		}

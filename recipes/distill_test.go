@@ -1,4 +1,4 @@
-package loop
+package recipes
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/train"
 )
 
@@ -189,7 +190,11 @@ func TestTeacherTopKReproducible(t *testing.T) {
 	var runs [2][][]train.TopK
 	for i := range runs {
 		ro := o.Run.Rollout
-		lb, err := ro.openLlama(ro.Model, "", 8, ro.Context)
+		lo, err := ro.LlamaOptions(ro.Model, "", 8, ro.Context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb, err := players.OpenLlamaOptions(lo)
 		if err != nil {
 			t.Fatal(err)
 		}

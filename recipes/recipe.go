@@ -1,4 +1,4 @@
-package loop
+package recipes
 
 import (
 	"errors"
@@ -7,25 +7,27 @@ import (
 	"path/filepath"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/omar-selfplay/omar/internal/strictyaml"
 )
 
-// RecipeFile is a recipe's config in its directory (cascade,
+// ConfigFile is a recipe's config in its directory (cascade,
 // distillation): what a resumed recipe continues with.
-const RecipeFile = "recipe.yaml"
+const ConfigFile = "recipe.yaml"
 
-// RecipeConfig returns the config of the recipe in dir. A resumed recipe
+// Config returns the config of the recipe in dir. A resumed recipe
 // reads dir's recipe.yaml onto def; a fresh one decodes the file at path
 // (none: def unchanged) and records it in dir/recipe.yaml, and a
 // directory that already holds a recipe is refused, so a finished or
 // interrupted recipe is never mixed with another config. An invalid
 // config is refused before anything is written.
-func RecipeConfig[T interface{ Validate() error }](dir, path string, resume bool, def T) (T, error) {
-	file := filepath.Join(dir, RecipeFile)
+func Config[T interface{ Validate() error }](dir, path string, resume bool, def T) (T, error) {
+	file := filepath.Join(dir, ConfigFile)
 	if resume {
 		if path != "" {
 			return def, errors.New("a resumed recipe continues with its own config: no config file")
 		}
-		if err := DecodeYAMLFile(file, &def); err != nil {
+		if err := strictyaml.DecodeFile(file, &def); err != nil {
 			return def, fmt.Errorf("resume: %w", err)
 		}
 		return def, nil
@@ -34,7 +36,7 @@ func RecipeConfig[T interface{ Validate() error }](dir, path string, resume bool
 		return def, fmt.Errorf("%s holds a recipe already: resume it, or choose another directory", dir)
 	}
 	if path != "" {
-		if err := DecodeYAMLFile(path, &def); err != nil {
+		if err := strictyaml.DecodeFile(path, &def); err != nil {
 			return def, err
 		}
 	}

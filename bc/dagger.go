@@ -1,4 +1,4 @@
-package loop
+package bc
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -94,8 +95,8 @@ func (o DaggerOptions) Validate() error {
 	switch {
 	case o.Rounds < 0 || o.Rounds > 100:
 		return fmt.Errorf("dagger: rounds %d: want 0..100", o.Rounds)
-	case o.Episodes < 1 || o.Episodes > maxCount:
-		return fmt.Errorf("dagger: episodes %d: want 1..%d", o.Episodes, maxCount)
+	case o.Episodes < 1 || o.Episodes > loop.MaxCount:
+		return fmt.Errorf("dagger: episodes %d: want 1..%d", o.Episodes, loop.MaxCount)
 	case len(o.Games) == 0:
 		return errors.New("dagger: no games")
 	case o.MaxPerSeat < 0:

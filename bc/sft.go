@@ -1,4 +1,4 @@
-package loop
+package bc
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/train"
@@ -47,7 +48,7 @@ type SFTOptions struct {
 func (SFTOptions) Defaults() SFTOptions {
 	d := selfplay.Options{}.Defaults()
 	t := train.Options{}.Defaults()
-	t.Threads = 0 // the free cores (trainThreads)
+	t.Threads = 0 // the free cores (loop.TrainThreads)
 	return SFTOptions{Out: "adapter.gguf", Epochs: 1, Batch: 8, MinReward: math.Inf(-1), Train: t,
 		MaxTokens: d.MaxTokens, Context: d.Context}
 }
@@ -64,7 +65,7 @@ func (o SFTOptions) Validate() error {
 	case math.IsNaN(o.MinReward):
 		return errors.New("sft: min reward is NaN")
 	}
-	if err := validateTrain(o.Train); err != nil {
+	if err := loop.ValidateTrain(o.Train); err != nil {
 		return fmt.Errorf("sft: %w", err)
 	}
 	return nil
@@ -114,13 +115,13 @@ func cloneForSFT(ctx context.Context, o SFTOptions) ([]train.Sequence, int, erro
 			keep = append(keep, t)
 		}
 	}
-	seqs, _ := Sequences(keep)
+	seqs, _ := loop.Sequences(keep)
 	return seqs, skipped, nil
 }
 
 // SFTSequences reads trajectories and keeps those with generated tokens
-// and a reward of at least minReward, as training sequences (Sequences'
-// bridge: exactly the sampled ids).
+// and a reward of at least minReward, as training sequences
+// (loop.Sequences' bridge: exactly the sampled ids).
 func SFTSequences(path string, minReward float64) ([]train.Sequence, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -137,7 +138,7 @@ func SFTSequences(path string, minReward float64) ([]train.Sequence, error) {
 			keep = append(keep, t)
 		}
 	}
-	seqs, _ := Sequences(keep)
+	seqs, _ := loop.Sequences(keep)
 	return seqs, nil
 }
 
@@ -169,7 +170,7 @@ func SFT(ctx context.Context, o SFTOptions, hooks SFTHooks) (SFTResult, error) {
 		return res, fmt.Errorf("sft: no trajectory has generated tokens and reward ≥ %g", o.MinReward)
 	}
 	to := o.Train
-	threads := newTrainThreads(&to)
+	threads := loop.NewTrainThreads(&to)
 	tr, err := train.New(o.Model, to)
 	if err != nil {
 		return res, err
@@ -183,7 +184,7 @@ func SFT(ctx context.Context, o SFTOptions, hooks SFTHooks) (SFTResult, error) {
 	if err := tr.CheckSequence(longest); err != nil {
 		return res, fmt.Errorf("sft: the longest trajectory, %d tokens: %w", longest, err)
 	}
-	threads.begin()
+	threads.Begin()
 	if o.Resume != "" {
 		if _, err := tr.LoadCheckpoint(o.Resume); err != nil {
 			return res, err
@@ -206,7 +207,7 @@ func SFT(ctx context.Context, o SFTOptions, hooks SFTHooks) (SFTResult, error) {
 			}
 			loss, err := tr.SFTStep(ctx, batch)
 			if err == nil {
-				err = threads.tick(tr)
+				err = threads.Tick(tr)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
