@@ -11,6 +11,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // RecordSummary is one record of a records file as the replay list shows
@@ -18,7 +19,7 @@ import (
 type RecordSummary struct {
 	Index   int                 `json:"index"`
 	Env     string              `json:"env"`
-	Seed    uint64              `json:"seed"`
+	Seed    seeds.JSON          `json:"seed"`
 	Seats   []engine.SeatRecord `json:"seats"`
 	Result  string              `json:"result"`
 	Rewards []float64           `json:"rewards"`
@@ -113,7 +114,7 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 }
 
 func summarize(i int, rec *engine.Record) RecordSummary {
-	return RecordSummary{Index: i, Env: rec.Env, Seed: rec.Seed, Seats: rec.Seats, Result: rec.Outcome.Result,
+	return RecordSummary{Index: i, Env: rec.Env, Seed: seeds.JSON(rec.Seed), Seats: rec.Seats, Result: rec.Outcome.Result,
 		Rewards: rec.Outcome.Rewards, Events: len(rec.Events)}
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -205,12 +206,45 @@ func TestRecords(t *testing.T) {
 		if !bytes.Equal(gb, wb) {
 			t.Errorf("record %d differs from what was written", i)
 		}
-		if s := rs.Summaries()[i]; s.Events != len(want.Events) || s.Result != want.Outcome.Result || s.Seed != want.Seed {
+		if s := rs.Summaries()[i]; s.Events != len(want.Events) || s.Result != want.Outcome.Result || uint64(s.Seed) != want.Seed {
 			t.Errorf("summary %d = %+v, want %d events, result %s, seed %d", i, s, len(want.Events), want.Outcome.Result, want.Seed)
 		}
 	}
 	if _, err := rs.Record(3); err == nil {
 		t.Error("record 3 of 3 was found")
+	}
+}
+
+// TestRecordsSeedString: the replay page's records carry their seeds as
+// exact decimal strings (the records' seeds are above 2^53, which a
+// JavaScript number rounds), in the list and in each record.
+func TestRecordsSeedString(t *testing.T) {
+	path, recs := writeRecords(t, "sealedbid", nil, 2)
+	rs, err := OpenRecords(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := newSite(t, Options{Records: rs}, nil)
+	_, b := get(t, ts.URL+"/v1/records", testSecret)
+	var list struct {
+		Records []map[string]any `json:"records"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil || len(list.Records) != len(recs) {
+		t.Fatalf("records list %s: %v", b, err)
+	}
+	for i, want := range recs {
+		if want.Seed < 1<<53 {
+			t.Fatalf("record %d's seed %d is below 2^53: the test checks nothing", i, want.Seed)
+		}
+		ws := strconv.FormatUint(want.Seed, 10)
+		if got := list.Records[i]["seed"]; got != ws {
+			t.Errorf("summary %d's seed %#v, want the string %q", i, got, ws)
+		}
+		_, b := get(t, ts.URL+"/v1/records/"+strconv.Itoa(i), testSecret)
+		var rec map[string]any
+		if err := json.Unmarshal(b, &rec); err != nil || rec["seed"] != ws {
+			t.Errorf("record %d's seed %#v (%v), want the string %q", i, rec["seed"], err, ws)
+		}
 	}
 }
 

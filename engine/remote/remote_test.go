@@ -668,3 +668,52 @@ func TestGetEpisodeOutcomeNeedsToken(t *testing.T) {
 		})
 	}
 }
+
+// TestSeedAsString: the API writes seeds as decimal strings, exact above
+// 2^53 (the page reads them with JavaScript), and takes a seed as a
+// string or a number; a request body's unknown field is still refused.
+func TestSeedAsString(t *testing.T) {
+	c, ts := newTestServer(t, ServerOptions{}.Defaults())
+	const big = uint64(18446744073709551315)
+	post := func(body string) (int, map[string]any, []byte) {
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/episodes", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testSecret)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return resp.StatusCode, m, b
+	}
+	for _, body := range []string{
+		`{"env":"sealedbid","seed":"18446744073709551315","agents":["scripted"]}`,
+		`{"env":"sealedbid","seed":18446744073709551315,"agents":["scripted"]}`,
+	} {
+		code, m, raw := post(body)
+		if code != http.StatusCreated && code != http.StatusOK {
+			t.Fatalf("%s: HTTP %d %s", body, code, raw)
+		}
+		if m["seed"] != "18446744073709551315" {
+			t.Errorf("%s: the answer's seed is %#v, want the string \"18446744073709551315\"", body, m["seed"])
+		}
+		info, err := c.Episode(context.Background(), m["id"].(string))
+		if err != nil || info.Seed == nil || *info.Seed != big {
+			t.Errorf("%s: the client read seed %v (%v), want %d", body, info.Seed, err, big)
+		}
+	}
+	if code, _, raw := post(`{"env":"sealedbid","seed":"1","colour":"red"}`); code != http.StatusBadRequest {
+		t.Errorf("an unknown field: HTTP %d %s, want 400", code, raw)
+	}
+	seed := big
+	info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid", Seed: &seed, Agents: []string{"scripted"}})
+	if err != nil || info.Seed == nil || *info.Seed != big {
+		t.Fatalf("the Go client created seed %v (%v), want %d", info.Seed, err, big)
+	}
+	var old EpisodeInfo
+	if err := json.Unmarshal([]byte(`{"id":"e1","env":"x","seed":18446744073709551315,"status":"done","seats":[]}`), &old); err != nil || old.Seed == nil || *old.Seed != big {
+		t.Errorf("a numeric seed read as %v (%v), want %d", old.Seed, err, big)
+	}
+}

@@ -17,7 +17,7 @@
 
   function showInfo() {
     const info = state.info;
-    $("title").textContent = "Episode " + info.id + " · " + info.env;
+    $("title").textContent = "Episode " + info.id + " · " + info.env + (info.seed !== undefined ? " · seed " + info.seed : "");
     $("status").textContent = info.status + (info.error ? ": " + info.error : "");
     $("status").dataset.status = info.status;
     const rewards = info.outcome ? info.outcome.rewards : [];

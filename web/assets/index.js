@@ -48,7 +48,11 @@
     const agents = selects.map((s) => (s.value === "me" ? "remote" : s.value));
     const body = { env: document.getElementById("env").value, agents };
     const seed = document.getElementById("seed").value.trim();
-    if (seed !== "") body.seed = Number(seed);
+    // Sent as a string: a JavaScript number rounds seeds above 2^53.
+    if (seed !== "") {
+      if (!/^[0-9]+$/.test(seed)) { err.textContent = "The seed is a whole number from 0 to 18446744073709551615."; return; }
+      body.seed = seed;
+    }
     try {
       const { data } = await api("/v1/episodes", { method: "POST", body });
       const mine = selects.findIndex((s) => s.value === "me");
