@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/remote"
 )
 
@@ -71,4 +72,57 @@ func TestUISeedExact(t *testing.T) {
 	if got := eval[string](t, ctx, `document.querySelector("#records tr").children[2].textContent`); got != want {
 		t.Errorf("the replay lists seed %s, want %s", got, want)
 	}
+}
+
+// TestUIGameParams: the episodes page's form offers the game's parameters
+// (booleans as checkboxes, numbers as number boxes), started from the
+// served model's where the server has them; the episode is created with
+// them; a parameter that changes the seats redraws them, and one the game
+// refuses is named before Start.
+func TestUIGameParams(t *testing.T) {
+	ctx := newBrowser(t)
+	builtin := engine.Params{"structured_only": true, "rounds": 4, "compact": true, "hints": true}
+	ts, _ := newSite(t, Options{ModelParams: map[string]engine.Params{"craigslist": builtin}}, nil)
+	do(t, ctx, chromedp.Navigate(ts.URL+"/ui/#secret="+testSecret))
+	waitJS(t, ctx, `document.getElementById("env").value.startsWith("craigslist") && document.querySelector("input.param") !== null`, 20*time.Second)
+	type control struct {
+		Type, Value string
+		Checked     bool
+	}
+	got := eval[map[string]control](t, ctx, `Object.fromEntries([...document.querySelectorAll("input.param")].map((i) => [i.dataset.param, { type: i.type, value: i.value, checked: i.checked }]))`)
+	for k, want := range map[string]control{"structured_only": {"checkbox", "on", true}, "compact": {"checkbox", "on", true}, "hints": {"checkbox", "on", true},
+		"rounds": {"number", "4", false}, "scenario": {"number", "-1", false}, "scenario_set": {"text", "sampled", false}} {
+		if got[k] != want {
+			t.Errorf("parameter %s: control %+v, want %+v", k, got[k], want)
+		}
+	}
+	shot(t, ctx, "new-episode")
+	for i := range 2 {
+		setSelect(t, ctx, fmt.Sprintf(`select.agent[data-seat="%d"]`, i), "scripted")
+	}
+	do(t, ctx, chromedp.Click("#create-button"))
+	waitJS(t, ctx, `location.pathname === "/ui/episode" && document.getElementById("params").textContent !== ""`, 20*time.Second)
+	id := eval[string](t, ctx, `new URLSearchParams(location.search).get("id")`)
+	info, err := (&remote.Client{BaseURL: ts.URL, Secret: testSecret}).Episode(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, w := fmt.Sprint(info.Params), fmt.Sprint(map[string]any{"compact": true, "hints": true, "rounds": 4, "structured_only": true}); b != w {
+		t.Errorf("the episode was created with %s, want the model's %s", b, w)
+	}
+	if txt := eval[string](t, ctx, `document.getElementById("params").textContent`); !strings.Contains(txt, "structured_only=true") {
+		t.Errorf("the episode page shows %q, want its parameters", txt)
+	}
+
+	do(t, ctx, chromedp.Navigate(ts.URL+"/ui/"))
+	waitJS(t, ctx, `document.querySelector("input.param") !== null`, 20*time.Second)
+	setSelect(t, ctx, "#env", "sealedbid_v1")
+	waitJS(t, ctx, `document.getElementById("param-bidders") !== null && document.querySelectorAll("select.agent").length === 3`, 10*time.Second)
+	if v := eval[string](t, ctx, `document.getElementById("param-bidders").value`); v != "3" {
+		t.Errorf("bidders starts at %q, want the game's 3", v)
+	}
+	setSelect(t, ctx, "#param-bidders", "5")
+	waitJS(t, ctx, `document.querySelectorAll("select.agent").length === 5`, 10*time.Second)
+	setSelect(t, ctx, "#param-bidders", "1")
+	waitJS(t, ctx, `document.getElementById("params-error").textContent.includes("bidders")`, 10*time.Second)
 }

@@ -39,6 +39,10 @@ type ServeOptions struct {
 	Slots   int
 	Context int
 	Seat    SeatOptions
+	// ModelParams are the parameters the model players play each
+	// environment with (Options.ModelParams): the page's form starts from
+	// them.
+	ModelParams map[string]engine.Params
 }
 
 // Validate checks o.
@@ -77,7 +81,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Site, io.Closer, error) {
 	if err := o.Validate(); err != nil {
 		return nil, nil, err
 	}
-	site := Options{}
+	site := Options{ModelParams: o.ModelParams}
 	if o.Records != "" {
 		rs, err := OpenRecords(o.Records)
 		if err != nil {

@@ -10,8 +10,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/proxy"
 	"github.com/omar-selfplay/omar/web"
@@ -81,6 +84,17 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if err := so.Validate(); err != nil {
 		return usageError{err}
+	}
+	if so.Model != "" && builtin.Is(so.Model) {
+		// The page's form starts from the mode the built-in model learnt
+		// the negotiation games in, not the games' defaults.
+		so.ModelParams = map[string]engine.Params{}
+		for _, g := range so.API.Catalog {
+			if p := loop.BuiltinEnvParams(g.ID()); p != nil {
+				name, _ := engine.SplitID(g.ID())
+				so.ModelParams[name] = p
+			}
+		}
 	}
 	if ho.WriteTimeout > 0 && ho.WriteTimeout <= so.API.MaxWait {
 		return usagef("--write-timeout %v must exceed --max-wait %v, or every long-poll would be cut", ho.WriteTimeout, so.API.MaxWait)

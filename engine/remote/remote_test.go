@@ -717,3 +717,44 @@ func TestSeedAsString(t *testing.T) {
 		t.Errorf("a numeric seed read as %v (%v), want %d", old.Seed, err, big)
 	}
 }
+
+// TestEnvParams: the catalog lists a game's parameters with their
+// defaults, and GET /v1/envs/{id} gives the seats for other parameters or
+// the game's reason for refusing them.
+func TestEnvParams(t *testing.T) {
+	opts := ServerOptions{}.Defaults()
+	opts.Catalog = []engine.Game{sealedbid.New()}
+	_, ts := newTestServer(t, opts)
+	page, err := (&Client{BaseURL: ts.URL, HTTP: ts.Client()}).Envs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := page.Envs[0].Params, engine.ParamsOf(sealedbid.DefaultParams()); !reflect.DeepEqual(got, want) {
+		t.Errorf("sealedbid's parameters %v, want its defaults %v", got, want)
+	}
+	for _, tc := range []struct {
+		query string
+		code  int
+		seats int
+	}{
+		{"", http.StatusOK, 3},
+		{"?params=" + url.QueryEscape(`{"bidders":5}`), http.StatusOK, 5},
+		{"?params=" + url.QueryEscape(`{"bidders":1}`), http.StatusBadRequest, 0},
+		{"?params=" + url.QueryEscape(`{"colour":1}`), http.StatusBadRequest, 0},
+		{"?params=" + url.QueryEscape(`[1]`), http.StatusBadRequest, 0},
+	} {
+		resp, err := ts.Client().Get(ts.URL + "/v1/envs/sealedbid" + tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info EnvInfo
+		_ = json.NewDecoder(resp.Body).Decode(&info)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || len(info.Seats) != tc.seats {
+			t.Errorf("%q: HTTP %d with %d seats, want %d with %d", tc.query, resp.StatusCode, len(info.Seats), tc.code, tc.seats)
+		}
+	}
+	if resp, err := ts.Client().Get(ts.URL + "/v1/envs/nothing"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("an unknown environment: %v %v, want 404", resp.StatusCode, err)
+	}
+}

@@ -136,10 +136,13 @@ type EpisodeInfo struct {
 	Env string `json:"env"`
 	// Seed is shown only to the secret's holder (the creator): it deals
 	// every hidden role and private value.
-	Seed   *uint64    `json:"seed,omitempty"`
-	Status string     `json:"status"` // "running", "done" or "failed"
-	Error  string     `json:"error,omitempty"`
-	Seats  []SeatInfo `json:"seats"`
+	Seed *uint64 `json:"seed,omitempty"`
+	// Params are the parameters the episode was created with (none: the
+	// game's defaults); with the seed they deal the episode again.
+	Params engine.Params `json:"params,omitempty"`
+	Status string        `json:"status"` // "running", "done" or "failed"
+	Error  string        `json:"error,omitempty"`
+	Seats  []SeatInfo    `json:"seats"`
 	// ObserverToken reads the omniscient log; only the creator gets it.
 	ObserverToken string          `json:"observer_token,omitempty"`
 	Outcome       *engine.Outcome `json:"outcome,omitempty"`
@@ -208,6 +211,7 @@ func NewServer(ctx context.Context, find func(id string) (engine.Game, error), o
 	s.mux.HandleFunc("POST /v1/episodes", s.create)
 	s.mux.HandleFunc("GET /v1/episodes", s.list)
 	s.mux.HandleFunc("GET /v1/envs", s.envs)
+	s.mux.HandleFunc("GET /v1/envs/{id}", s.env)
 	s.mux.HandleFunc("GET /v1/episodes/{id}", s.get)
 	s.mux.HandleFunc("GET /v1/episodes/{id}/events", s.events)
 	s.mux.HandleFunc("POST /v1/episodes/{id}/actions", s.act)
@@ -317,7 +321,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		game: g, tokens: map[string]int{}, boxes: make([]*mailbox, len(seats)),
 		ready: make(chan struct{}), finished: make(chan struct{}),
 		client: clientOf(r),
-		info:   EpisodeInfo{Env: g.ID(), Seed: &seed, Status: "running"},
+		info:   EpisodeInfo{Env: g.ID(), Seed: &seed, Params: req.Params, Status: "running"},
 	}
 	id := newEpisodeID()
 	agents, err := s.castSeats(e, g, seats, req.Agents, seed, id)
@@ -594,6 +598,51 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
+// env describes one environment of the catalog for the parameters of the
+// query's params (a JSON object; none: the defaults): its seats for them,
+// or 400 with the game's reason when it does not take them. The page's
+// form asks it as a person changes a parameter.
+func (s *Server) env(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	i := slices.IndexFunc(s.opts.Catalog, func(g engine.Game) bool {
+		name, _ := engine.SplitID(g.ID())
+		return g.ID() == id || name == id
+	})
+	if i < 0 {
+		fail(w, http.StatusNotFound, "no environment %q in the catalog", id)
+		return
+	}
+	var p engine.Params
+	if q := r.URL.Query().Get("params"); q != "" {
+		if err := json.Unmarshal([]byte(q), &p); err != nil {
+			fail(w, http.StatusBadRequest, "params: not a JSON object: %v", err)
+			return
+		}
+	}
+	info, err := envInfo(s.opts.Catalog[i], p)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+// envInfo describes g with its seats for p.
+func envInfo(g engine.Game, p engine.Params) (EnvInfo, error) {
+	seats, err := g.Seats(p)
+	if err != nil {
+		return EnvInfo{}, err
+	}
+	info := EnvInfo{ID: g.ID(), Description: g.Description(), Seats: seats}
+	for _, pol := range g.Policies() {
+		info.Policies = append(info.Policies, pol.Name)
+	}
+	if d, ok := g.(engine.ParamDefaulter); ok {
+		info.Params = d.DefaultParams()
+	}
+	return info, nil
+}
+
 func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	e := s.lookup(w, r)
 	if e == nil {
@@ -647,6 +696,10 @@ type EnvInfo struct {
 	Seats       []engine.SeatSpec `json:"seats"`
 	// Policies are the scripted policies, the default first.
 	Policies []string `json:"policies"`
+	// Params are the game's parameters with their defaults, for a game
+	// that lists them (engine.ParamDefaulter); a create request may give
+	// any of them.
+	Params engine.Params `json:"params,omitempty"`
 }
 
 // EnvsPage is the answer of GET /v1/envs.
@@ -666,14 +719,10 @@ func (s *Server) envs(w http.ResponseWriter, r *http.Request) {
 		page.Agents = append(page.Agents, s.opts.Agents.Names()...)
 	}
 	for _, g := range s.opts.Catalog {
-		seats, err := g.Seats(nil)
+		info, err := envInfo(g, nil)
 		if err != nil {
 			fail(w, http.StatusInternalServerError, "%s: %v", g.ID(), err)
 			return
-		}
-		info := EnvInfo{ID: g.ID(), Description: g.Description(), Seats: seats}
-		for _, p := range g.Policies() {
-			info.Policies = append(info.Policies, p.Name)
 		}
 		page.Envs = append(page.Envs, info)
 	}

@@ -20,6 +20,8 @@
     $("title").textContent = "Episode " + info.id + " · " + info.env + (info.seed !== undefined ? " · seed " + info.seed : "");
     $("status").textContent = info.status + (info.error ? ": " + info.error : "");
     $("status").dataset.status = info.status;
+    const params = Object.entries(info.params || {});
+    $("params").textContent = params.length ? "Parameters: " + params.map(([k, v]) => k + "=" + JSON.stringify(v)).join(", ") : "The game's default parameters.";
     const rewards = info.outcome ? info.outcome.rewards : [];
     $("seats").replaceChildren(...info.seats.map((s) => {
       const links = el("td");
