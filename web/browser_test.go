@@ -192,6 +192,9 @@ func playSeat(t *testing.T, ctx context.Context, reply func(k int) string, onTur
 		} else {
 			text := reply(len(sent))
 			sent = append(sent, text)
+			if eval[bool](t, ctx, `!document.getElementById("move-form").classList.contains("hidden")`) {
+				do(t, ctx, chromedp.Click("#raw-toggle")) // the whole reply as text, past the move controls
+			}
 			do(t, ctx, chromedp.SendKeys("#reply", text), chromedp.Click("#send"))
 		}
 		waitJS(t, ctx, `document.body.dataset.done === "true" || document.getElementById("act-result").textContent !== ""`, 30*time.Second)
@@ -245,16 +248,16 @@ func TestUICraigslistAgainstModel(t *testing.T) {
 		}
 	})
 	waitJS(t, ctx, `!document.getElementById("outcome").classList.contains("hidden")`, 10*time.Second)
-	if txt := eval[string](t, ctx, `document.getElementById("outcome-text").textContent`); !strings.Contains(txt, "Rewards: Buyer") {
-		t.Errorf("outcome %q, want the rewards by seat", txt)
+	if got := eval[[]string](t, ctx, `[...document.querySelectorAll("#outcome-rewards tr")].map((r) => r.children[0].textContent)`); !slices.Equal(got, []string{"Buyer (you)", "Seller"}) {
+		t.Errorf("the outcome's rewards are by %q, want the buyer's and the seller's", got)
 	}
 	c := &remote.Client{BaseURL: ts.URL, Secret: testSecret}
 	info, err := c.Episode(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status != "done" || info.Seats[0].Agent != "remote" || info.Seats[1].Agent != "base" {
-		t.Fatalf("episode %+v, want done with a remote buyer and the base model as seller", info)
+	if info.Status != "done" || info.Seats[0].Agent != "me" || info.Seats[1].Agent != "base" {
+		t.Fatalf("episode %+v, want done with the buyer played by me and the base model as seller", info)
 	}
 	var buyer []string
 	model := 0

@@ -42,6 +42,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	secret := fs.String("secret", "", "bearer token that creates and lists episodes (default: $"+serveSecretEnv+", else a random one printed at start)")
 	so := web.ServeOptions{Seat: web.SeatOptions{}.Defaults(), Find: envs.Find}
 	fs.StringVar(&so.Records, "records", "", "episode records (JSONL) the web page replays")
+	fs.BoolVar(&so.Save, "save", false, "append the record of every episode that ends on this server (those played on the web page included) to the --records file, created when absent")
 	fs.StringVar(&so.RunDir, "run", "", "run directory whose metrics.jsonl and episodes.jsonl the dashboard charts")
 	fs.StringVar(&so.Model, "model", "", "base model (GGUF) of the base and adapter: players")
 	playerList := fs.String("players", "", "model players seats can be given to (base, adapter:PATH, model:PATH, ollama:NAME; default base with --model); the first is also \"model\"")
@@ -106,6 +107,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stderr, "omar serve: --max-conns %d lowered to %d to fit the open-file limit\n", ho.MaxConns, n)
 		ho.MaxConns = n
 	}
+	so.SaveError = func(err error) { fmt.Fprintf(env.stderr, "omar serve: %v\n", err) }
 	srv, closeModels, err := web.Serve(ctx, so)
 	if err != nil {
 		return err

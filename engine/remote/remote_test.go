@@ -525,7 +525,7 @@ func TestServerAgentsAndCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := page.Agents, []string{"remote", "scripted", "echo"}; !reflect.DeepEqual(got, want) {
+	if got, want := page.Agents, []string{"remote", Me, "scripted", "echo"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("agents %v, want %v", got, want)
 	}
 	if len(page.Envs) != 1 || page.Envs[0].ID != sealedbid.New().ID() || len(page.Envs[0].Seats) == 0 || len(page.Envs[0].Policies) == 0 {
@@ -756,5 +756,84 @@ func TestEnvParams(t *testing.T) {
 	}
 	if resp, err := ts.Client().Get(ts.URL + "/v1/envs/nothing"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("an unknown environment: %v %v, want 404", resp.StatusCode, err)
+	}
+}
+
+// TestMeAndRecord: a seat given to "me" is a remote seat labelled me; a
+// finished episode's record goes to the Finished hook before the episode
+// reads as done, and GET /v1/episodes/{id}/record answers it to the
+// secret and the observer token, not to a seat's token.
+func TestMeAndRecord(t *testing.T) {
+	opts := ServerOptions{}.Defaults()
+	finished := make(chan *engine.Record, 1)
+	opts.Finished = func(r *engine.Record) { finished <- r }
+	c, ts := newTestServer(t, opts)
+	ctx := context.Background()
+	info, err := c.Create(ctx, CreateRequest{Env: "sealedbid", Seed: ptr(uint64(4)), Agents: []string{Me, "scripted", "scripted"}, Params: engine.Params{"rounds": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Seats[0].Agent != Me {
+		t.Errorf("seat 0 is played by %q, want %q", info.Seats[0].Agent, Me)
+	}
+	get := func(token string) (int, []byte) {
+		req, _ := http.NewRequest("GET", ts.URL+"/v1/episodes/"+info.ID+"/record", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if code, _ := get(testSecret); code != http.StatusConflict {
+		t.Errorf("the record of a running episode: HTTP %d, want 409", code)
+	}
+	seat := &Client{BaseURL: ts.URL, HTTP: ts.Client(), Secret: info.Seats[0].Token}
+	var view []engine.Event
+	var after int64
+	answered := ""
+	for {
+		page, err := seat.Events(ctx, info.ID, 0, info.Seats[0].Token, after, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		view, after = append(view, page.Events...), page.Next
+		if page.Done {
+			break
+		}
+		if n := openNotification(view); n != nil && n.NotificationID != answered {
+			answered = n.NotificationID
+			if _, err := seat.Act(ctx, info.ID, info.Seats[0].Token, engine.Action{NotificationID: n.NotificationID, Text: "BID 10"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	done := waitDone(t, c, info.ID)
+	var hooked *engine.Record
+	select {
+	case hooked = <-finished:
+	default:
+		t.Fatal("the episode reads as done before its record reached the hook")
+	}
+	if hooked.Seats[0].Agent != Me || hooked.Outcome.Result != done.Outcome.Result {
+		t.Errorf("the hook's record: seat 0 %q result %q, want me and %q", hooked.Seats[0].Agent, hooked.Outcome.Result, done.Outcome.Result)
+	}
+	for _, tc := range []struct {
+		who, token string
+		code       int
+	}{{"the secret", testSecret, 200}, {"the observer", info.ObserverToken, 200}, {"a seat", info.Seats[0].Token, 403}, {"nobody", "x", 403}} {
+		code, b := get(tc.token)
+		if code != tc.code {
+			t.Errorf("%s: HTTP %d, want %d", tc.who, code, tc.code)
+			continue
+		}
+		if code == 200 {
+			rec, err := engine.DecodeRecord(b)
+			if err != nil || rec.Seed != 4 || len(rec.Events) != len(hooked.Events) {
+				t.Errorf("%s: record %v (%v), want the hook's", tc.who, rec, err)
+			}
+		}
 	}
 }

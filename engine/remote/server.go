@@ -18,6 +18,7 @@
 package remote
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -63,7 +64,17 @@ type ServerOptions struct {
 	// Agents plays the seats whose agent name is neither "remote" nor a
 	// scripted policy (a model, an adapter, an Ollama model); nil: none.
 	Agents Agents
+	// Finished, when set, receives the record of each episode that ends
+	// (not of one that fails), from the goroutine that played it: omar
+	// serve --save appends it to the records file.
+	Finished func(*engine.Record)
 }
+
+// Me is the agent name of a remote seat that the episode's creator plays
+// itself (the web page's "me"): a remote seat like any other, labelled
+// "me" in the episode's info and record, so that a list of episodes tells
+// the seats a person played here from those handed out by link.
+const Me = "me"
 
 // Agents resolves agent names beyond "remote" and the scripted policies.
 type Agents interface {
@@ -196,6 +207,7 @@ type episode struct {
 	log      *engine.Log
 	ready    chan struct{} // closed once log is set
 	finished chan struct{}
+	record   *engine.Record // set when the episode is done, under Server.mu
 }
 
 // NewServer returns a server whose episodes live until ctx is done. find
@@ -215,6 +227,7 @@ func NewServer(ctx context.Context, find func(id string) (engine.Game, error), o
 	s.mux.HandleFunc("GET /v1/episodes/{id}", s.get)
 	s.mux.HandleFunc("GET /v1/episodes/{id}/events", s.events)
 	s.mux.HandleFunc("POST /v1/episodes/{id}/actions", s.act)
+	s.mux.HandleFunc("GET /v1/episodes/{id}/record", s.record)
 	return s, nil
 }
 
@@ -368,9 +381,9 @@ func (s *Server) castSeats(e *episode, g engine.Game, seats []engine.Seat, names
 // player's mailbox ("remote" or ""), one of ServerOptions.Agents, or a
 // scripted policy.
 func (s *Server) seatAgent(e *episode, g engine.Game, i int, seat engine.Seat, name string, seed uint64, id string) (engine.Agent, string, error) {
-	if name == "remote" || name == "" {
+	if name == "remote" || name == "" || name == Me {
 		e.boxes[i] = newMailbox()
-		return e.boxes[i], "remote", nil
+		return e.boxes[i], cmp.Or(name, "remote"), nil
 	}
 	if s.opts.Agents != nil && slices.Contains(s.opts.Agents.Names(), name) {
 		return s.opts.Agents.Agent(name, g, seat, seed, id)
@@ -413,6 +426,11 @@ func (s *Server) play(e *episode, seed uint64, params engine.Params, agents []en
 		e.log = rt.Log()
 		close(e.ready)
 	})
+	if err == nil && s.opts.Finished != nil {
+		// Before the episode reads as done, so that whoever sees it done
+		// finds its record saved; outside s.mu, as the hook writes a file.
+		s.opts.Finished(rec)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -428,6 +446,7 @@ func (s *Server) play(e *episode, seed uint64, params engine.Params, agents []en
 	}
 	e.info.Status = "done"
 	e.info.Outcome = &rec.Outcome
+	e.record = rec
 }
 
 // runningOf counts the running episodes client created; s.mu is held.
@@ -499,6 +518,30 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *episode {
 // status and seats — no outcome, no error text — so that nobody without a
 // token of the episode learns how it ended. A token that is neither is
 // refused.
+// record answers the record of a finished episode (engine.Record: every
+// event, the scenario with its private values) to the secret or the
+// episode's observer token: a seat's token may not read it, as it holds
+// the other seats' secrets.
+func (s *Server) record(w http.ResponseWriter, r *http.Request) {
+	e := s.lookup(w, r)
+	if e == nil {
+		return
+	}
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if seat, ok := e.tokens[strings.TrimSpace(tok)]; !s.isCreator(r) && (!ok || seat != -1) {
+		fail(w, http.StatusForbidden, "the record holds every seat's private information: it needs the server's secret or the episode's observer token")
+		return
+	}
+	s.mu.Lock()
+	rec, status := e.record, e.info.Status
+	s.mu.Unlock()
+	if rec == nil {
+		fail(w, http.StatusConflict, "episode %s is %s: it has a record once it is done", e.info.ID, status)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	e := s.lookup(w, r)
 	if e == nil {
@@ -714,7 +757,7 @@ type EnvsPage struct {
 // envs describes the catalog. Environments are public knowledge (the
 // same binary lists them with omar envs), so no token is needed.
 func (s *Server) envs(w http.ResponseWriter, r *http.Request) {
-	page := EnvsPage{Envs: []EnvInfo{}, Agents: []string{"remote", "scripted"}}
+	page := EnvsPage{Envs: []EnvInfo{}, Agents: []string{"remote", Me, "scripted"}}
 	if s.opts.Agents != nil {
 		page.Agents = append(page.Agents, s.opts.Agents.Names()...)
 	}

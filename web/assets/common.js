@@ -108,5 +108,5 @@ const omar = (() => {
     return Math.abs(x) >= 100 ? x.toFixed(1) : x.toFixed(3);
   }
 
-  return { api, APIError, parseJSON, el, secret, setSecret, fragment, renderEvent, includes, seatName, nav, secretForm, fmt };
+  return { api, APIError, parseJSON, el, secret, setSecret, fragment, renderEvent, includes, seatName, audienceLabel, nav, secretForm, fmt };
 })();

@@ -10,7 +10,7 @@
 
   function agentOptions(env, seatIndex) {
     const opts = ["me", "remote"];
-    for (const a of catalog.agents) if (a !== "remote" && a !== "scripted") opts.push(a);
+    for (const a of catalog.agents) if (a !== "remote" && a !== "me" && a !== "scripted") opts.push(a);
     opts.push("scripted");
     for (const p of env.policies || []) opts.push("scripted:" + p);
     // By default the first seat is played here and the others by the
@@ -119,7 +119,8 @@
     const err = document.getElementById("create-error");
     err.textContent = "";
     const selects = [...document.querySelectorAll("select.agent")];
-    const agents = selects.map((s) => (s.value === "me" ? "remote" : s.value));
+    // "me" is a remote seat the server labels me: this browser plays it.
+    const agents = selects.map((s) => s.value);
     const body = { env: document.getElementById("env").value, agents };
     const params = formParams();
     if (Object.keys(params).length) body.params = params;
