@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -399,7 +400,7 @@ func TestRunFeed(t *testing.T) {
 		if len(p.Metrics) != tt.wantMetrics || len(p.Episodes) != tt.wantEpisodes {
 			t.Errorf("after %d, %d episodes: got %d metrics, %d episodes; want %d, %d", tt.after, tt.episodes, len(p.Metrics), len(p.Episodes), tt.wantMetrics, tt.wantEpisodes)
 		}
-		if want := []EvalPoint{{0, 0.4, map[string]float64{"buyer": 0.4}}, {2, 0.6, map[string]float64{"buyer": 0.6}}}; !reflect.DeepEqual(p.Evals, want) {
+		if want := []EvalPoint{{Iteration: 0, Mean: 0.4, Reward: map[string]float64{"buyer": 0.4}}, {Iteration: 2, Mean: 0.6, Reward: map[string]float64{"buyer": 0.6}}}; !reflect.DeepEqual(p.Evals, want) {
 			t.Errorf("evaluations %+v, want %+v (the one being written left out)", p.Evals, want)
 		}
 		if tt.wantMetrics > 0 && !strings.Contains(string(p.Metrics[0]), "heldout_reward") {
@@ -545,5 +546,26 @@ func TestRunFeedBadLinesAndCursor(t *testing.T) {
 	}
 	if p, _ := f.Page(2, 0); len(p.Metrics) != 0 || p.Status.Iteration != 2 {
 		t.Errorf("after the last line: %d metrics, iteration %d; want 0 and 2", len(p.Metrics), p.Status.Iteration)
+	}
+}
+
+// TestEvalInterval: a held-out line's pairings make the interval of its
+// mean (independent pairings: the half-widths add in quadrature, over
+// their number); a line without pairings has none.
+func TestEvalInterval(t *testing.T) {
+	var e EvalPoint
+	line := []byte(`{"iteration":1,"mean":0.5,"cells":[{"reward":{"mean":0.4,"lo":0.3,"hi":0.5}},{"reward":{"mean":0.6,"lo":0.5,"hi":0.7}}]}`)
+	if err := json.Unmarshal(line, &e); err != nil {
+		t.Fatal(err)
+	}
+	e.interval(line)
+	half := math.Sqrt(0.1*0.1+0.1*0.1) / 2
+	if e.Lo == nil || e.Hi == nil || math.Abs(*e.Lo-(0.5-half)) > 1e-12 || math.Abs(*e.Hi-(0.5+half)) > 1e-12 {
+		t.Errorf("interval %v..%v, want 0.5 ± %v", e.Lo, e.Hi, half)
+	}
+	var none EvalPoint
+	none.interval([]byte(`{"iteration":1,"mean":0.5,"cells":[]}`))
+	if none.Lo != nil || none.Hi != nil {
+		t.Error("a line without pairings got an interval")
 	}
 }
