@@ -32,6 +32,29 @@ func DecodeParams(p Params, v any) error {
 	return nil
 }
 
+// ParamDefaulter is a Game that lists its parameters with their default
+// values, so that a client creating episodes (the web page's form) can
+// offer them. Games without it take parameters all the same.
+type ParamDefaulter interface {
+	// DefaultParams are the parameters NewEpisode reads, each with the
+	// value it takes when p leaves it out, as JSON would carry them.
+	DefaultParams() Params
+}
+
+// ParamsOf returns the parameter struct v (a game's defaults) as Params:
+// its JSON fields, numbers as float64.
+func ParamsOf(v any) Params {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("engine: parameters %T do not encode: %v", v, err))
+	}
+	var p Params
+	if err := json.Unmarshal(b, &p); err != nil {
+		panic(fmt.Sprintf("engine: parameters %T are not a JSON object: %v", v, err))
+	}
+	return p
+}
+
 // SeatSpec describes a seat of a game before an episode assigns hidden roles.
 type SeatSpec struct {
 	Name string `json:"name"`

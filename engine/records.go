@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // Validate checks what every record the engine writes has: an env id, at
@@ -81,4 +83,40 @@ func LoadRecords(warn func(error), paths ...string) ([]*Record, error) {
 	var recs []*Record
 	err := ReadRecords(paths, warn, func(r *Record) error { recs = append(recs, r); return nil })
 	return recs, err
+}
+
+// recordFields is Record without its JSON methods.
+type recordFields Record
+
+// MarshalJSON writes r with its seed as a decimal string (seeds.JSON), so
+// that a browser or a dataset tool reads the seed that dealt it, not a
+// double near it.
+func (r Record) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	// The caller's encoder escapes HTML or not: the output is compacted
+	// again with its setting.
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(struct {
+		*recordFields
+		Seed seeds.JSON `json:"seed"`
+	}{(*recordFields)(&r), seeds.JSON(r.Seed)})
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
+}
+
+// UnmarshalJSON reads a record whose seed is a decimal string or, as
+// files written before MarshalJSON hold it, a number. It decodes as
+// json.Unmarshal does: a reader with its own decoder settings (unknown
+// fields, json.Number) decodes into a type of its own with Record's
+// fields and a seeds.JSON seed.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	aux := struct {
+		*recordFields
+		Seed seeds.JSON `json:"seed"`
+	}{recordFields: (*recordFields)(r)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	r.Seed = uint64(aux.Seed)
+	return nil
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,4 +55,28 @@ func TestReadRecords(t *testing.T) {
 			t.Errorf("got warnings %v, want one naming c.jsonl:3", warned)
 		}
 	})
+}
+
+// TestRecordSeedJSON: a record's seed above 2^53 is written as an exact
+// decimal string (a browser would round a number) and reads back; a
+// record written with a numeric seed still reads.
+func TestRecordSeedJSON(t *testing.T) {
+	const big = uint64(18446744073709551315)
+	r := Record{Env: "x_v1", Seed: big, Seats: []SeatRecord{{Seat: Seat{Name: "a <b>"}}}}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"seed":"18446744073709551315"`) || strings.Count(string(b), `"seed"`) != 1 {
+		t.Fatalf("record JSON %s: want one seed, as the string \"18446744073709551315\"", b)
+	}
+	if !strings.Contains(string(b), `a \u003cb\u003e`) {
+		t.Errorf("json.Marshal's HTML escaping was lost: %s", b)
+	}
+	for _, line := range []string{string(b), rec("18446744073709551315"), rec(`"18446744073709551315"`)} {
+		got, err := DecodeRecord([]byte(line))
+		if err != nil || got.Seed != big {
+			t.Errorf("%s: got %v, %v; want seed %d", line, got, err, big)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package export
 
 import (
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -13,15 +14,18 @@ type ChatRow struct {
 	Messages []ChatMessage `json:"messages"`
 	Env      string        `json:"env"`
 	// Episode is the record's position in the input (0-based).
-	Episode  int     `json:"episode"`
-	Seed     uint64  `json:"seed"`
-	Seat     int     `json:"seat"`
-	SeatName string  `json:"seat_name"`
-	Role     string  `json:"role"`
-	Team     string  `json:"team,omitempty"`
-	Agent    string  `json:"agent"`
-	Reward   float64 `json:"reward"`
-	Result   string  `json:"result"`
+	Episode int `json:"episode"`
+	// Seed is written as a decimal string: a dataset tool's JSON numbers
+	// are doubles, which would round it (older exports' numbers still
+	// read).
+	Seed     seeds.JSON `json:"seed"`
+	Seat     int        `json:"seat"`
+	SeatName string     `json:"seat_name"`
+	Role     string     `json:"role"`
+	Team     string     `json:"team,omitempty"`
+	Agent    string     `json:"agent"`
+	Reward   float64    `json:"reward"`
+	Result   string     `json:"result"`
 }
 
 // ChatMessage is one message: role "system" (the seat's private
@@ -43,7 +47,7 @@ func ChatRows(index int, rec *engine.Record, maxLegal int) []ChatRow {
 		msgs := selfplay.SeatMessages(rec.Events, s.Index, nil, maxLegal)
 		row := ChatRow{
 			Messages: make([]ChatMessage, len(msgs)),
-			Env:      rec.Env, Episode: index, Seed: rec.Seed,
+			Env:      rec.Env, Episode: index, Seed: seeds.JSON(rec.Seed),
 			Seat: s.Index, SeatName: s.Name, Role: s.Role, Team: s.Team, Agent: s.Agent,
 			Reward: rec.Outcome.Rewards[s.Index], Result: rec.Outcome.Result,
 		}

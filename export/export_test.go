@@ -633,3 +633,33 @@ func TestChatMaxLegal(t *testing.T) {
 		t.Errorf("legal-replies lines: %d with max_legal 0, %d with -1; want some and none", listed, never)
 	}
 }
+
+// TestChatSeedString: a chat export writes each row's seed as its exact
+// decimal string, also above 2^53 (a dataset tool reading a number would
+// round it), from records whose seed is a string (as records are written
+// now) or a number (as older files hold it).
+func TestChatSeedString(t *testing.T) {
+	in, err := os.ReadFile(filepath.Join("testdata", "episodes.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := bytes.Cut(in, []byte("\n"))
+	for _, seed := range []string{`"18446744073709551315"`, `18446744073709551315`} {
+		line := bytes.Replace(first, []byte(`"seed":11`), []byte(`"seed":`+seed), 1)
+		got, _ := export(t, append(line, '\n'), Options{Format: Chat})
+		rows := bytes.Split(bytes.TrimSpace(got), []byte("\n"))
+		for i, l := range rows {
+			if !bytes.Contains(l, []byte(`"seed":"18446744073709551315"`)) {
+				t.Errorf("seed %s: row %d has no exact string seed: %.200s", seed, i, l)
+			}
+			var row ChatRow
+			if err := decodeStrict(l, &row); err != nil || uint64(row.Seed) != 18446744073709551315 {
+				t.Errorf("seed %s: row %d reads seed %d (%v)", seed, i, row.Seed, err)
+			}
+		}
+	}
+	var old ChatRow
+	if err := json.Unmarshal([]byte(`{"messages":[],"seed":12}`), &old); err != nil || old.Seed != 12 {
+		t.Errorf("an older row's numeric seed reads as %d (%v), want 12", old.Seed, err)
+	}
+}

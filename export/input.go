@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -155,14 +156,23 @@ func DecodeTrajectory(line []byte) (selfplay.Trajectory, error) {
 // numbered 0, 1, … in order and the outcome has one reward per seat.
 func DecodeRecord(line []byte) (engine.Record, error) {
 	var r engine.Record
-	if err := decodeStrict(line, &r); err != nil {
+	// Record's own UnmarshalJSON would drop decodeStrict's settings.
+	aux := struct {
+		*recordFields
+		Seed seeds.JSON `json:"seed"`
+	}{recordFields: (*recordFields)(&r)}
+	if err := decodeStrict(line, &aux); err != nil {
 		return r, fmt.Errorf("episode record: %w", err)
 	}
+	r.Seed = uint64(aux.Seed)
 	if err := validateRecord(&r); err != nil {
 		return r, fmt.Errorf("episode record: %w", err)
 	}
 	return r, nil
 }
+
+// recordFields is engine.Record without its JSON methods.
+type recordFields engine.Record
 
 // validateRecord is engine.Record.Validate, and one reward per seat: a
 // dataset row carries each seat's reward.

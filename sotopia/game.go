@@ -75,6 +75,9 @@ func (g *Game) WithJudge(j *Judge) *Game { return &Game{judge: j} }
 // unjudged and its reward 0.
 func (g *Game) Judged() bool { return g.judge != nil }
 
+// DefaultParams implements engine.ParamDefaulter.
+func (g *Game) DefaultParams() engine.Params { return engine.ParamsOf(Params{}.Defaults()) }
+
 // ID implements engine.Game.
 func (g *Game) ID() string { return ID }
 

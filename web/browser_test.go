@@ -119,10 +119,21 @@ func waitJS(t *testing.T, ctx context.Context, expr string, timeout time.Duratio
 // given.
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	writeShot(t, ctx, name, chromedp.CaptureScreenshot())
+}
+
+// shotPage writes the whole page, below the viewport too.
+func shotPage(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	writeShot(t, ctx, name, chromedp.FullScreenshot(100))
+}
+
+func writeShot(t *testing.T, ctx context.Context, name string, capture chromedp.Action[[]byte]) {
+	t.Helper()
 	if !*screenshots {
 		return
 	}
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	png, err := chromedp.Run(ctx, capture)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,6 +204,9 @@ func playSeat(t *testing.T, ctx context.Context, reply func(k int) string, onTur
 		} else {
 			text := reply(len(sent))
 			sent = append(sent, text)
+			if eval[bool](t, ctx, `!document.getElementById("move-form").classList.contains("hidden")`) {
+				do(t, ctx, chromedp.Click("#raw-toggle")) // the whole reply as text, past the move controls
+			}
 			do(t, ctx, chromedp.SendKeys("#reply", text), chromedp.Click("#send"))
 		}
 		waitJS(t, ctx, `document.body.dataset.done === "true" || document.getElementById("act-result").textContent !== ""`, 30*time.Second)
@@ -246,16 +260,16 @@ func TestUICraigslistAgainstModel(t *testing.T) {
 		}
 	})
 	waitJS(t, ctx, `!document.getElementById("outcome").classList.contains("hidden")`, 10*time.Second)
-	if txt := eval[string](t, ctx, `document.getElementById("outcome-text").textContent`); !strings.Contains(txt, "Rewards: Buyer") {
-		t.Errorf("outcome %q, want the rewards by seat", txt)
+	if got := eval[[]string](t, ctx, `[...document.querySelectorAll("#outcome-rewards tr")].map((r) => r.children[0].textContent)`); !slices.Equal(got, []string{"Buyer (you)", "Seller"}) {
+		t.Errorf("the outcome's rewards are by %q, want the buyer's and the seller's", got)
 	}
 	c := &remote.Client{BaseURL: ts.URL, Secret: testSecret}
 	info, err := c.Episode(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status != "done" || info.Seats[0].Agent != "remote" || info.Seats[1].Agent != "base" {
-		t.Fatalf("episode %+v, want done with a remote buyer and the base model as seller", info)
+	if info.Status != "done" || info.Seats[0].Agent != "me" || info.Seats[1].Agent != "base" {
+		t.Fatalf("episode %+v, want done with the buyer played by me and the base model as seller", info)
 	}
 	var buyer []string
 	model := 0
@@ -434,6 +448,8 @@ func TestUIDashboard(t *testing.T) {
 	line := func(it int) string {
 		m := map[string]any{"iteration": it, "reward": map[string]float64{"buyer": 0.1 * float64(it), "seller": 0.5 - 0.05*float64(it)},
 			"reward_mean": 0.3, "kl": 0.01 * float64(it), "kl_ref": 0.02 * float64(it), "entropy": 2.0 - 0.1*float64(it),
+			"policy_loss": 0.2 - 0.03*float64(it), "value_loss": 0.5 / float64(it), "clip_frac": 0.05 * float64(it), "grad_norm": 1.5 + 0.2*float64(it),
+			"invalid_rate": 0.1 / float64(it), "default_rate": 0,
 			"tokens_per_s": map[string]float64{"rollout": 900 + 10*float64(it), "update": 400}}
 		if it%2 == 0 {
 			m["heldout_reward"] = map[string]float64{"buyer": 0.05 * float64(it)}
@@ -456,7 +472,7 @@ func TestUIDashboard(t *testing.T) {
 	points := func(id string) int {
 		return eval[int](t, ctx, fmt.Sprintf(`Number(document.getElementById("chart-%s").dataset.points)`, id))
 	}
-	for id, want := range map[string]int{"reward": 9, "eval": 1, "kl": 6, "entropy": 3, "tps": 6} {
+	for id, want := range map[string]int{"reward": 9, "eval": 1, "kl": 6, "entropy": 3, "tps": 6, "loss": 6, "clip": 3, "grad": 3, "rates": 6} {
 		if got := points(id); got != want {
 			t.Errorf("chart %s has %d points, want %d", id, got, want)
 		}
@@ -464,7 +480,6 @@ func TestUIDashboard(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll("#episodes details").length`); n != 3 {
 		t.Errorf("%d transcripts, want 3", n)
 	}
-	shot(t, ctx, "dashboard")
 	fa, _ := os.OpenFile(metrics, os.O_APPEND|os.O_WRONLY, 0)
 	fa.WriteString(line(4))
 	fa.Close()
@@ -474,12 +489,44 @@ func TestUIDashboard(t *testing.T) {
 	}
 	// With eval.jsonl the chart draws its evaluations, the one before the
 	// first iteration included: mean and two sides at iterations 0 and 4.
-	evals := `{"iteration":0,"mean":0.4,"reward":{"buyer":0.3,"seller":0.5},"cells":[]}` + "\n" +
-		`{"iteration":4,"mean":0.5,"reward":{"buyer":0.45,"seller":0.55},"cells":[]}` + "\n"
+	// The pairings' intervals make the mean's band.
+	cells := `[{"reward":{"mean":0.3,"lo":0.2,"hi":0.4,"n":20}},{"reward":{"mean":0.5,"lo":0.4,"hi":0.6,"n":20}}]`
+	evals := `{"iteration":0,"mean":0.4,"reward":{"buyer":0.3,"seller":0.5},"cells":` + cells + `}` + "\n" +
+		`{"iteration":4,"mean":0.5,"reward":{"buyer":0.45,"seller":0.55},"cells":` + cells + `}` + "\n"
 	os.WriteFile(filepath.Join(dir, "eval.jsonl"), []byte(evals), 0o644)
 	waitJS(t, ctx, `document.getElementById("chart-eval").dataset.points === "6"`, 20*time.Second)
-	if got := eval[string](t, ctx, `document.querySelector("#chart-eval svg text:nth-of-type(3)").textContent`); got != "it 0" {
-		t.Errorf("the evaluation chart's x axis starts at %q, want it 0", got)
+	if got := eval[[]string](t, ctx, `[...document.querySelectorAll("#chart-eval svg text.xtick")].map((t) => t.textContent)`); len(got) < 3 || got[0] != "0" || got[len(got)-1] != "4" {
+		t.Errorf("the evaluation chart's x ticks %v, want 0 … 4", got)
+	}
+	if got := eval[string](t, ctx, `document.getElementById("chart-eval").dataset.bands`); got != "2" {
+		t.Errorf("the evaluation chart has %s interval points, want 2 (the mean's, at 0 and 4)", got)
+	}
+	// Every chart labels its axes with ticks, and a series keeps its
+	// colour from chart to chart.
+	for _, id := range []string{"reward", "eval", "loss", "kl", "entropy", "clip", "grad", "tps"} {
+		n := eval[int](t, ctx, fmt.Sprintf(`document.querySelectorAll("#chart-%s svg text.ytick").length`, id))
+		labels := eval[[]string](t, ctx, fmt.Sprintf(`[...document.querySelectorAll("#chart-%s svg text.xlabel, #chart-%s svg text.ylabel")].map((t) => t.textContent)`, id, id))
+		if n < 3 || len(labels) != 2 || labels[0] != "iteration" || labels[1] == "" {
+			t.Errorf("chart %s: %d y ticks and axis labels %q, want 3 or more and both axes named", id, n, labels)
+		}
+	}
+	swatch := func(chart, series string) string {
+		return eval[string](t, ctx, fmt.Sprintf(`document.querySelector('#chart-%s .legend span[data-series="%s"] i').style.background`, chart, series))
+	}
+	if a, b := swatch("reward", "buyer"), swatch("eval", "buyer"); a == "" || a != b {
+		t.Errorf("the buyer is %q on the reward chart and %q on the held-out chart, want one colour", a, b)
+	}
+	if a, b := swatch("reward", "buyer"), swatch("reward", "seller"); a == b {
+		t.Errorf("buyer and seller share the colour %q", a)
+	}
+	// The charts, with the transcripts folded: they would make the picture a page long.
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("#episodes details").forEach((d) => (d.open = false))`))
+	shotPage(t, ctx, "dashboard")
+	// A finished run read again shows its last iteration.
+	do(t, ctx, chromedp.Reload())
+	waitJS(t, ctx, `document.getElementById("status").dataset.iterations === "4"`, 20*time.Second)
+	if got := eval[string](t, ctx, `document.getElementById("status").textContent`); !strings.Contains(got, "iteration 4") {
+		t.Errorf("after a reload the status reads %q, want iteration 4", got)
 	}
 }
 

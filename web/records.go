@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sync"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // RecordSummary is one record of a records file as the replay list shows
@@ -18,7 +21,7 @@ import (
 type RecordSummary struct {
 	Index   int                 `json:"index"`
 	Env     string              `json:"env"`
-	Seed    uint64              `json:"seed"`
+	Seed    seeds.JSON          `json:"seed"`
 	Seats   []engine.SeatRecord `json:"seats"`
 	Result  string              `json:"result"`
 	Rewards []float64           `json:"rewards"`
@@ -30,7 +33,10 @@ type RecordSummary struct {
 // from the file when it is asked for, so a large file costs little
 // memory.
 type Records struct {
-	path      string
+	path string
+
+	// mu guards what Append grows while the page reads.
+	mu        sync.Mutex
 	offsets   []int64
 	summaries []RecordSummary
 	bad       []BadLine
@@ -94,7 +100,11 @@ func OpenRecords(path string) (*Records, error) {
 
 // Bad lists the lines that hold no record (the first maxBadLines, then
 // one entry counting the rest).
-func (rs *Records) Bad() []BadLine { return rs.bad }
+func (rs *Records) Bad() []BadLine {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Clone(rs.bad)
+}
 
 // readLine reads one line (with its newline) of at most MaxRecordLine
 // bytes.
@@ -113,27 +123,74 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 }
 
 func summarize(i int, rec *engine.Record) RecordSummary {
-	return RecordSummary{Index: i, Env: rec.Env, Seed: rec.Seed, Seats: rec.Seats, Result: rec.Outcome.Result,
+	return RecordSummary{Index: i, Env: rec.Env, Seed: seeds.JSON(rec.Seed), Seats: rec.Seats, Result: rec.Outcome.Result,
 		Rewards: rec.Outcome.Rewards, Events: len(rec.Events)}
 }
 
 // Len is the number of records.
-func (rs *Records) Len() int { return len(rs.offsets) }
+func (rs *Records) Len() int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return len(rs.offsets)
+}
 
 // Summaries lists the records.
-func (rs *Records) Summaries() []RecordSummary { return rs.summaries }
+func (rs *Records) Summaries() []RecordSummary {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Clone(rs.summaries)
+}
+
+// Append appends rec to the file as a line of its own and lists it (omar
+// serve --save: the episodes played on the page join the replay list).
+func (rs *Records) Append(rec *engine.Record) error {
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("web: %w", err)
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	w, _, err := jsonl.Append(rs.path)
+	if err != nil {
+		return fmt.Errorf("web: %w", err)
+	}
+	// Append has cut a torn last line off: the file's size is where the
+	// line starts (this process is its only writer, under rs.mu).
+	var off int64
+	st, err := os.Stat(rs.path)
+	if err == nil {
+		off = st.Size()
+		err = w.WriteLine(line)
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("web: save the record: %w", err)
+	}
+	rs.offsets = append(rs.offsets, off)
+	rs.summaries = append(rs.summaries, summarize(len(rs.summaries), rec))
+	return nil
+}
 
 // Record reads record i again from the file.
 func (rs *Records) Record(i int) (*engine.Record, error) {
-	if i < 0 || i >= len(rs.offsets) {
-		return nil, fmt.Errorf("web: no record %d (the file has %d)", i, len(rs.offsets))
+	rs.mu.Lock()
+	n := len(rs.offsets)
+	var off int64
+	if i >= 0 && i < n {
+		off = rs.offsets[i]
+	}
+	rs.mu.Unlock()
+	if i < 0 || i >= n {
+		return nil, fmt.Errorf("web: no record %d (the file has %d)", i, n)
 	}
 	f, err := os.Open(rs.path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if _, err := f.Seek(rs.offsets[i], io.SeekStart); err != nil {
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return nil, err
 	}
 	b, err := readLine(bufio.NewReader(f))

@@ -102,6 +102,10 @@ type EvalPoint struct {
 	Iteration int                `json:"iteration"`
 	Mean      float64            `json:"mean"`
 	Reward    map[string]float64 `json:"reward"`
+	// Lo and Hi bound Mean's 95% interval, from the pairings' own
+	// intervals; absent when the line has none.
+	Lo *float64 `json:"lo,omitempty"`
+	Hi *float64 `json:"hi,omitempty"`
 }
 
 // The most a dashboard request reads.
@@ -236,6 +240,7 @@ func readEvals(path string) ([]EvalPoint, error) {
 	for _, l := range lines {
 		var e EvalPoint
 		if json.Unmarshal(l, &e) == nil {
+			e.interval(l)
 			out = append(out, e)
 		}
 	}

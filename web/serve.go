@@ -23,6 +23,13 @@ type ServeOptions struct {
 	Find func(id string) (engine.Game, error)
 	// Records is an episode-records file for the replay page ("" none).
 	Records string
+	// Save appends the record of every episode that ends on this server
+	// (those played on the page included) to Records, created when
+	// absent; the replay page lists them as they end.
+	Save bool
+	// SaveError hears a record that could not be saved (nil: dropped);
+	// the episode is not failed for it.
+	SaveError func(error)
 	// RunDir is a run directory for the dashboard ("" none).
 	RunDir string
 	// Players are the model players seats can be given to: base,
@@ -40,6 +47,10 @@ type ServeOptions struct {
 	Slots   int
 	Context int
 	Seat    SeatOptions
+	// ModelParams are the parameters the model players play each
+	// environment with (Options.ModelParams): the page's form starts from
+	// them.
+	ModelParams map[string]engine.Params
 }
 
 // Validate checks o.
@@ -58,6 +69,9 @@ func (o ServeOptions) Validate() error {
 		if err := o.Seat.Validate(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if o.Save && o.Records == "" {
+		errs = append(errs, errors.New("saving episodes needs the records file to append them to"))
 	}
 	if o.RunDir != "" {
 		if st, err := os.Stat(o.RunDir); err != nil || !st.IsDir() {
@@ -78,13 +92,25 @@ func Serve(ctx context.Context, o ServeOptions) (*Site, io.Closer, error) {
 	if err := o.Validate(); err != nil {
 		return nil, nil, err
 	}
-	site := Options{}
+	site := Options{ModelParams: o.ModelParams}
 	if o.Records != "" {
+		if o.Save {
+			if err := touch(o.Records); err != nil {
+				return nil, nil, err
+			}
+		}
 		rs, err := OpenRecords(o.Records)
 		if err != nil {
 			return nil, nil, err
 		}
 		site.Records = rs
+		if o.Save {
+			o.API.Finished = func(rec *engine.Record) {
+				if err := rs.Append(rec); err != nil && o.SaveError != nil {
+					o.SaveError(err)
+				}
+			}
+		}
 	}
 	if o.RunDir != "" {
 		site.Run = NewRunFeed(o.RunDir)
@@ -158,3 +184,12 @@ func servable(p players.Player, seat SeatOptions) error {
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
+
+// touch creates the file at path when it is absent.
+func touch(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("web: %w", err)
+	}
+	return f.Close()
+}

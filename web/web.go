@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/remote"
 )
 
@@ -33,6 +34,11 @@ type Options struct {
 	Records *Records
 	// Run feeds the dashboard; nil serves none.
 	Run *RunFeed
+	// ModelParams are the parameters the served model plays each
+	// environment with (by id without its version, e.g. "craigslist"),
+	// which the page's form starts from instead of the game's defaults:
+	// a model plays best the texts it was trained on.
+	ModelParams map[string]engine.Params
 }
 
 // Site is the web page and its data feeds in front of the API. It
@@ -116,10 +122,12 @@ type SiteInfo struct {
 	// RecordsFile is the records file's base name.
 	RecordsFile string `json:"records_file,omitempty"`
 	Run         bool   `json:"run"`
+	// ModelParams are Options.ModelParams: what the form starts from.
+	ModelParams map[string]engine.Params `json:"model_params,omitempty"`
 }
 
 func (s *Site) site(w http.ResponseWriter, r *http.Request) {
-	info := SiteInfo{Episodes: s.opts.API != nil, Run: s.opts.Run != nil}
+	info := SiteInfo{Episodes: s.opts.API != nil, Run: s.opts.Run != nil, ModelParams: s.opts.ModelParams}
 	if s.opts.Records != nil {
 		info.Records, info.RecordsFile = s.opts.Records.Len(), filepath.Base(s.opts.Records.path)
 	}

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -205,12 +207,45 @@ func TestRecords(t *testing.T) {
 		if !bytes.Equal(gb, wb) {
 			t.Errorf("record %d differs from what was written", i)
 		}
-		if s := rs.Summaries()[i]; s.Events != len(want.Events) || s.Result != want.Outcome.Result || s.Seed != want.Seed {
+		if s := rs.Summaries()[i]; s.Events != len(want.Events) || s.Result != want.Outcome.Result || uint64(s.Seed) != want.Seed {
 			t.Errorf("summary %d = %+v, want %d events, result %s, seed %d", i, s, len(want.Events), want.Outcome.Result, want.Seed)
 		}
 	}
 	if _, err := rs.Record(3); err == nil {
 		t.Error("record 3 of 3 was found")
+	}
+}
+
+// TestRecordsSeedString: the replay page's records carry their seeds as
+// exact decimal strings (the records' seeds are above 2^53, which a
+// JavaScript number rounds), in the list and in each record.
+func TestRecordsSeedString(t *testing.T) {
+	path, recs := writeRecords(t, "sealedbid", nil, 2)
+	rs, err := OpenRecords(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := newSite(t, Options{Records: rs}, nil)
+	_, b := get(t, ts.URL+"/v1/records", testSecret)
+	var list struct {
+		Records []map[string]any `json:"records"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil || len(list.Records) != len(recs) {
+		t.Fatalf("records list %s: %v", b, err)
+	}
+	for i, want := range recs {
+		if want.Seed < 1<<53 {
+			t.Fatalf("record %d's seed %d is below 2^53: the test checks nothing", i, want.Seed)
+		}
+		ws := strconv.FormatUint(want.Seed, 10)
+		if got := list.Records[i]["seed"]; got != ws {
+			t.Errorf("summary %d's seed %#v, want the string %q", i, got, ws)
+		}
+		_, b := get(t, ts.URL+"/v1/records/"+strconv.Itoa(i), testSecret)
+		var rec map[string]any
+		if err := json.Unmarshal(b, &rec); err != nil || rec["seed"] != ws {
+			t.Errorf("record %d's seed %#v (%v), want the string %q", i, rec["seed"], err, ws)
+		}
 	}
 }
 
@@ -365,7 +400,7 @@ func TestRunFeed(t *testing.T) {
 		if len(p.Metrics) != tt.wantMetrics || len(p.Episodes) != tt.wantEpisodes {
 			t.Errorf("after %d, %d episodes: got %d metrics, %d episodes; want %d, %d", tt.after, tt.episodes, len(p.Metrics), len(p.Episodes), tt.wantMetrics, tt.wantEpisodes)
 		}
-		if want := []EvalPoint{{0, 0.4, map[string]float64{"buyer": 0.4}}, {2, 0.6, map[string]float64{"buyer": 0.6}}}; !reflect.DeepEqual(p.Evals, want) {
+		if want := []EvalPoint{{Iteration: 0, Mean: 0.4, Reward: map[string]float64{"buyer": 0.4}}, {Iteration: 2, Mean: 0.6, Reward: map[string]float64{"buyer": 0.6}}}; !reflect.DeepEqual(p.Evals, want) {
 			t.Errorf("evaluations %+v, want %+v (the one being written left out)", p.Evals, want)
 		}
 		if tt.wantMetrics > 0 && !strings.Contains(string(p.Metrics[0]), "heldout_reward") {
@@ -508,5 +543,26 @@ func TestRunFeedBadLinesAndCursor(t *testing.T) {
 	}
 	if p, _ := f.Page(2, 0); len(p.Metrics) != 0 || p.Status.Iteration != 2 {
 		t.Errorf("after the last line: %d metrics, iteration %d; want 0 and 2", len(p.Metrics), p.Status.Iteration)
+	}
+}
+
+// TestEvalInterval: a held-out line's pairings make the interval of its
+// mean (independent pairings: the half-widths add in quadrature, over
+// their number); a line without pairings has none.
+func TestEvalInterval(t *testing.T) {
+	var e EvalPoint
+	line := []byte(`{"iteration":1,"mean":0.5,"cells":[{"reward":{"mean":0.4,"lo":0.3,"hi":0.5}},{"reward":{"mean":0.6,"lo":0.5,"hi":0.7}}]}`)
+	if err := json.Unmarshal(line, &e); err != nil {
+		t.Fatal(err)
+	}
+	e.interval(line)
+	half := math.Sqrt(0.1*0.1+0.1*0.1) / 2
+	if e.Lo == nil || e.Hi == nil || math.Abs(*e.Lo-(0.5-half)) > 1e-12 || math.Abs(*e.Hi-(0.5+half)) > 1e-12 {
+		t.Errorf("interval %v..%v, want 0.5 ± %v", e.Lo, e.Hi, half)
+	}
+	var none EvalPoint
+	none.interval([]byte(`{"iteration":1,"mean":0.5,"cells":[]}`))
+	if none.Lo != nil || none.Hi != nil {
+		t.Error("a line without pairings got an interval")
 	}
 }

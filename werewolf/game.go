@@ -16,6 +16,14 @@ type Game struct{}
 // New returns the Werewolf game.
 func New() *Game { return &Game{} }
 
+// DefaultParams implements engine.ParamDefaulter: Defaults with the
+// players they resolve to (roles are dealt from players, witch and guard).
+func (*Game) DefaultParams() engine.Params {
+	p := engine.ParamsOf(Defaults())
+	p["players"], p["witch"], p["guard"] = 7, false, false
+	return p
+}
+
 // ID implements engine.Game.
 func (*Game) ID() string { return ID }
 

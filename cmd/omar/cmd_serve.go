@@ -11,9 +11,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/proxy"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -42,6 +44,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	secret := fs.String("secret", "", "bearer token that creates and lists episodes (default: $"+serveSecretEnv+", else a random one printed at start)")
 	so := web.ServeOptions{Seat: web.SeatOptions{}.Defaults(), Find: envs.Find}
 	fs.StringVar(&so.Records, "records", "", "episode records (JSONL) the web page replays")
+	fs.BoolVar(&so.Save, "save", false, "append the record of every episode that ends on this server (those played on the web page included) to the --records file, created when absent")
 	fs.StringVar(&so.RunDir, "run", "", "run directory whose metrics.jsonl and episodes.jsonl the dashboard charts")
 	fs.StringVar(&so.Model, "model", "", "base model (GGUF) of the base and adapter: players")
 	playerList := fs.String("players", "", "model players seats can be given to (base, adapter:PATH, model:PATH, ollama:NAME; default base with --model); the first is also \"model\"")
@@ -49,14 +52,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs.IntVar(&so.Backend.Threads, "threads", 2, "CPU threads of the llama backends")
 	fs.IntVar(&so.Slots, "slots", 8, "model sequences decoded together per backend")
 	fs.IntVar(&so.Context, "context", 2048, "tokens per model seat (prompt and reply)")
-	replyFrom := fs.String("reply-from", "", "run directory whose reply settings (its config.yaml's rollout: max_tokens, max_legal, trace, chat_template, thinking, sampling) served model seats use, so they play as the policy trained; the flags below override it")
-	rf := newOptionFlags(fs, so.Seat.Reply)
-	rf.Int("max-tokens", "longest model reply in tokens", func(r *selfplay.Reply) *int { return &r.MaxTokens })
-	rf.Int("max-legal", "list a notification's legal replies in the prompt when it has at most this many (0: the default, 8; -1: never): the policy's training setting, rollout.max_legal", func(r *selfplay.Reply) *int { return &r.MaxLegal })
-	rf.String("trace", "reply trace of model seats: tom, or none (the policy's training setting, rollout.trace)", func(r *selfplay.Reply) *string { return &r.Trace })
-	rf.String("thinking", "a reasoning model's reply mode: off, on or budget N (the policy's training setting, rollout.thinking)", func(r *selfplay.Reply) *string { return &r.Thinking })
-	rf.String("chat-template", "chat template overriding the model's: a Jinja template inline, or a file (rollout.chat_template)", func(r *selfplay.Reply) *string { return &r.ChatTemplate })
-	rf.Float32("temperature", "sampling temperature of model seats (0: greedy)", func(r *selfplay.Reply) *float32 { return &r.Temperature })
+	replyFrom, rf := bindServedReply(fs, so.Seat.Reply)
 	fs.StringVar(&so.Backend.OllamaHost, "ollama", os.Getenv("OLLAMA_HOST"), "Ollama server of ollama: players (default $OLLAMA_HOST, else Ollama's default)")
 	policy := fs.String("policy", "", "policy model (GGUF) also served on OpenAI-compatible /v1/chat/completions and /v1/completions; calls are recorded for training (docs/proxy.md)")
 	policyAdapter := fs.String("policy-adapter", "", "LoRA adapter of --policy")
@@ -89,16 +85,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := so.Validate(); err != nil {
 		return usageError{err}
 	}
-	if ho.WriteTimeout > 0 && ho.WriteTimeout <= so.API.MaxWait {
-		return usagef("--write-timeout %v must exceed --max-wait %v, or every long-poll would be cut", ho.WriteTimeout, so.API.MaxWait)
+	if so.Model != "" && builtin.Is(so.Model) {
+		so.ModelParams = builtinParams(so.API.Catalog)
 	}
-	if err := ho.Validate(); err != nil {
-		return usageError{err}
+	if err := checkHTTP(env, ho, so.API.MaxWait); err != nil {
+		return err
 	}
-	if n := connsForFiles(); n > 0 && ho.MaxConns > n {
-		fmt.Fprintf(env.stderr, "omar serve: --max-conns %d lowered to %d to fit the open-file limit\n", ho.MaxConns, n)
-		ho.MaxConns = n
-	}
+	so.SaveError = func(err error) { fmt.Fprintf(env.stderr, "omar serve: %v\n", err) }
 	srv, closeModels, err := web.Serve(ctx, so)
 	if err != nil {
 		return err
@@ -189,4 +182,48 @@ func bindHTTP(fs *flag.FlagSet) *web.HTTPOptions {
 	fs.DurationVar(&ho.IdleTimeout, "idle-timeout", ho.IdleTimeout, "an idle keep-alive connection is closed after this")
 	fs.IntVar(&ho.MaxConns, "max-conns", ho.MaxConns, "open connections at most (beyond: 503); lowered to fit the open-file limit")
 	return &ho
+}
+
+// bindServedReply binds --reply-from and the flags of served model seats'
+// reply settings (def: without flags).
+func bindServedReply(fs *flag.FlagSet, def selfplay.Reply) (*string, *optionFlags[selfplay.Reply]) {
+	from := fs.String("reply-from", "", "run directory whose reply settings (its config.yaml's rollout: max_tokens, max_legal, trace, chat_template, thinking, sampling) served model seats use, so they play as the policy trained; the flags below override it")
+	rf := newOptionFlags(fs, def)
+	rf.Int("max-tokens", "longest model reply in tokens", func(r *selfplay.Reply) *int { return &r.MaxTokens })
+	rf.Int("max-legal", "list a notification's legal replies in the prompt when it has at most this many (0: the default, 8; -1: never): the policy's training setting, rollout.max_legal", func(r *selfplay.Reply) *int { return &r.MaxLegal })
+	rf.String("trace", "reply trace of model seats: tom, or none (the policy's training setting, rollout.trace)", func(r *selfplay.Reply) *string { return &r.Trace })
+	rf.String("thinking", "a reasoning model's reply mode: off, on or budget N (the policy's training setting, rollout.thinking)", func(r *selfplay.Reply) *string { return &r.Thinking })
+	rf.String("chat-template", "chat template overriding the model's: a Jinja template inline, or a file (rollout.chat_template)", func(r *selfplay.Reply) *string { return &r.ChatTemplate })
+	rf.Float32("temperature", "sampling temperature of model seats (0: greedy)", func(r *selfplay.Reply) *float32 { return &r.Temperature })
+	return from, rf
+}
+
+// builtinParams are the parameters the built-in model learnt each game of
+// catalog in: the page's play form starts from them, not the games'
+// defaults.
+func builtinParams(catalog []engine.Game) map[string]engine.Params {
+	out := map[string]engine.Params{}
+	for _, g := range catalog {
+		if p := loop.BuiltinEnvParams(g.ID()); p != nil {
+			name, _ := engine.SplitID(g.ID())
+			out[name] = p
+		}
+	}
+	return out
+}
+
+// checkHTTP checks the HTTP options against the long-poll and lowers the
+// connection cap to what the open-file limit allows.
+func checkHTTP(env *cliEnv, ho *web.HTTPOptions, maxWait time.Duration) error {
+	if ho.WriteTimeout > 0 && ho.WriteTimeout <= maxWait {
+		return usagef("--write-timeout %v must exceed --max-wait %v, or every long-poll would be cut", ho.WriteTimeout, maxWait)
+	}
+	if err := ho.Validate(); err != nil {
+		return usageError{err}
+	}
+	if n := connsForFiles(); n > 0 && ho.MaxConns > n {
+		fmt.Fprintf(env.stderr, "omar serve: --max-conns %d lowered to %d to fit the open-file limit\n", ho.MaxConns, n)
+		ho.MaxConns = n
+	}
+	return nil
 }

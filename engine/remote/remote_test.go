@@ -525,7 +525,7 @@ func TestServerAgentsAndCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := page.Agents, []string{"remote", "scripted", "echo"}; !reflect.DeepEqual(got, want) {
+	if got, want := page.Agents, []string{"remote", Me, "scripted", "echo"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("agents %v, want %v", got, want)
 	}
 	if len(page.Envs) != 1 || page.Envs[0].ID != sealedbid.New().ID() || len(page.Envs[0].Seats) == 0 || len(page.Envs[0].Policies) == 0 {
@@ -666,5 +666,174 @@ func TestGetEpisodeOutcomeNeedsToken(t *testing.T) {
 				t.Errorf("got outcome %+v, want shown: %v", got.Outcome, tc.outcome)
 			}
 		})
+	}
+}
+
+// TestSeedAsString: the API writes seeds as decimal strings, exact above
+// 2^53 (the page reads them with JavaScript), and takes a seed as a
+// string or a number; a request body's unknown field is still refused.
+func TestSeedAsString(t *testing.T) {
+	c, ts := newTestServer(t, ServerOptions{}.Defaults())
+	const big = uint64(18446744073709551315)
+	post := func(body string) (int, map[string]any, []byte) {
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/episodes", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testSecret)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return resp.StatusCode, m, b
+	}
+	for _, body := range []string{
+		`{"env":"sealedbid","seed":"18446744073709551315","agents":["scripted"]}`,
+		`{"env":"sealedbid","seed":18446744073709551315,"agents":["scripted"]}`,
+	} {
+		code, m, raw := post(body)
+		if code != http.StatusCreated && code != http.StatusOK {
+			t.Fatalf("%s: HTTP %d %s", body, code, raw)
+		}
+		if m["seed"] != "18446744073709551315" {
+			t.Errorf("%s: the answer's seed is %#v, want the string \"18446744073709551315\"", body, m["seed"])
+		}
+		info, err := c.Episode(context.Background(), m["id"].(string))
+		if err != nil || info.Seed == nil || *info.Seed != big {
+			t.Errorf("%s: the client read seed %v (%v), want %d", body, info.Seed, err, big)
+		}
+	}
+	if code, _, raw := post(`{"env":"sealedbid","seed":"1","colour":"red"}`); code != http.StatusBadRequest {
+		t.Errorf("an unknown field: HTTP %d %s, want 400", code, raw)
+	}
+	seed := big
+	info, err := c.Create(context.Background(), CreateRequest{Env: "sealedbid", Seed: &seed, Agents: []string{"scripted"}})
+	if err != nil || info.Seed == nil || *info.Seed != big {
+		t.Fatalf("the Go client created seed %v (%v), want %d", info.Seed, err, big)
+	}
+	var old EpisodeInfo
+	if err := json.Unmarshal([]byte(`{"id":"e1","env":"x","seed":18446744073709551315,"status":"done","seats":[]}`), &old); err != nil || old.Seed == nil || *old.Seed != big {
+		t.Errorf("a numeric seed read as %v (%v), want %d", old.Seed, err, big)
+	}
+}
+
+// TestEnvParams: the catalog lists a game's parameters with their
+// defaults, and GET /v1/envs/{id} gives the seats for other parameters or
+// the game's reason for refusing them.
+func TestEnvParams(t *testing.T) {
+	opts := ServerOptions{}.Defaults()
+	opts.Catalog = []engine.Game{sealedbid.New()}
+	_, ts := newTestServer(t, opts)
+	page, err := (&Client{BaseURL: ts.URL, HTTP: ts.Client()}).Envs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := page.Envs[0].Params, engine.ParamsOf(sealedbid.DefaultParams()); !reflect.DeepEqual(got, want) {
+		t.Errorf("sealedbid's parameters %v, want its defaults %v", got, want)
+	}
+	for _, tc := range []struct {
+		query string
+		code  int
+		seats int
+	}{
+		{"", http.StatusOK, 3},
+		{"?params=" + url.QueryEscape(`{"bidders":5}`), http.StatusOK, 5},
+		{"?params=" + url.QueryEscape(`{"bidders":1}`), http.StatusBadRequest, 0},
+		{"?params=" + url.QueryEscape(`{"colour":1}`), http.StatusBadRequest, 0},
+		{"?params=" + url.QueryEscape(`[1]`), http.StatusBadRequest, 0},
+	} {
+		resp, err := ts.Client().Get(ts.URL + "/v1/envs/sealedbid" + tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info EnvInfo
+		_ = json.NewDecoder(resp.Body).Decode(&info)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || len(info.Seats) != tc.seats {
+			t.Errorf("%q: HTTP %d with %d seats, want %d with %d", tc.query, resp.StatusCode, len(info.Seats), tc.code, tc.seats)
+		}
+	}
+	if resp, err := ts.Client().Get(ts.URL + "/v1/envs/nothing"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("an unknown environment: %v %v, want 404", resp.StatusCode, err)
+	}
+}
+
+// TestMeAndRecord: a seat given to "me" is a remote seat labelled me; a
+// finished episode's record goes to the Finished hook before the episode
+// reads as done, and GET /v1/episodes/{id}/record answers it to the
+// secret and the observer token, not to a seat's token.
+func TestMeAndRecord(t *testing.T) {
+	opts := ServerOptions{}.Defaults()
+	finished := make(chan *engine.Record, 1)
+	opts.Finished = func(r *engine.Record) { finished <- r }
+	c, ts := newTestServer(t, opts)
+	ctx := context.Background()
+	info, err := c.Create(ctx, CreateRequest{Env: "sealedbid", Seed: ptr(uint64(4)), Agents: []string{Me, "scripted", "scripted"}, Params: engine.Params{"rounds": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Seats[0].Agent != Me {
+		t.Errorf("seat 0 is played by %q, want %q", info.Seats[0].Agent, Me)
+	}
+	get := func(token string) (int, []byte) {
+		req, _ := http.NewRequest("GET", ts.URL+"/v1/episodes/"+info.ID+"/record", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if code, _ := get(testSecret); code != http.StatusConflict {
+		t.Errorf("the record of a running episode: HTTP %d, want 409", code)
+	}
+	seat := &Client{BaseURL: ts.URL, HTTP: ts.Client(), Secret: info.Seats[0].Token}
+	var view []engine.Event
+	var after int64
+	answered := ""
+	for {
+		page, err := seat.Events(ctx, info.ID, 0, info.Seats[0].Token, after, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		view, after = append(view, page.Events...), page.Next
+		if page.Done {
+			break
+		}
+		if n := openNotification(view); n != nil && n.NotificationID != answered {
+			answered = n.NotificationID
+			if _, err := seat.Act(ctx, info.ID, info.Seats[0].Token, engine.Action{NotificationID: n.NotificationID, Text: "BID 10"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	done := waitDone(t, c, info.ID)
+	var hooked *engine.Record
+	select {
+	case hooked = <-finished:
+	default:
+		t.Fatal("the episode reads as done before its record reached the hook")
+	}
+	if hooked.Seats[0].Agent != Me || hooked.Outcome.Result != done.Outcome.Result {
+		t.Errorf("the hook's record: seat 0 %q result %q, want me and %q", hooked.Seats[0].Agent, hooked.Outcome.Result, done.Outcome.Result)
+	}
+	for _, tc := range []struct {
+		who, token string
+		code       int
+	}{{"the secret", testSecret, 200}, {"the observer", info.ObserverToken, 200}, {"a seat", info.Seats[0].Token, 403}, {"nobody", "x", 403}} {
+		code, b := get(tc.token)
+		if code != tc.code {
+			t.Errorf("%s: HTTP %d, want %d", tc.who, code, tc.code)
+			continue
+		}
+		if code == 200 {
+			rec, err := engine.DecodeRecord(b)
+			if err != nil || rec.Seed != 4 || len(rec.Events) != len(hooked.Events) {
+				t.Errorf("%s: record %v (%v), want the hook's", tc.who, rec, err)
+			}
+		}
 	}
 }

@@ -18,6 +18,7 @@
 package remote
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -63,7 +64,17 @@ type ServerOptions struct {
 	// Agents plays the seats whose agent name is neither "remote" nor a
 	// scripted policy (a model, an adapter, an Ollama model); nil: none.
 	Agents Agents
+	// Finished, when set, receives the record of each episode that ends
+	// (not of one that fails), from the goroutine that played it: omar
+	// serve --save appends it to the records file.
+	Finished func(*engine.Record)
 }
+
+// Me is the agent name of a remote seat that the episode's creator plays
+// itself (the web page's "me"): a remote seat like any other, labelled
+// "me" in the episode's info and record, so that a list of episodes tells
+// the seats a person played here from those handed out by link.
+const Me = "me"
 
 // Agents resolves agent names beyond "remote" and the scripted policies.
 type Agents interface {
@@ -136,10 +147,13 @@ type EpisodeInfo struct {
 	Env string `json:"env"`
 	// Seed is shown only to the secret's holder (the creator): it deals
 	// every hidden role and private value.
-	Seed   *uint64    `json:"seed,omitempty"`
-	Status string     `json:"status"` // "running", "done" or "failed"
-	Error  string     `json:"error,omitempty"`
-	Seats  []SeatInfo `json:"seats"`
+	Seed *uint64 `json:"seed,omitempty"`
+	// Params are the parameters the episode was created with (none: the
+	// game's defaults); with the seed they deal the episode again.
+	Params engine.Params `json:"params,omitempty"`
+	Status string        `json:"status"` // "running", "done" or "failed"
+	Error  string        `json:"error,omitempty"`
+	Seats  []SeatInfo    `json:"seats"`
 	// ObserverToken reads the omniscient log; only the creator gets it.
 	ObserverToken string          `json:"observer_token,omitempty"`
 	Outcome       *engine.Outcome `json:"outcome,omitempty"`
@@ -193,6 +207,7 @@ type episode struct {
 	log      *engine.Log
 	ready    chan struct{} // closed once log is set
 	finished chan struct{}
+	record   *engine.Record // set when the episode is done, under Server.mu
 }
 
 // NewServer returns a server whose episodes live until ctx is done. find
@@ -208,9 +223,11 @@ func NewServer(ctx context.Context, find func(id string) (engine.Game, error), o
 	s.mux.HandleFunc("POST /v1/episodes", s.create)
 	s.mux.HandleFunc("GET /v1/episodes", s.list)
 	s.mux.HandleFunc("GET /v1/envs", s.envs)
+	s.mux.HandleFunc("GET /v1/envs/{id}", s.env)
 	s.mux.HandleFunc("GET /v1/episodes/{id}", s.get)
 	s.mux.HandleFunc("GET /v1/episodes/{id}/events", s.events)
 	s.mux.HandleFunc("POST /v1/episodes/{id}/actions", s.act)
+	s.mux.HandleFunc("GET /v1/episodes/{id}/record", s.record)
 	return s, nil
 }
 
@@ -317,7 +334,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		game: g, tokens: map[string]int{}, boxes: make([]*mailbox, len(seats)),
 		ready: make(chan struct{}), finished: make(chan struct{}),
 		client: clientOf(r),
-		info:   EpisodeInfo{Env: g.ID(), Seed: &seed, Status: "running"},
+		info:   EpisodeInfo{Env: g.ID(), Seed: &seed, Params: req.Params, Status: "running"},
 	}
 	id := newEpisodeID()
 	agents, err := s.castSeats(e, g, seats, req.Agents, seed, id)
@@ -364,9 +381,9 @@ func (s *Server) castSeats(e *episode, g engine.Game, seats []engine.Seat, names
 // player's mailbox ("remote" or ""), one of ServerOptions.Agents, or a
 // scripted policy.
 func (s *Server) seatAgent(e *episode, g engine.Game, i int, seat engine.Seat, name string, seed uint64, id string) (engine.Agent, string, error) {
-	if name == "remote" || name == "" {
+	if name == "remote" || name == "" || name == Me {
 		e.boxes[i] = newMailbox()
-		return e.boxes[i], "remote", nil
+		return e.boxes[i], cmp.Or(name, "remote"), nil
 	}
 	if s.opts.Agents != nil && slices.Contains(s.opts.Agents.Names(), name) {
 		return s.opts.Agents.Agent(name, g, seat, seed, id)
@@ -409,6 +426,11 @@ func (s *Server) play(e *episode, seed uint64, params engine.Params, agents []en
 		e.log = rt.Log()
 		close(e.ready)
 	})
+	if err == nil && s.opts.Finished != nil {
+		// Before the episode reads as done, so that whoever sees it done
+		// finds its record saved; outside s.mu, as the hook writes a file.
+		s.opts.Finished(rec)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -424,6 +446,7 @@ func (s *Server) play(e *episode, seed uint64, params engine.Params, agents []en
 	}
 	e.info.Status = "done"
 	e.info.Outcome = &rec.Outcome
+	e.record = rec
 }
 
 // runningOf counts the running episodes client created; s.mu is held.
@@ -495,6 +518,30 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *episode {
 // status and seats — no outcome, no error text — so that nobody without a
 // token of the episode learns how it ended. A token that is neither is
 // refused.
+// record answers the record of a finished episode (engine.Record: every
+// event, the scenario with its private values) to the secret or the
+// episode's observer token: a seat's token may not read it, as it holds
+// the other seats' secrets.
+func (s *Server) record(w http.ResponseWriter, r *http.Request) {
+	e := s.lookup(w, r)
+	if e == nil {
+		return
+	}
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if seat, ok := e.tokens[strings.TrimSpace(tok)]; !s.isCreator(r) && (!ok || seat != -1) {
+		fail(w, http.StatusForbidden, "the record holds every seat's private information: it needs the server's secret or the episode's observer token")
+		return
+	}
+	s.mu.Lock()
+	rec, status := e.record, e.info.Status
+	s.mu.Unlock()
+	if rec == nil {
+		fail(w, http.StatusConflict, "episode %s is %s: it has a record once it is done", e.info.ID, status)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	e := s.lookup(w, r)
 	if e == nil {
@@ -594,6 +641,51 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
+// env describes one environment of the catalog for the parameters of the
+// query's params (a JSON object; none: the defaults): its seats for them,
+// or 400 with the game's reason when it does not take them. The page's
+// form asks it as a person changes a parameter.
+func (s *Server) env(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	i := slices.IndexFunc(s.opts.Catalog, func(g engine.Game) bool {
+		name, _ := engine.SplitID(g.ID())
+		return g.ID() == id || name == id
+	})
+	if i < 0 {
+		fail(w, http.StatusNotFound, "no environment %q in the catalog", id)
+		return
+	}
+	var p engine.Params
+	if q := r.URL.Query().Get("params"); q != "" {
+		if err := json.Unmarshal([]byte(q), &p); err != nil {
+			fail(w, http.StatusBadRequest, "params: not a JSON object: %v", err)
+			return
+		}
+	}
+	info, err := envInfo(s.opts.Catalog[i], p)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+// envInfo describes g with its seats for p.
+func envInfo(g engine.Game, p engine.Params) (EnvInfo, error) {
+	seats, err := g.Seats(p)
+	if err != nil {
+		return EnvInfo{}, err
+	}
+	info := EnvInfo{ID: g.ID(), Description: g.Description(), Seats: seats}
+	for _, pol := range g.Policies() {
+		info.Policies = append(info.Policies, pol.Name)
+	}
+	if d, ok := g.(engine.ParamDefaulter); ok {
+		info.Params = d.DefaultParams()
+	}
+	return info, nil
+}
+
 func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	e := s.lookup(w, r)
 	if e == nil {
@@ -647,6 +739,10 @@ type EnvInfo struct {
 	Seats       []engine.SeatSpec `json:"seats"`
 	// Policies are the scripted policies, the default first.
 	Policies []string `json:"policies"`
+	// Params are the game's parameters with their defaults, for a game
+	// that lists them (engine.ParamDefaulter); a create request may give
+	// any of them.
+	Params engine.Params `json:"params,omitempty"`
 }
 
 // EnvsPage is the answer of GET /v1/envs.
@@ -661,19 +757,15 @@ type EnvsPage struct {
 // envs describes the catalog. Environments are public knowledge (the
 // same binary lists them with omar envs), so no token is needed.
 func (s *Server) envs(w http.ResponseWriter, r *http.Request) {
-	page := EnvsPage{Envs: []EnvInfo{}, Agents: []string{"remote", "scripted"}}
+	page := EnvsPage{Envs: []EnvInfo{}, Agents: []string{"remote", Me, "scripted"}}
 	if s.opts.Agents != nil {
 		page.Agents = append(page.Agents, s.opts.Agents.Names()...)
 	}
 	for _, g := range s.opts.Catalog {
-		seats, err := g.Seats(nil)
+		info, err := envInfo(g, nil)
 		if err != nil {
 			fail(w, http.StatusInternalServerError, "%s: %v", g.ID(), err)
 			return
-		}
-		info := EnvInfo{ID: g.ID(), Description: g.Description(), Seats: seats}
-		for _, p := range g.Policies() {
-			info.Policies = append(info.Policies, p.Name)
 		}
 		page.Envs = append(page.Envs, info)
 	}

@@ -73,6 +73,9 @@ func (g Game[S, T]) NewEpisode(seed uint64, p engine.Params) (engine.Episode, er
 	return ep, nil
 }
 
+// DefaultParams implements engine.ParamDefaulter: the suite's Params.
+func (g Game[S, T]) DefaultParams() engine.Params { return engine.ParamsOf(DefaultParams()) }
+
 // Policies implements engine.Game: strategic (default), naive, random.
 func (g Game[S, T]) Policies() []engine.Policy { return Policies(g.Valuation) }
 

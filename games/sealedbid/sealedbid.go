@@ -62,6 +62,9 @@ type Game struct{}
 // New returns the game.
 func New() Game { return Game{} }
 
+// DefaultParams implements engine.ParamDefaulter.
+func (Game) DefaultParams() engine.Params { return engine.ParamsOf(DefaultParams()) }
+
 // ID implements engine.Game.
 func (Game) ID() string { return "sealedbid_v1" }
 

@@ -44,6 +44,9 @@ func (p BanditParams) Optimum() (arm int, reward float64) {
 // arms whose rewards are fixed and known.
 type Bandit struct{}
 
+// DefaultParams implements engine.ParamDefaulter.
+func (Bandit) DefaultParams() engine.Params { return engine.ParamsOf(DefaultBanditParams()) }
+
 // ID implements engine.Game.
 func (Bandit) ID() string { return "testbed_bandit_v1" }
 

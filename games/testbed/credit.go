@@ -57,6 +57,9 @@ func numbered(word string, n int) []string {
 // turn and leave the second with no systematic signal.
 type Credit struct{}
 
+// DefaultParams implements engine.ParamDefaulter.
+func (Credit) DefaultParams() engine.Params { return engine.ParamsOf(DefaultCreditParams()) }
+
 // ID implements engine.Game.
 func (Credit) ID() string { return "testbed_credit_v1" }
 

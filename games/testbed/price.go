@@ -97,6 +97,9 @@ func (p PriceParams) Optimum() (offer int, reward float64) {
 // games' problem in miniature, with its optimum computed analytically.
 type Price struct{}
 
+// DefaultParams implements engine.ParamDefaulter.
+func (Price) DefaultParams() engine.Params { return engine.ParamsOf(DefaultPriceParams()) }
+
 // ID implements engine.Game.
 func (Price) ID() string { return "testbed_price_v1" }
 

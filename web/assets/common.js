@@ -22,6 +22,13 @@ const omar = (() => {
     constructor(status, message, body) { super(message); this.status = status; this.body = body; }
   }
 
+  // parseJSON keeps a numeric "seed" as its source text where the browser
+  // gives it (JSON.parse source access): a double rounds a 64-bit seed,
+  // and files written before seeds became strings hold numbers.
+  function parseJSON(text) {
+    return JSON.parse(text, (k, v, ctx) => (k === "seed" && typeof v === "number" && ctx && typeof ctx.source === "string" ? ctx.source : v));
+  }
+
   // api calls the server with a bearer token (the secret by default).
   async function api(path, opts = {}) {
     const headers = {};
@@ -32,7 +39,7 @@ const omar = (() => {
     const resp = await fetch(path, { method: opts.method || "GET", headers, body, signal: opts.signal });
     const text = await resp.text();
     let data = null;
-    try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+    try { data = text ? parseJSON(text) : null; } catch (e) { data = null; }
     if (!resp.ok && !(opts.accept || []).includes(resp.status)) {
       throw new APIError(resp.status, "HTTP " + resp.status + ": " + ((data && data.error) || text.trim()), data);
     }
@@ -101,5 +108,5 @@ const omar = (() => {
     return Math.abs(x) >= 100 ? x.toFixed(1) : x.toFixed(3);
   }
 
-  return { api, APIError, el, secret, setSecret, fragment, renderEvent, includes, seatName, nav, secretForm, fmt };
+  return { api, APIError, parseJSON, el, secret, setSecret, fragment, renderEvent, includes, seatName, audienceLabel, nav, secretForm, fmt };
 })();

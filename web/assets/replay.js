@@ -99,7 +99,7 @@
     lines.forEach((line, n) => {
       if (!line.trim()) return;
       let r;
-      try { r = JSON.parse(line); } catch (e) {
+      try { r = omar.parseJSON(line); } catch (e) {
         // The last line without its newline is a write cut short.
         const torn = n === lines.length - 1;
         bad.push({ line: n + 1, error: (torn ? "a torn last line (no newline: a write cut short): " : "not JSON: ") + e.message });
