@@ -24,7 +24,7 @@ import (
 // playRecord is the part of an engine record the recomputation reads.
 type playRecord struct {
 	Env      string          `json:"env"`
-	Seed     uint64          `json:"seed"`
+	Seed     uint64          `json:"seed,string"` // records write seeds as decimal strings (exact in JavaScript)
 	Scenario json.RawMessage `json:"scenario"`
 	Outcome  struct {
 		Rewards []float64       `json:"rewards"`
