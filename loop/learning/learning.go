@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -19,6 +20,8 @@ import (
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/runfiles"
+	"github.com/omar-selfplay/omar/selfplay"
+	"github.com/omar-selfplay/omar/train"
 )
 
 // Envs are the test beds' ids without version, in the order of the
@@ -44,6 +47,10 @@ type Options struct {
 	GroupSize int
 	// LR is the LoRA learning rate (and the value head's).
 	LR float32
+	// EntropyCoef and KLCoef weigh the trainer's entropy bonus and its
+	// KL(π‖π_base) penalty (train.Options); Temperature samples the
+	// rollouts.
+	EntropyCoef, KLCoef, Temperature float32
 	// LlamaLib is the directory of the llama.cpp libraries.
 	LlamaLib string
 }
@@ -57,6 +64,7 @@ func (Options) Defaults() Options {
 	return Options{
 		Env: "testbed_bandit", Estimator: advantage.Default, Model: "tiny", Seed: 1,
 		Iterations: 10, Episodes: 16, LR: 1e-3,
+		KLCoef: train.Options{}.Defaults().KLCoef, Temperature: 1,
 	}
 }
 
@@ -78,6 +86,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("learning: group size %d: want 0 (automatic) or a divisor of episodes (%d)", o.GroupSize, o.Episodes)
 	case !(o.LR > 0) || math.IsInf(float64(o.LR), 0):
 		return fmt.Errorf("learning: lr %v: want a positive number", o.LR)
+	case !(o.EntropyCoef >= 0) || !(o.KLCoef >= 0) || math.IsInf(float64(o.EntropyCoef+o.KLCoef), 0):
+		return fmt.Errorf("learning: entropy coef %v, kl coef %v: want finite numbers ≥ 0", o.EntropyCoef, o.KLCoef)
+	case !(o.Temperature > 0) || o.Temperature > 10:
+		return fmt.Errorf("learning: temperature %v: want (0, 10]", o.Temperature)
 	}
 	return nil
 }
@@ -106,9 +118,13 @@ func (o Options) LoopOptions() loop.Options {
 	l.Rollout.GroupSize = o.groupSize()
 	l.Rollout.Seed = o.Seed
 	l.Rollout.MaxTokens, l.Rollout.Context = 8, 1024
-	l.Rollout.Temperature = 1
+	l.Rollout.Temperature = o.Temperature
 	l.Estimator = o.Estimator
 	l.Train.LR, l.Train.ValueLR = o.LR, o.LR
+	l.Train.EntropyCoef, l.Train.KLCoef = o.EntropyCoef, o.KLCoef
+	// The trajectories give the probability the model put on what it
+	// sampled (Point.SampledProb).
+	l.SaveTrajectories = true
 	l.Train.Seed = o.Seed
 	l.League.Enabled, l.Eval.Every = false, 0
 	l.CheckpointEvery = o.Iterations // the end only: a benchmark is not resumed
@@ -137,6 +153,13 @@ type Point struct {
 	Exploitability float64     `json:"exploitability,omitempty"`
 	// Invalid is the share of replies the engine rejected.
 	Invalid float64 `json:"invalid"`
+	// SampledProb is the mean probability the model's full-vocabulary
+	// softmax (untempered) gave the tokens it generated, and FirstProb
+	// that of each reply's first token: under a grammar that forbids most
+	// of the model's mass, what the trainer's log-probabilities see is far
+	// from the menu the sampler chose from.
+	SampledProb float64 `json:"sampled_prob"`
+	FirstProb   float64 `json:"first_prob"`
 }
 
 // Result is a benchmark run.
@@ -190,8 +213,52 @@ func Run(ctx context.Context, dir string, o Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Options: o, Optimum: opt}
-	res.Points, err = Measure(recs, o.Episodes, opt)
-	return res, err
+	if res.Points, err = Measure(recs, o.Episodes, opt); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(filepath.Join(dir, runfiles.TrajectoriesFile))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	trajs, err := selfplay.ReadTrajectories(f)
+	if err != nil {
+		return nil, err
+	}
+	SampledProbs(res.Points, trajs, o.Episodes)
+	return res, nil
+}
+
+// SampledProbs sets each point's SampledProb and FirstProb from the run's
+// trajectories (episodes per iteration, in order).
+func SampledProbs(pts []Point, trajs []selfplay.Trajectory, episodes int) {
+	type sums struct{ all, first, nAll, nFirst float64 }
+	by := make([]sums, len(pts))
+	for _, t := range trajs {
+		it := t.Episode / episodes
+		if it < 0 || it >= len(pts) {
+			continue
+		}
+		s := &by[it]
+		for i, m := range t.Mask {
+			if !m || i >= len(t.RawLogprobs) {
+				continue
+			}
+			p := math.Exp(float64(t.RawLogprobs[i]))
+			s.all, s.nAll = s.all+p, s.nAll+1
+			if i == 0 || !t.Mask[i-1] {
+				s.first, s.nFirst = s.first+p, s.nFirst+1
+			}
+		}
+	}
+	for i, s := range by {
+		if s.nAll > 0 {
+			pts[i].SampledProb = s.all / s.nAll
+		}
+		if s.nFirst > 0 {
+			pts[i].FirstProb = s.first / s.nFirst
+		}
+	}
 }
 
 // Measure splits a run's episode records into its iterations (episodes

@@ -12,6 +12,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/games/testbed"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
+	"github.com/omar-selfplay/omar/selfplay"
 )
 
 // TestLearns trains the tiny random model with the default estimator on
@@ -171,3 +172,24 @@ func TestLoopOptionsValidate(t *testing.T) {
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// TestSampledProbs: the mean probability of the generated tokens, and of
+// each reply's first one, per iteration; prompt tokens do not count.
+func TestSampledProbs(t *testing.T) {
+	lp := func(p float64) float32 { return float32(math.Log(p)) }
+	trajs := []selfplay.Trajectory{
+		// iteration 1 (episodes 0, 1): replies [0.5 0.25] and [1]
+		{Episode: 0, Mask: selfplay.Mask{false, true, true, false, true}, RawLogprobs: []float32{0, lp(0.5), lp(0.25), 0, lp(1)}},
+		// iteration 2 (episode 2): one reply [0.1]
+		{Episode: 2, Mask: selfplay.Mask{false, true}, RawLogprobs: []float32{lp(0.9), lp(0.1)}},
+	}
+	pts := []Point{{Iteration: 1}, {Iteration: 2}}
+	SampledProbs(pts, trajs, 2)
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+	if !near(pts[0].SampledProb, (0.5+0.25+1)/3) || !near(pts[0].FirstProb, 0.75) {
+		t.Errorf("iteration 1: sampled %v, first %v; want %v, 0.75", pts[0].SampledProb, pts[0].FirstProb, (0.5+0.25+1)/3)
+	}
+	if !near(pts[1].SampledProb, 0.1) || !near(pts[1].FirstProb, 0.1) {
+		t.Errorf("iteration 2: sampled %v, first %v; want 0.1, 0.1", pts[1].SampledProb, pts[1].FirstProb)
+	}
+}
