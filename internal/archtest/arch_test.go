@@ -24,7 +24,7 @@ var layers = map[string]int{
 	// Leaves: no repository imports, or only other leaves.
 	"seeds": 0, "gguf": 0, "internal": 0, "chart": 0, "model/builtin": 0,
 	"llamacpp/cpuvariant": 0, "judge/judgetest": 0, "inference/gbnf": 0,
-	"chattemplate": 0, "advantage": 0,
+	"chattemplate": 0, "advantage": 0, "inference/ollama/ollamatest": 0,
 	// The runtime, the bindings, the model writer; strict YAML (over
 	// internal/errclip); a run directory's names and metrics lines (over
 	// internal/jsonl).
