@@ -183,6 +183,7 @@ func NewServer(o Options) *Server {
 	if o.NumCtx <= 0 {
 		o.NumCtx = 4096
 	}
+	o.Models = slices.Clone(o.Models)
 	for i, m := range o.Models {
 		o.Models[i].Name = FullName(m.Name)
 	}
