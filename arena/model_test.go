@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/ollama/ollama/api"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/gguf"
+	"github.com/omar-selfplay/omar/inference/ollama/ollamatest"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/players"
@@ -138,22 +136,21 @@ func TestModelPlayers(t *testing.T) {
 	}
 }
 
-// walkingOllama walks away from every negotiation.
-type walkingOllama struct{}
-
-func (walkingOllama) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var req api.ChatRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 || req.Messages[0].Role != "system" {
-		http.Error(w, `{"error":"want messages starting with the system briefing"}`, http.StatusBadRequest)
-		return
+// walkAway is an Ollama model that walks away from every negotiation; a
+// conversation that does not open with the system briefing is a reply the
+// test would not accept.
+func walkAway(c ollamatest.Call) ollamatest.Reply {
+	if len(c.Messages) == 0 || c.Messages[0].Role != "system" {
+		return ollamatest.Reply{Content: "no system briefing"}
 	}
-	json.NewEncoder(w).Encode(api.ChatResponse{Model: req.Model, Message: api.Message{Role: "assistant", Content: "WALK"}, Done: true, DoneReason: "stop"})
+	return ollamatest.Reply{Content: "WALK"}
 }
 
-// TestOllamaPlayer: an ollama: player plays its seats at the message level.
+// TestOllamaPlayer: an ollama: player plays its seats at the message level,
+// against ollamatest's protocol-faithful server, at most Slots requests at
+// a time.
 func TestOllamaPlayer(t *testing.T) {
-	srv := httptest.NewServer(walkingOllama{})
-	defer srv.Close()
+	srv := ollamatest.New(t, ollamatest.Options{Models: []ollamatest.Model{{Name: "fake:1b"}}, Reply: walkAway})
 	o := scriptedOptions(4, Env{Name: "craigslist"})
 	l, err := players.Open(context.Background(), []players.Spec{{Kind: players.KindOllama, Arg: "fake:1b"}}, []players.Spec{{Kind: players.KindScripted, Arg: "naive"}},
 		players.OpenOptions{Backend: players.Backend{OllamaHost: srv.URL}, Slots: 4})
@@ -166,6 +163,19 @@ func TestOllamaPlayer(t *testing.T) {
 		if c.Results["walk_away"] != 1 || c.Reward.Mean != 0 || c.InvalidRate != 0 {
 			t.Errorf("%s: results %v, reward %v, invalid %v; want every episode walked away from", c.Side, c.Results, c.Reward, c.InvalidRate)
 		}
+	}
+	if n, m := len(srv.ChatRequests()), srv.MaxInFlight(); n == 0 || m > 4 {
+		t.Errorf("%d requests, %d at once; want some, at most 4 (Slots)", n, m)
+	}
+	// A model that is not pulled fails the evaluation, saying what to do.
+	l2, err := players.Open(context.Background(), []players.Spec{{Kind: players.KindOllama, Arg: "absent:1b"}}, []players.Spec{{Kind: players.KindScripted, Arg: "naive"}},
+		players.OpenOptions{Backend: players.Backend{OllamaHost: srv.URL}, Slots: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if _, err := Evaluate(context.Background(), o, "", l2.Players, l2.Opponents, Hooks{}); err == nil || !strings.Contains(err.Error(), "ollama pull absent:1b") {
+		t.Errorf("model not pulled: got %v, want an error saying ollama pull absent:1b", err)
 	}
 	if _, err := players.Open(context.Background(), []players.Spec{{Kind: players.KindBase}}, []players.Spec{{Kind: players.KindScripted, Arg: "naive"}}, players.OpenOptions{}); err == nil {
 		t.Errorf("base without a model file: got no error")

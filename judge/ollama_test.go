@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -16,8 +17,10 @@ import (
 
 // TestOllamaJudge plays SOTOPIA episodes judged through the ollama backend
 // against a fake server: every request carries its pass's JSON schema as
-// the format and thinking off, and a model that first ignores the format
-// costs one retry per judgement, not the judgement.
+// the format and thinking off, and a model that first runs out of tokens
+// before its JSON begins costs one retry per judgement, not the judgement.
+// The server is ollamatest's, so every reply honours the protocol (a
+// schema-valid complete reply, done_reason length when cut).
 func TestOllamaJudge(t *testing.T) {
 	for _, tt := range []struct {
 		name         string
@@ -107,6 +110,18 @@ func TestOllamaJudgeFailures(t *testing.T) {
 		_, err = j.Evaluate(context.Background(), h)
 		if err == nil || !strings.Contains(err.Error(), "not found") {
 			t.Errorf("got %v, want the server's not-found error", err)
+		}
+	})
+	t.Run("thinking on spends the budget", func(t *testing.T) {
+		on := true
+		c, _, err := NewOllama(ollama.Options{Host: srv.URL, Model: srv.Model, Think: &on})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, _ := sotopia.NewJudge(c, sotopia.JudgeOptions{}.Defaults())
+		_, err = j.Evaluate(context.Background(), h)
+		if !errors.Is(err, sotopia.ErrInvalidJudgement) {
+			t.Errorf("got %v, want an invalid judgement: the model thought until num_predict", err)
 		}
 	})
 	t.Run("format only for the judge's own requests", func(t *testing.T) {

@@ -2,19 +2,16 @@ package selfplay
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/ollama/ollama/api"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/ollama"
+	"github.com/omar-selfplay/omar/inference/ollama/ollamatest"
 )
 
 // adapterLM records the adapters of the requests it serves.
@@ -105,37 +102,20 @@ func TestNamedPlayersValidate(t *testing.T) {
 	}
 }
 
-// fakeOllama answers /api/chat for sealed-bid seats: "I pass." (invalid)
-// to a conversation's first notification, then a bid. It records every
-// request.
-type fakeOllama struct {
-	mu   sync.Mutex
-	reqs []api.ChatRequest
+// passFirst answers sealed-bid seats: "I pass." (invalid) to a
+// conversation's first notification, then a bid.
+func passFirst(c ollamatest.Call) ollamatest.Reply {
+	if len(c.Messages) <= 2 {
+		return ollamatest.Reply{Content: "I pass."}
+	}
+	return ollamatest.Reply{Content: "BID 40"}
 }
 
-func (f *fakeOllama) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var req api.ChatRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, `{"error":"bad json"}`, http.StatusBadRequest)
-		return
-	}
-	f.mu.Lock()
-	f.reqs = append(f.reqs, req)
-	f.mu.Unlock()
-	reply := "BID 40"
-	if len(req.Messages) <= 2 {
-		reply = "I pass."
-	}
-	json.NewEncoder(w).Encode(api.ChatResponse{Model: req.Model, Message: api.Message{Role: "assistant", Content: reply}, Done: true, DoneReason: "stop"})
-}
-
-// TestChatSeat plays a seat through the Ollama backend against a fake
-// server: the seat sends the whole conversation as messages, sees the
+// TestChatSeat plays a seat through the Ollama backend against
+// ollamatest's protocol-faithful server: the seat sends the whole conversation as messages, sees the
 // engine's rejection of an invalid reply and plays on.
 func TestChatSeat(t *testing.T) {
-	f := &fakeOllama{}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
+	srv := ollamatest.New(t, ollamatest.Options{Models: []ollamatest.Model{{Name: "fake:1b"}}, Reply: passFirst})
 	ob, err := ollama.New(ollama.Options{Host: srv.URL, Model: "fake:1b"})
 	if err != nil {
 		t.Fatal(err)
@@ -174,13 +154,12 @@ func TestChatSeat(t *testing.T) {
 			t.Errorf("episode %d: %d rejections and %d accepted replies of seat 0, want 1 and some", e.Index, rejected, bids)
 		}
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.reqs) == 0 {
+	reqs := srv.ChatRequests()
+	if len(reqs) == 0 {
 		t.Fatal("the server got no request")
 	}
 	seen := map[int]bool{}
-	for _, req := range f.reqs {
+	for _, req := range reqs {
 		ms := req.Messages
 		if ms[0].Role != "system" || !strings.Contains(ms[0].Content, "bid") {
 			t.Errorf("first message %q/%q, want the system briefing", ms[0].Role, ms[0].Content)

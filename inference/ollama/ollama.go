@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +52,10 @@ type Options struct {
 	KeepAlive time.Duration
 	// Parallel bounds the requests in flight per Generate call (default 4).
 	Parallel int
+	// Stream asks for the reply as NDJSON chunks instead of one object. The
+	// text is the same; a proxy that cuts idle connections lets a streamed
+	// long reply through.
+	Stream bool
 	// HTTPClient is used for requests (default http.DefaultClient).
 	HTTPClient *http.Client
 }
@@ -169,7 +174,7 @@ func (b *Backend) Generate(ctx context.Context, reqs []inference.Request) ([]inf
 // ChatRequest builds the Ollama request for r (exported for inspection
 // and tests).
 func (b *Backend) ChatRequest(r inference.Request) *api.ChatRequest {
-	stream := false
+	stream := b.opts.Stream
 	req := &api.ChatRequest{Model: b.opts.Model, Stream: &stream, Options: SamplingOptions(r)}
 	for _, m := range r.Messages {
 		req.Messages = append(req.Messages, api.Message{Role: m.Role, Content: m.Content})
@@ -220,8 +225,7 @@ func (b *Backend) chat(ctx context.Context, r inference.Request) (inference.Resp
 	var resp inference.Response
 	var done bool
 	err := b.client.Chat(ctx, b.ChatRequest(r), func(cr api.ChatResponse) error {
-		// Without streaming there is one message; accumulate anyway in
-		// case a server streams regardless.
+		// Streamed chunks carry pieces of the reply; the final one none.
 		resp.Text += cr.Message.Content
 		if cr.Done {
 			done = true
@@ -234,10 +238,15 @@ func (b *Backend) chat(ctx context.Context, r inference.Request) (inference.Resp
 		}
 		return nil
 	})
+	var status api.StatusError
+	if errors.As(err, &status) && status.StatusCode == http.StatusNotFound && strings.Contains(status.ErrorMessage, "model") {
+		return resp, fmt.Errorf("model %q is not pulled on %s (run: ollama pull %s): %w", b.opts.Model, b.opts.Host, b.opts.Model, err)
+	}
 	if err != nil {
 		return resp, err
 	}
 	if !done {
+		// The client ends quietly when the connection drops mid-stream.
 		return resp, errors.New("response ended before done")
 	}
 	return resp, nil

@@ -5,70 +5,35 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ollama/ollama/api"
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/inference/ollama/ollamatest"
 )
 
-// fakeServer answers /api/chat like Ollama: it echoes the last message in
-// upper case, or reports a length stop when num_predict is 1. It records
-// every request.
-type fakeServer struct {
-	mu       sync.Mutex
-	reqs     []api.ChatRequest
-	inFlight atomic.Int32
-	maxSeen  atomic.Int32
-	delay    time.Duration
+// shout answers with the last message in upper case, wrapped as the
+// format asks.
+func shout(c ollamatest.Call) ollamatest.Reply {
+	last := strings.ToUpper(c.Messages[len(c.Messages)-1].Content)
+	if len(c.Format) > 0 {
+		return ollamatest.Reply{Content: fmt.Sprintf(`{"vote":%q}`, last)}
+	}
+	return ollamatest.Reply{Content: last, Thinking: "let me think"}
 }
 
-func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/api/chat" || r.Method != http.MethodPost {
-		http.NotFound(w, r)
-		return
-	}
-	n := f.inFlight.Add(1)
-	defer f.inFlight.Add(-1)
-	for {
-		m := f.maxSeen.Load()
-		if n <= m || f.maxSeen.CompareAndSwap(m, n) {
-			break
-		}
-	}
-	var req api.ChatRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, `{"error":"bad json"}`, http.StatusBadRequest)
-		return
-	}
-	f.mu.Lock()
-	f.reqs = append(f.reqs, req)
-	f.mu.Unlock()
-	if req.Model != "qwen3:4b" {
-		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprintf(w, `{"error":"model %q not found, try pulling it first"}`, req.Model)
-		return
-	}
-	time.Sleep(f.delay)
-	last := req.Messages[len(req.Messages)-1].Content
-	reason := "stop"
-	if np, ok := req.Options["num_predict"].(float64); ok && np == 1 {
-		reason = "length"
-	}
-	json.NewEncoder(w).Encode(api.ChatResponse{Model: req.Model, Message: api.Message{Role: "assistant", Content: strings.ToUpper(last)},
-		Done: true, DoneReason: reason})
-}
-
-func newTest(t *testing.T, f *fakeServer, opts Options) *Backend {
+func newTest(t *testing.T, o ollamatest.Options, opts Options) (*Backend, *ollamatest.Server) {
 	t.Helper()
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
+	if o.Models == nil {
+		o.Models = []ollamatest.Model{{Name: "qwen3:4b", Thinking: true}}
+	}
+	if o.Reply == nil {
+		o.Reply = shout
+	}
+	srv := ollamatest.New(t, o)
 	opts.Host = srv.URL
 	if opts.Model == "" {
 		opts.Model = "qwen3:4b"
@@ -77,7 +42,7 @@ func newTest(t *testing.T, f *fakeServer, opts Options) *Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return b, srv
 }
 
 func msgs(s string) []inference.Message {
@@ -85,18 +50,17 @@ func msgs(s string) []inference.Message {
 }
 
 func TestChat(t *testing.T) {
-	f := &fakeServer{}
 	schema := json.RawMessage(`{"type":"object","properties":{"vote":{"type":"string"}},"required":["vote"]}`)
 	think := false
-	b := newTest(t, f, Options{Format: schema, Think: &think, KeepAlive: time.Minute})
+	b, f := newTest(t, ollamatest.Options{}, Options{Format: schema, Think: &think, KeepAlive: time.Minute})
 	req := inference.Request{Key: "ep1/seat0", Messages: msgs("offer 10"), MaxTokens: 64, Stop: []string{"\n\n"},
 		Sampling: inference.Sampling{Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05, Seed: 1<<31 + 5}}
 	resp, err := b.Generate(context.Background(), []inference.Request{req, {Messages: msgs("x"), MaxTokens: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp[0].Text != "OFFER 10" || resp[0].Stop != inference.StopEOG {
-		t.Errorf("reply: got %q (%s), want \"OFFER 10\" (eog)", resp[0].Text, resp[0].Stop)
+	if want := `{"vote":"OFFER 10"}`; resp[0].Text != want || resp[0].Stop != inference.StopEOG {
+		t.Errorf("reply: got %q (%s), want %q (eog)", resp[0].Text, resp[0].Stop, want)
 	}
 	if resp[1].Stop != inference.StopLength {
 		t.Errorf("length stop: got %s", resp[1].Stop)
@@ -105,7 +69,7 @@ func TestChat(t *testing.T) {
 		t.Errorf("Ollama returns no token ids: got %v / %v", resp[0].Tokens, resp[0].Logprobs)
 	}
 	var got api.ChatRequest
-	for _, r := range f.reqs {
+	for _, r := range f.ChatRequests() {
 		if r.Messages[len(r.Messages)-1].Content == "offer 10" {
 			got = r
 		}
@@ -142,8 +106,7 @@ func abs(x float64) float64 {
 }
 
 func TestFormatFor(t *testing.T) {
-	f := &fakeServer{}
-	b := newTest(t, f, Options{Format: json.RawMessage(`"json"`), FormatFor: func(r inference.Request) json.RawMessage {
+	b, f := newTest(t, ollamatest.Options{Reply: ollamatest.DefaultReply}, Options{Format: json.RawMessage(`"json"`), FormatFor: func(r inference.Request) json.RawMessage {
 		if strings.HasPrefix(r.Key, "vote") {
 			return json.RawMessage(`{"type":"string","enum":["A","B"]}`)
 		}
@@ -155,17 +118,17 @@ func TestFormatFor(t *testing.T) {
 	if _, err := b.Generate(context.Background(), []inference.Request{{Key: "talk/1", Messages: msgs("b")}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(f.reqs[0].Format); !strings.Contains(got, "enum") {
+	reqs := f.ChatRequests()
+	if got := string(reqs[0].Format); !strings.Contains(got, "enum") {
 		t.Errorf("vote format: got %s", got)
 	}
-	if got := string(f.reqs[1].Format); got != `"json"` {
+	if got := string(reqs[1].Format); got != `"json"` {
 		t.Errorf("default format: got %s", got)
 	}
 }
 
 func TestParallelOrder(t *testing.T) {
-	f := &fakeServer{delay: 20 * time.Millisecond}
-	b := newTest(t, f, Options{Parallel: 3})
+	b, f := newTest(t, ollamatest.Options{Latency: 20 * time.Millisecond}, Options{Parallel: 3})
 	var reqs []inference.Request
 	for i := range 9 {
 		reqs = append(reqs, inference.Request{Key: fmt.Sprint(i), Messages: msgs(fmt.Sprintf("m%d", i))})
@@ -179,13 +142,12 @@ func TestParallelOrder(t *testing.T) {
 			t.Errorf("response %d: got %q, want %q", i, r.Text, want)
 		}
 	}
-	if m := f.maxSeen.Load(); m > 3 || m < 2 {
+	if m := f.MaxInFlight(); m > 3 || m < 2 {
 		t.Errorf("max requests in flight: got %d, want 2..3", m)
 	}
 }
 
 func TestErrors(t *testing.T) {
-	f := &fakeServer{}
 	tests := []struct {
 		name string
 		opts Options
@@ -203,7 +165,7 @@ func TestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := newTest(t, f, tt.opts)
+			b, _ := newTest(t, ollamatest.Options{}, tt.opts)
 			ctx := context.Background()
 			if tt.ctx != nil {
 				ctx = tt.ctx()
@@ -214,7 +176,7 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
-	b := newTest(t, f, Options{})
+	b, _ := newTest(t, ollamatest.Options{}, Options{})
 	b.Close()
 	if _, err := b.Generate(context.Background(), []inference.Request{{Messages: msgs("a")}}); !errors.Is(err, ErrClosed) {
 		t.Errorf("after Close: got %v, want ErrClosed", err)

@@ -23,12 +23,13 @@ const module = "github.com/omar-selfplay/omar/"
 var layers = map[string]int{
 	// Leaves: no repository imports, or only other leaves.
 	"seeds": 0, "gguf": 0, "internal": 0, "chart": 0, "model/builtin": 0,
-	"llamacpp/cpuvariant": 0, "judge/judgetest": 0, "inference/gbnf": 0,
-	"chattemplate": 0, "advantage": 0,
+	"llamacpp/cpuvariant": 0, "inference/gbnf": 0,
+	"chattemplate": 0, "advantage": 0, "inference/ollama/ollamatest": 0,
 	// The runtime, the bindings, the model writer; strict YAML (over
 	// internal/errclip); a run directory's names and metrics lines (over
 	// internal/jsonl).
 	"engine": 1, "llamacpp": 1, "model": 1, "internal/strictyaml": 1, "runfiles": 1,
+	"judge/judgetest": 1, // the judge's fake Ollama, over ollamatest
 	// Environments' shared parts and the inference seam.
 	"engine/remote": 2, "engine/enginetest": 2, "games/negotiation": 2, "games/sealedbid": 2,
 	"werewolf": 2, "sotopia": 2, "inference": 2, "llamacpp/llamatest": 2,

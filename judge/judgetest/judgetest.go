@@ -1,134 +1,78 @@
 // Package judgetest fakes an Ollama server for tests of the SOTOPIA judge
-// over Ollama, so that no test needs a real Ollama or model.
+// over Ollama, so that no test needs a real Ollama or model. It is
+// ollamatest's protocol-faithful server with a scripted judge model.
 package judgetest
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/ollama/ollama/api"
+	"github.com/omar-selfplay/omar/inference/ollama/ollamatest"
 )
 
-// Ollama answers /api/chat like an Ollama server whose model follows the
-// request's format: every reply is an instance of the format's JSON
-// schema, with every integer at its maximum, every string "ok" (cut to
-// maxLength), every boolean true and every array at its minItems.
+// Ollama is a server whose one model follows the request's format: every
+// reply is ollamatest.Instance of the format's JSON schema (every integer
+// at its maximum, every string "ok", every boolean true, every array at
+// its minItems). The model can think, and when a request lets it, its
+// thinking alone fills num_predict, so a judge that leaves thinking on
+// never gets a judgement.
 type Ollama struct {
 	// URL is the server's base URL.
 	URL string
-	// Model is the only model the server knows ("judge:test"); asking for
-	// another gets Ollama's not-found error.
+	// Model is the only model pulled ("judge:test"); asking for another
+	// gets Ollama's not-found error.
 	Model string
 	// GarbageFirst makes the first reply to every distinct conversation
-	// garbage (not JSON), as a model ignoring its format would write, so
-	// that every judgement needs one retry.
+	// run out of tokens before its JSON starts (whitespace up to
+	// num_predict, as Ollama's docs warn a model in JSON mode may write),
+	// so that every judgement needs one retry.
 	GarbageFirst bool
 
+	srv  *ollamatest.Server
 	mu   sync.Mutex
-	reqs []api.ChatRequest
 	seen map[string]bool
 }
 
 // NewOllama starts a fake server, closed when t ends.
 func NewOllama(t testing.TB, garbageFirst bool) *Ollama {
 	f := &Ollama{Model: "judge:test", GarbageFirst: garbageFirst, seen: map[string]bool{}}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	f.URL = srv.URL
+	f.srv = ollamatest.New(t, ollamatest.Options{Models: []ollamatest.Model{{Name: f.Model, Thinking: true}}, Reply: f.reply})
+	f.URL = f.srv.URL
 	return f
 }
 
 // Requests returns the chat requests received so far.
 func (f *Ollama) Requests() []api.ChatRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]api.ChatRequest(nil), f.reqs...)
+	var out []api.ChatRequest
+	for _, r := range f.srv.ChatRequests() {
+		if ollamatest.FullName(r.Model) == ollamatest.FullName(f.Model) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
-func (f *Ollama) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/api/chat" || r.Method != http.MethodPost {
-		http.NotFound(w, r)
-		return
-	}
-	var req api.ChatRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, `{"error":"bad json"}`, http.StatusBadRequest)
-		return
-	}
-	if req.Model != f.Model {
-		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprintf(w, `{"error":"model %q not found, try pulling it first"}`, req.Model)
-		return
-	}
+func (f *Ollama) reply(c ollamatest.Call) ollamatest.Reply {
 	var conv strings.Builder
-	for _, m := range req.Messages {
+	for _, m := range c.Messages {
 		conv.WriteString(m.Role + "\x00" + m.Content + "\x00")
 	}
 	f.mu.Lock()
-	f.reqs = append(f.reqs, req)
 	garbage := f.GarbageFirst && !f.seen[conv.String()]
 	f.seen[conv.String()] = true
 	f.mu.Unlock()
-
-	reply := "Sure! Here are my scores: great job everyone."
-	if !garbage {
-		var schema map[string]any
-		if err := json.Unmarshal(req.Format, &schema); err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, `{"error":"format is not a JSON schema: %v"}`, err)
-			return
-		}
-		b, err := json.Marshal(instance(schema))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		reply = string(b)
+	r := ollamatest.DefaultReply(c)
+	n := c.Options.NumPredict
+	if n <= 0 {
+		n = 10 * c.Options.NumCtx
 	}
-	json.NewEncoder(w).Encode(api.ChatResponse{Model: req.Model,
-		Message: api.Message{Role: "assistant", Content: reply}, Done: true, DoneReason: "stop"})
-}
-
-// instance builds a value of schema s.
-func instance(s map[string]any) any {
-	if enum, ok := s["enum"].([]any); ok && len(enum) > 0 {
-		return enum[len(enum)-1]
+	// A token is at most four bytes: this much text fills the budget.
+	fill := 4*n + 4
+	r.Thinking = strings.Repeat("Let me weigh each dimension. ", fill/29+1)
+	if garbage {
+		r.Content = strings.Repeat(" ", fill) + r.Content
 	}
-	switch s["type"] {
-	case "object":
-		o := map[string]any{}
-		props, _ := s["properties"].(map[string]any)
-		for k, p := range props {
-			ps, _ := p.(map[string]any)
-			o[k] = instance(ps)
-		}
-		return o
-	case "array":
-		n, _ := s["minItems"].(float64)
-		items, _ := s["items"].(map[string]any)
-		a := make([]any, int(n))
-		for i := range a {
-			a[i] = instance(items)
-		}
-		return a
-	case "string":
-		str := "ok"
-		if m, ok := s["maxLength"].(float64); ok && int(m) < len(str) {
-			str = str[:int(m)]
-		}
-		return str
-	case "integer", "number":
-		if m, ok := s["maximum"].(float64); ok {
-			return m
-		}
-		return 0
-	case "boolean":
-		return true
-	}
-	return nil
+	return r
 }
