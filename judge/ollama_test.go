@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -66,6 +67,17 @@ func TestOllamaJudge(t *testing.T) {
 				if !p.Valid || p.Attempts != tt.wantAttempts || p.Stage != "late" {
 					t.Errorf("turn %d: got %+v, want valid late in %d attempts", p.Turn, p, tt.wantAttempts)
 				}
+				// The fake proposes weight 1 (the schema's maximum) for every
+				// dimension: equal weights, no fallback.
+				for _, w := range p.Weights {
+					if p.Fallback || len(p.Weights) != len(sotopia.ProcessDimensions) || math.Abs(w-1.0/6) > 1e-12 {
+						t.Errorf("turn %d: got weights %v (fallback %v), want 1/6 each", p.Turn, p.Weights, p.Fallback)
+						break
+					}
+				}
+			}
+			if rec.Outcome.Metrics["process_fallbacks"] != 0 {
+				t.Errorf("got process_fallbacks %v, want 0", rec.Outcome.Metrics["process_fallbacks"])
 			}
 			reqs := srv.Requests()
 			if want := tt.wantAttempts * (2 + len(tm.Turns)); len(reqs) != want {

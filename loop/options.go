@@ -21,6 +21,7 @@ import (
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
+	"github.com/omar-selfplay/omar/sotopia"
 	"github.com/omar-selfplay/omar/train"
 )
 
@@ -492,6 +493,10 @@ type JudgeOptions struct {
 	// OMAR metrics.
 	Process bool `yaml:"process,omitempty"`
 	Extra   bool `yaml:"extra,omitempty"`
+	// StageWeights is where the process reward's weights come from:
+	// "proposed" (the judge proposes them, the default) or "fixed" (the
+	// fixed stage table, the ablation).
+	StageWeights string `yaml:"stage_weights,omitempty"`
 }
 
 // DefaultJudgeContext is a GGUF judge's context when none is given.
@@ -512,6 +517,8 @@ func (c JudgeOptions) Validate() error {
 		return errors.New("judge: name exactly one backend: model (a GGUF file), ollama_model (with ollama, the server URL) or policy: true")
 	case c.Context < 0 || c.Context > 1<<24:
 		return fmt.Errorf("judge: context %d: want 0..%d", c.Context, 1<<24)
+	case c.StageWeights != "" && c.StageWeights != sotopia.StageWeightsProposed && c.StageWeights != sotopia.StageWeightsFixed:
+		return fmt.Errorf("judge: stage_weights %q: want %s or %s", c.StageWeights, sotopia.StageWeightsProposed, sotopia.StageWeightsFixed)
 	}
 	return nil
 }

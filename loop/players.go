@@ -225,6 +225,9 @@ func AttachJudge(g engine.Game, c *RolloutOptions, p *Players, trainPolicy bool)
 	}
 	o := sotopia.JudgeOptions{}.Defaults()
 	o.Label, o.Process, o.Extra = label, jc.Process, jc.Extra
+	if jc.StageWeights != "" {
+		o.StageWeights = jc.StageWeights
+	}
 	j, err := sotopia.NewJudge(comp, o)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ import (
 // RubricVersion names the judge prompts, dimensions and grammars. It is
 // recorded with every evaluation; change it whenever any of them changes,
 // so scores from different rubrics are never mixed silently.
-const RubricVersion = "omar-sotopia-eval-1"
+const RubricVersion = "omar-sotopia-eval-2"
 
 // Completion is one text completion the judge asks for.
 type Completion struct {
@@ -297,11 +297,17 @@ type JudgeOptions struct {
 	// Alpha scales the process reward, Beta the outcome reward on a seat's
 	// last turn: R̃_t = Alpha·R_process,t (+ Beta·R_outcome).
 	Alpha, Beta float64
+	// StageWeights is where the process reward's weights come from:
+	// StageWeightsProposed (the judge proposes them) or StageWeightsFixed.
+	StageWeights string
+	// WeightPolicy sanitises proposed weights and holds the prior.
+	WeightPolicy WeightPolicy
 }
 
 // Defaults returns the default judge options.
 func (JudgeOptions) Defaults() JudgeOptions {
-	return JudgeOptions{Label: "llm", Temperature: 0, Seed: 0x5070, Retries: 3, ReasoningChars: 300, Weights: DefaultWeights(), Alpha: 0.3, Beta: 1}
+	return JudgeOptions{Label: "llm", Temperature: 0, Seed: 0x5070, Retries: 3, ReasoningChars: 300, Weights: DefaultWeights(), Alpha: 0.3, Beta: 1,
+		StageWeights: StageWeightsProposed, WeightPolicy: WeightPolicy{}.Defaults()}
 }
 
 // Validate checks o.
@@ -317,6 +323,11 @@ func (o JudgeOptions) Validate() error {
 		return fmt.Errorf("sotopia: judge temperature %v < 0", o.Temperature)
 	case o.Alpha < 0 || o.Beta < 0:
 		return fmt.Errorf("sotopia: process alpha %v / beta %v must be ≥ 0", o.Alpha, o.Beta)
+	case o.StageWeights != StageWeightsProposed && o.StageWeights != StageWeightsFixed:
+		return fmt.Errorf("sotopia: stage weights %q: want %s or %s", o.StageWeights, StageWeightsProposed, StageWeightsFixed)
+	}
+	if err := o.WeightPolicy.Validate(); err != nil {
+		return err
 	}
 	return o.Weights.Validate()
 }
@@ -492,6 +503,15 @@ func (j *Judge) Score(ctx context.Context, h History) (engine.Outcome, Terms, er
 			return out, terms, err
 		}
 		terms.Process = pt
+		m["process_fallbacks"], m["process_invalid"] = 0, 0
+		for _, p := range pt {
+			if p.Fallback {
+				m["process_fallbacks"]++
+			}
+			if !p.Valid {
+				m["process_invalid"]++
+			}
+		}
 	}
 	out.Terms = terms
 	return out, terms, nil

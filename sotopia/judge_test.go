@@ -102,9 +102,20 @@ func FuzzParseScores(f *testing.F) {
 	})
 }
 
+// processJSON writes a process reply without weights, as the fixed
+// ablation's grammar asks.
 func processJSON(stage string, pass func(d, i int) bool, n int) string {
+	return processJSONWeights(stage, "", pass, n)
+}
+
+// processJSONWeights writes a process reply whose "weights" is the JSON
+// text weights (none when empty).
+func processJSONWeights(stage, weights string, pass func(d, i int) bool, n int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `{"stage":%q`, stage)
+	if weights != "" {
+		fmt.Fprintf(&b, `,"weights":%s`, weights)
+	}
 	for d, dim := range ProcessDimensions {
 		fmt.Fprintf(&b, `,%q:[`, dim.Key)
 		for i := range n {
@@ -131,10 +142,12 @@ func TestParseProcess(t *testing.T) {
 		{"five criteria", processJSON("mid", func(d, i int) bool { return true }, 5), "want 2..4"},
 		{"bad stage", processJSON("middle", func(d, i int) bool { return true }, 2), "stage must be"},
 		{"pass not bool", strings.Replace(processJSON("mid", func(d, i int) bool { return true }, 2), "true", `"yes"`, 1), "cannot unmarshal"},
+		{"with weights", processJSONWeights("mid", `{"goal_advancement":0.5}`, func(d, i int) bool { return true }, 2), ""},
+		{"unknown key", strings.Replace(processJSON("mid", func(d, i int) bool { return true }, 2), `{"stage"`, `{"mood":1,"stage"`, 1), "8 keys"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := ParseProcess(tt.in)
+			_, err := ParseProcess(tt.in)
 			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("got error %v, want %q", err, tt.wantErr)
 			}
@@ -147,10 +160,11 @@ func FuzzParseProcess(f *testing.F) {
 	f.Add(processJSON("late", func(d, i int) bool { return true }, 4))
 	f.Add(`{"stage":"mid"}`)
 	f.Fuzz(func(t *testing.T, s string) {
-		stage, crit, err := ParseProcess(s)
+		pj, err := ParseProcess(s)
 		if err != nil {
 			return
 		}
+		stage, crit := pj.Stage, pj.Criteria
 		if len(crit) != len(ProcessDimensions) || !strings.Contains("early mid late", stage) {
 			t.Fatalf("accepted stage %q with %d dimensions", stage, len(crit))
 		}
@@ -329,15 +343,19 @@ func TestExtraAndProcess(t *testing.T) {
 	if len(tm.Process) != 5 {
 		t.Fatalf("got %d process turns, want 5", len(tm.Process))
 	}
-	// Σ early weights = 1, every pass rate .5 → R_process = .5
+	// No weights proposed: the early prior, which adds up to 1; every
+	// pass rate .5 → R_process = .5, and every turn fell back.
 	for _, p := range tm.Process {
 		want := 0.3 * 0.5
 		if p.Turn == 4 || p.Turn == 5 { // last turns of seat 1 and seat 0
 			want += 1.0 * rec.Outcome.Rewards[p.Seat]
 		}
-		if !p.Valid || math.Abs(p.Process-.5) > 1e-12 || math.Abs(p.Shaped-want) > 1e-12 {
-			t.Errorf("turn %d: got valid %v process %v shaped %v, want .5 and %v", p.Turn, p.Valid, p.Process, p.Shaped, want)
+		if !p.Valid || !p.Fallback || math.Abs(p.Process-.5) > 1e-12 || math.Abs(p.Shaped-want) > 1e-12 {
+			t.Errorf("turn %d: got valid %v fallback %v process %v shaped %v, want .5 and %v", p.Turn, p.Valid, p.Fallback, p.Process, p.Shaped, want)
 		}
+	}
+	if m := rec.Outcome.Metrics; m["process_fallbacks"] != 5 || m["process_invalid"] != 0 {
+		t.Errorf("got process_fallbacks %v, process_invalid %v; want 5 and 0", m["process_fallbacks"], m["process_invalid"])
 	}
 	tr := tm.TurnRewards()
 	if len(tr[0]) != 3 || len(tr[1]) != 2 {
@@ -345,17 +363,130 @@ func TestExtraAndProcess(t *testing.T) {
 	}
 }
 
+// processJudge judges every turn with reply and returns the process
+// turns and the outcome's metrics of one 4-turn episode.
+func processJudge(t *testing.T, o JudgeOptions, reply func(Completion) string) ([]ProcessTurn, map[string]float64, []Completion) {
+	t.Helper()
+	eval := scoreJSON(EvalDimensions, func(a int, d Dimension) int { return d.Hi })
+	var got []Completion
+	c := CompleterFunc(func(_ context.Context, c Completion) (string, error) {
+		if !strings.Contains(c.Prompt, "Evaluate only the last turn") {
+			return eval, nil
+		}
+		got = append(got, c)
+		return reply(c), nil
+	})
+	o.Process = true
+	j, err := NewJudge(c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := enginetest.PlayScripted(t, New().WithJudge(j), 2, engine.Params{"max_turns": 4})
+	return terms(t, rec).Process, rec.Outcome.Metrics, got
+}
+
+// TestProcessStageWeights: the judge's proposal, sanitised, weighs the
+// pass rates; the fixed ablation neither asks for weights nor uses them.
+func TestProcessStageWeights(t *testing.T) {
+	// goal_advancement passes both criteria, every other dimension one.
+	pass := func(d, i int) bool { return d == 0 || i == 0 }
+	allOnGoal := `{"goal_advancement":1,"strategic_positioning":0,"relational_attunement":0,"persona_consistency":0,"contextual_coherence":0,"turn_quality":0}`
+	tests := []struct {
+		name      string
+		mode      string
+		reply     string
+		wantW0    float64 // weight of goal_advancement
+		want      float64
+		fallbacks float64
+	}{
+		// capped at .5, the other .5 shared equally: .5·1 + .5·.5
+		{"proposed, capped", StageWeightsProposed, processJSONWeights("early", allOnGoal, pass, 2), .5, .75, 0},
+		// the early prior: .10·1 + .90·.5
+		{"proposed, all zero", StageWeightsProposed, processJSONWeights("early", strings.Replace(allOnGoal, ":1,", ":0,", 1), pass, 2), .1, .55, 4},
+		{"proposed, none", StageWeightsProposed, processJSON("early", pass, 2), .1, .55, 4},
+		{"proposed, not numbers", StageWeightsProposed, processJSONWeights("early", `"high"`, pass, 2), .1, .55, 4},
+		{"fixed ignores a proposal", StageWeightsFixed, processJSONWeights("early", allOnGoal, pass, 2), .1, .55, 0},
+		{"fixed, late", StageWeightsFixed, processJSON("late", pass, 2), .3, .3 + .7*.5, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := judgeOpts()
+			o.StageWeights = tt.mode
+			pts, m, got := processJudge(t, o, func(Completion) string { return tt.reply })
+			for _, p := range pts {
+				if !p.Valid || math.Abs(p.Weights[0]-tt.wantW0) > 1e-12 || math.Abs(p.Process-tt.want) > 1e-12 {
+					t.Errorf("turn %d: got valid %v weights %v process %v, want goal weight %v, process %v", p.Turn, p.Valid, p.Weights, p.Process, tt.wantW0, tt.want)
+				}
+			}
+			if m["process_fallbacks"] != tt.fallbacks {
+				t.Errorf("got process_fallbacks %v, want %v", m["process_fallbacks"], tt.fallbacks)
+			}
+			asks := strings.Contains(got[0].Grammar, `\"weights\"`) && strings.Contains(string(got[0].Schema), `"weights"`) && strings.Contains(got[0].Prompt, `"weights":{`)
+			if asks != (tt.mode == StageWeightsProposed) {
+				t.Errorf("stage weights %s: got weights asked for %v", tt.mode, asks)
+			}
+		})
+	}
+}
+
+// TestProcessInvalidFallsBack: a turn without a valid judgement gets the
+// prior pass rate, not 0, and is counted.
+func TestProcessInvalidFallsBack(t *testing.T) {
+	valid := processJSONWeights("mid", uniformWeights, func(d, i int) bool { return true }, 2)
+	o := judgeOpts()
+	o.Retries = 0
+	o.WeightPolicy.PriorPassRate = .4
+	pts, m, _ := processJudge(t, o, func(c Completion) string {
+		if strings.Contains(c.Prompt, "Evaluate only the last turn (turn 2,") {
+			return "no idea"
+		}
+		return valid
+	})
+	for _, p := range pts {
+		want, invalid := 1.0, p.Turn == 2
+		if invalid {
+			want = .4
+		}
+		if p.Valid == invalid || p.Fallback != invalid || math.Abs(p.Process-want) > 1e-12 {
+			t.Errorf("turn %d: got valid %v fallback %v process %v, want process %v", p.Turn, p.Valid, p.Fallback, p.Process, want)
+		}
+	}
+	if m["process_fallbacks"] != 1 || m["process_invalid"] != 1 {
+		t.Errorf("got process_fallbacks %v, process_invalid %v; want 1 and 1", m["process_fallbacks"], m["process_invalid"])
+	}
+}
+
+func TestJudgeOptionsStageWeights(t *testing.T) {
+	o := judgeOpts()
+	if o.StageWeights != StageWeightsProposed {
+		t.Errorf("got default stage weights %q, want %q", o.StageWeights, StageWeightsProposed)
+	}
+	o.StageWeights = "learned"
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "want proposed or fixed") {
+		t.Errorf("got %v, want an error naming proposed and fixed", err)
+	}
+	o = judgeOpts()
+	o.WeightPolicy.Cap = .1
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "add up to") {
+		t.Errorf("got %v, want infeasible caps refused", err)
+	}
+}
+
 func TestJudgePromptsGolden(t *testing.T) {
 	j, _ := NewJudge(&fakeCompleter{replies: []string{"x"}}, judgeOpts())
+	fo := judgeOpts()
+	fo.StageWeights = StageWeightsFixed
+	fixed, _ := NewJudge(&fakeCompleter{replies: []string{"x"}}, fo)
 	rec := enginetest.PlayScripted(t, New(), 4, engine.Params{"scenario": "conf-borrowed-money", "pair": 1, "max_turns": 6})
 	var setup Setup
 	b, _ := json.Marshal(rec.Scenario)
 	json.Unmarshal(b, &setup)
 	h := History{Setup: setup, Terms: terms(t, rec)}
 	for name, c := range map[string]Completion{
-		"judge_eval":    j.EvalCompletion(h),
-		"judge_extra":   j.ExtraCompletion(h),
-		"judge_process": j.ProcessCompletion(h, 3),
+		"judge_eval":          j.EvalCompletion(h),
+		"judge_extra":         j.ExtraCompletion(h),
+		"judge_process":       j.ProcessCompletion(h, 3),
+		"judge_process_fixed": fixed.ProcessCompletion(h, 3),
 	} {
 		golden(t, name+"_prompt.txt", c.System+"\n---\n"+c.Prompt)
 		golden(t, name+".gbnf", c.Grammar)

@@ -91,11 +91,27 @@ func ScoreSchema(dims []Dimension, reasoningChars int) json.RawMessage {
 
 // ProcessSchema is the JSON schema of ProcessGrammar's replies.
 func ProcessSchema(reasoningChars int) json.RawMessage {
+	return processSchema(reasoningChars, true)
+}
+
+// FixedProcessSchema is the JSON schema of FixedProcessGrammar's replies.
+func FixedProcessSchema(reasoningChars int) json.RawMessage {
+	return processSchema(reasoningChars, false)
+}
+
+func processSchema(reasoningChars int, weights bool) json.RawMessage {
 	criterion := closedObject(object{
 		{"criterion", stringSchema(reasoningChars)},
 		{"pass", object{{"type", "boolean"}}},
 	})
 	props := object{{"stage", object{{"type", "string"}, {"enum", Stages}}}}
+	if weights {
+		var ws object
+		for _, d := range ProcessDimensions {
+			ws = append(ws, field{d.Key, object{{"type", "number"}, {"minimum", 0}, {"maximum", 1}}})
+		}
+		props = append(props, field{"weights", closedObject(ws)})
+	}
 	for _, d := range ProcessDimensions {
 		props = append(props, field{d.Key, object{
 			{"type", "array"}, {"items", criterion}, {"minItems", 2}, {"maxItems", 4},

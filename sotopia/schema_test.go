@@ -69,6 +69,14 @@ func checkSchema(s map[string]any, v any, path string) error {
 		if f < s["minimum"].(float64) || f > s["maximum"].(float64) {
 			return fmt.Errorf("%s: %v out of range", path, f)
 		}
+	case "number":
+		f, ok := v.(float64)
+		if !ok {
+			return fmt.Errorf("%s: not a number", path)
+		}
+		if f < s["minimum"].(float64) || f > s["maximum"].(float64) {
+			return fmt.Errorf("%s: %v out of range", path, f)
+		}
 	case "boolean":
 		if _, ok := v.(bool); !ok {
 			return fmt.Errorf("%s: not a boolean", path)
@@ -78,6 +86,11 @@ func checkSchema(s map[string]any, v any, path string) error {
 	}
 	return nil
 }
+
+func parseProcess(s string) error { _, err := ParseProcess(s); return err }
+
+// uniformWeights is a proposal in the grammar's number format.
+var uniformWeights = `{"goal_advancement":0.25,"strategic_positioning":0.15,"relational_attunement":0.15,"persona_consistency":0.15,"contextual_coherence":0.15,"turn_quality":0.15}`
 
 // TestSchemasMatchParsers: what the parsers accept the schemas accept, and
 // what the schemas forbid the parsers reject.
@@ -98,9 +111,12 @@ func TestSchemasMatchParsers(t *testing.T) {
 		{"eval extra key", ScoreSchema(EvalDimensions, 60), strings.Replace(hi, `"score":10}`, `"score":10,"x":1}`, 1), nil, false},
 		{"eval missing agent", ScoreSchema(EvalDimensions, 60), `{"agent_1":{}}`, nil, false},
 		{"extra", ScoreSchema(ExtraDimensions, 60), scoreJSON(ExtraDimensions, func(a int, d Dimension) int { return 5 + a }), nil, true},
-		{"process", ProcessSchema(60), processJSON("mid", func(d, i int) bool { return i == 1 }, 3), func(s string) error { _, _, err := ParseProcess(s); return err }, true},
-		{"process five criteria", ProcessSchema(60), processJSON("mid", func(d, i int) bool { return true }, 5), func(s string) error { _, _, err := ParseProcess(s); return err }, false},
-		{"process bad stage", ProcessSchema(60), processJSON("middle", func(d, i int) bool { return true }, 2), func(s string) error { _, _, err := ParseProcess(s); return err }, false},
+		{"process", ProcessSchema(60), processJSONWeights("mid", uniformWeights, func(d, i int) bool { return i == 1 }, 3), parseProcess, true},
+		{"process weight above 1", ProcessSchema(60), processJSONWeights("mid", strings.Replace(uniformWeights, "0.25", "1.5", 1), func(d, i int) bool { return true }, 2), nil, false},
+		{"process five criteria", ProcessSchema(60), processJSONWeights("mid", uniformWeights, func(d, i int) bool { return true }, 5), parseProcess, false},
+		{"process bad stage", ProcessSchema(60), processJSONWeights("middle", uniformWeights, func(d, i int) bool { return true }, 2), parseProcess, false},
+		{"fixed process", FixedProcessSchema(60), processJSON("mid", func(d, i int) bool { return i == 1 }, 3), parseProcess, true},
+		{"fixed process five criteria", FixedProcessSchema(60), processJSON("mid", func(d, i int) bool { return true }, 5), parseProcess, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,7 +136,15 @@ func TestSchemasMatchParsers(t *testing.T) {
 				}
 				parse = func(s string) error { _, err := ParseScores(s, dims); return err }
 			}
-			serr, perr := checkSchema(s, v, "$"), parse(tt.reply)
+			serr := checkSchema(s, v, "$")
+			if tt.parse == nil && strings.HasPrefix(tt.name, "process") {
+				// The parser leaves bad weights to SanitizeWeights.
+				if (serr == nil) != tt.valid {
+					t.Errorf("got schema error %v, want valid %v", serr, tt.valid)
+				}
+				return
+			}
+			perr := parse(tt.reply)
 			if (serr == nil) != tt.valid || (perr == nil) != tt.valid {
 				t.Errorf("got schema error %v, parser error %v; want valid %v", serr, perr, tt.valid)
 			}
@@ -146,16 +170,17 @@ func TestSchemaKeyOrder(t *testing.T) {
 		t.Errorf("got reasoning at %d, score at %d: want reasoning first", r, sc)
 	}
 	p := string(ProcessSchema(60))
-	if strings.Index(p, `"stage"`) > strings.Index(p, `"`+ProcessDimensions[0].Key+`"`) {
-		t.Errorf("got stage after the dimensions, want it first")
+	if strings.Index(p, `"stage"`) > strings.Index(p, `"weights"`) || strings.Index(p, `"weights"`) > strings.Index(p, `"`+ProcessDimensions[0].Key+`"`) {
+		t.Errorf("got %s, want stage, then weights, then the dimensions", p)
 	}
 }
 
 func TestJudgeSchemasGolden(t *testing.T) {
 	for name, s := range map[string]json.RawMessage{
-		"judge_eval":    ScoreSchema(EvalDimensions, 300),
-		"judge_extra":   ScoreSchema(ExtraDimensions, 300),
-		"judge_process": ProcessSchema(300),
+		"judge_eval":          ScoreSchema(EvalDimensions, 300),
+		"judge_extra":         ScoreSchema(ExtraDimensions, 300),
+		"judge_process":       ProcessSchema(300),
+		"judge_process_fixed": FixedProcessSchema(300),
 	} {
 		var b bytes.Buffer
 		if err := json.Indent(&b, s, "", "  "); err != nil {
