@@ -397,6 +397,10 @@ type result struct {
 	pieces  []string
 	prompt  int // prompt tokens
 	info    *CallInfo
+	// calls are the tool calls read from content (nil: none), callText
+	// the content besides them.
+	calls    []ToolCall
+	callText string
 }
 
 // generate renders and tokenises the call's prompt (extending its
@@ -483,6 +487,11 @@ func (p *Proxy) generate(ctx context.Context, s *session, pl *plan) (*result, *A
 		content: visible(resp, pl.stop),
 		info:    &CallInfo{PolicyVersion: resp.PolicyVersion, Seed: pl.sampling.Seed},
 	}
+	if pl.parseTools && resp.Stop != inference.StopLength && resp.Stop != inference.StopFull {
+		if text, calls, ok := parseToolCalls(res.content); ok {
+			res.calls, res.callText = calls, text
+		}
+	}
 	p.mu.Lock()
 	p.stats.Calls++
 	p.mu.Unlock()
@@ -494,26 +503,38 @@ func (p *Proxy) generate(ctx context.Context, s *session, pl *plan) (*result, *A
 		Tokens: resp.Tokens, Logprobs: resp.Logprobs, RawLogprobs: resp.RawLogprobs,
 		PolicyVersion: resp.PolicyVersion, Sampling: pl.sampling, MaxTokens: req.MaxTokens,
 		Stop: resp.Stop, CachedTokens: resp.ReusedTokens, Started: started, Finished: time.Now(),
+		ToolCalls: res.calls,
 	}
 	if pl.chat {
 		c.Endpoint = "chat"
 	}
+	p.record(s, c, seg, text, isTokens, res)
+	return res, nil
+}
+
+// record adds a generated call to s.
+func (p *Proxy) record(s *session, c Call, seg int, text string, isTokens bool, res *result) {
 	newSeg := seg == len(s.segments)
 	// The reply's tokens beyond what the client sees: an end-of-turn
 	// token or a stop string, rendered as text.
 	tail := ""
-	if all := strings.Join(pieces, ""); strings.HasPrefix(all, res.content) {
+	if all := strings.Join(res.pieces, ""); strings.HasPrefix(all, res.content) {
 		tail = all[len(res.content):]
 	}
-	s.record(c, seg, text, isTokens, res.content, tail)
-	p.grow(s, callBytes(len(prompt), fresh, len(resp.Tokens)))
+	// The client renders a reply with calls from its fields, as the
+	// template lays them out: the stream extends when that is the text.
+	echo := res.content
+	if res.calls != nil {
+		echo = callsText(res.callText, res.calls)
+	}
+	s.record(c, seg, text, isTokens, echo, tail)
+	p.grow(s, callBytes(len(c.Prompt), c.NewPrompt, len(c.Tokens)))
 	if newSeg {
 		p.mu.Lock()
 		p.stats.Segments++
 		p.mu.Unlock()
 	}
 	res.info.Session, res.info.Segment, res.info.Call = s.key, seg, len(s.calls)-1
-	return res, nil
 }
 
 // generateError maps a backend error to an answer: a prompt longer than

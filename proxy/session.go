@@ -34,6 +34,9 @@ type Call struct {
 	CachedTokens  int                  `json:"cached_tokens"` // prompt tokens served from the KV cache
 	Started       time.Time            `json:"started"`
 	Finished      time.Time            `json:"finished"`
+	// ToolCalls are the calls read from the reply and answered to the
+	// client; Tokens stay the sampled ids of their text.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // Segment is one token stream of a session: every call whose prompt
