@@ -81,6 +81,14 @@ type Options struct {
 	// Games finds an environment by id, to give trajectories the role of
 	// a seat that the game fixes (nil: the seat's name is the role).
 	Games func(id string) (engine.Game, error)
+	// Forward, when set, is the base URL of an OpenAI-compatible endpoint
+	// (http://host:11434/v1 for Ollama) that answers chat calls instead
+	// of the backend; the calls are recorded re-tokenised with the
+	// tokenizer (forward.go). ForwardKey is its bearer token,
+	// ForwardModel the model asked for (empty: the request's), and
+	// ForwardClient the HTTP client (nil: one with a 10 minute timeout).
+	Forward, ForwardKey, ForwardModel string
+	ForwardClient                     *http.Client
 }
 
 // Defaults returns 1024-token replies, 4 MiB bodies, 4096 sessions of at
@@ -112,6 +120,9 @@ func (o Options) Validate() error {
 	}
 	if o.Poll < 0 {
 		errs = append(errs, fmt.Errorf("poll %v < 0", o.Poll))
+	}
+	if err := o.forwardError(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Secret != "" && len(o.Secret) < remote.MinSecretLen {
 		errs = append(errs, fmt.Errorf("secret of %d bytes: want at least %d", len(o.Secret), remote.MinSecretLen))
@@ -167,16 +178,23 @@ type Proxy struct {
 	calls    uint64 // calls so far, for seeds
 	ended    int    // episodes and sessions ended, for Trajectory.Episode
 	stats    Stats
+
+	// The template's end of a reply, for forwarded replies (endOfTurn).
+	eotOnce sync.Once
+	eot     []int32
+	eotText string
+	eotErr  error
 }
 
 // New returns a proxy that generates with b and tokenises with tok (the
 // llama backend is both). episodes may be nil: calls cannot then be tied
-// to engine seats.
+// to engine seats. b may be nil when opts.Forward is set: completions
+// calls are then refused.
 func New(b inference.Backend, tok inference.Tokenizer, episodes Episodes, opts Options) (*Proxy, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if b == nil || tok == nil {
+	if (b == nil && opts.Forward == "") || tok == nil {
 		return nil, errors.New("proxy: no backend or tokenizer")
 	}
 	p := &Proxy{backend: b, tok: tok, episodes: episodes, opts: opts, mux: http.NewServeMux(),
@@ -264,6 +282,13 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	if p.opts.Forward != "" {
+		if pl.logprobs {
+			writeError(w, badRequest("logprobs", "logprobs: this proxy forwards chat calls, and the upstream's logprobs are not of the policy's tokens"))
+			return
+		}
+		pl.forward = &req
+	}
 	p.serve(w, r, pl)
 }
 
@@ -279,6 +304,10 @@ func (p *Proxy) completions(w http.ResponseWriter, r *http.Request) {
 	pl, e := completionPlan(&req, &p.opts)
 	if e != nil {
 		writeError(w, e)
+		return
+	}
+	if p.backend == nil {
+		writeError(w, &APIError{Status: http.StatusBadRequest, Message: "this proxy forwards chat calls only: use /v1/chat/completions"})
 		return
 	}
 	p.serve(w, r, pl)
@@ -369,7 +398,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) {
 			return
 		}
 	}
-	res, e := p.generate(ctx, s, pl)
+	var res *result
+	if pl.forward != nil {
+		res, e = p.forwardCall(ctx, s, pl)
+	} else {
+		res, e = p.generate(ctx, s, pl)
+	}
 	if e != nil {
 		if ctx.Err() != nil {
 			return

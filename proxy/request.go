@@ -37,6 +37,8 @@ type plan struct {
 	// parseTools is set when the reply is read for tool calls (tools
 	// given, tool_choice auto).
 	parseTools bool
+	// forward is the request as the upstream gets it (Options.Forward).
+	forward *ChatRequest
 }
 
 // chatPlan validates a chat request.
