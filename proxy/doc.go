@@ -22,8 +22,15 @@
 // the client address that created them, within its budget of sessions and
 // bytes (docs/security.md).
 //
-// The wire types follow OpenAI's chat and legacy completions APIs. Fields
-// the proxy cannot honour (n > 1, penalties, tools, json_schema) are
-// refused with a 400 in OpenAI's error shape rather than ignored, since a
-// silently ignored field would change what the agent believes it sampled.
+// The wire types follow OpenAI's chat and legacy completions APIs. Tool
+// definitions and calls are written into the prompt in the Hermes form
+// the chat template renders and read back from replies (tools.go). Fields
+// the proxy cannot honour (n > 1, penalties, a forced tool choice,
+// json_schema) are refused with a 400 in OpenAI's error shape rather than
+// ignored, since a silently ignored field would change what the agent
+// believes it sampled.
+//
+// With Options.Forward, chat calls are answered by another
+// OpenAI-compatible endpoint and recorded in the policy's tokens as
+// imitation data, flagged as not sampled by the policy (forward.go).
 package proxy

@@ -25,6 +25,10 @@ type PolicyOptions struct {
 	// (Options.APIKey); empty: completions are open to whoever reaches
 	// the server.
 	APIKey string
+	// Forward, ForwardKey and ForwardModel send chat calls to another
+	// OpenAI-compatible endpoint (Options.Forward); the policy's template
+	// and tokenizer record them, and completions calls still use it.
+	Forward, ForwardKey, ForwardModel string
 }
 
 // policyServer is the rollout proxy and the backend it generates with.
@@ -64,6 +68,7 @@ func Mount(o PolicyOptions, engineURL, secret string, next http.Handler, log io.
 	po.Secret = secret
 	po.Poll = time.Second
 	po.Games = envs.Find
+	po.Forward, po.ForwardKey, po.ForwardModel = o.Forward, o.ForwardKey, o.ForwardModel
 	p, err := New(b, b, &remote.Client{BaseURL: engineURL, Secret: secret}, po)
 	if err != nil {
 		b.Close()
@@ -75,5 +80,8 @@ func Mount(o PolicyOptions, engineURL, secret string, next http.Handler, log io.
 	}
 	mux.Handle("/", next)
 	fmt.Fprintf(log, "omar serve: policy %s on /v1/chat/completions and /v1/completions (sessions: X-Omar-Session or user; seats: X-Omar-Episode, X-Omar-Seat, X-Omar-Seat-Token)\n", o.Model)
+	if o.Forward != "" {
+		fmt.Fprintf(log, "omar serve: chat calls forwarded to %s, recorded in %s's tokens for imitation (not PPO)\n", o.Forward, o.Model)
+	}
 	return mux, &policyServer{backend: b, proxy: p}, nil
 }

@@ -39,6 +39,9 @@ type ChatRequest struct {
 	// llama.cpp server extension); only enable_thinking (a boolean, Qwen3:
 	// false renders the no-reasoning form) is taken.
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs,omitempty"`
+	// Tools and ToolChoice shadow neutral's: chat calls take them.
+	Tools      []Tool          `json:"tools,omitempty"`
+	ToolChoice json.RawMessage `json:"tool_choice,omitempty"`
 	neutral
 }
 
@@ -97,20 +100,22 @@ type ResponseFormat struct {
 }
 
 // ChatMessage is one message of a chat request. Content is a string, a
-// list of text parts, or null (an assistant message that only called a
-// tool, which the proxy refuses).
+// list of text parts, or null (an assistant message that only called
+// tools).
 type ChatMessage struct {
 	Role    string  `json:"role"`
 	Content Content `json:"content"`
 	Name    string  `json:"name,omitempty"`
+	// ToolCalls are an assistant message's calls; ToolCallID is the call
+	// a tool message answers.
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
 	// Fields that openai-python puts on an assistant message it echoes
 	// back; accepted when empty.
 	Refusal      *string         `json:"refusal,omitempty"`
-	ToolCalls    json.RawMessage `json:"tool_calls,omitempty"`
 	FunctionCall json.RawMessage `json:"function_call,omitempty"`
 	Audio        json.RawMessage `json:"audio,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
-	ToolCallID   string          `json:"tool_call_id,omitempty"`
 }
 
 // Content is a message's text: JSON "text", [{"type":"text","text":…}…]
@@ -263,9 +268,26 @@ type ChatChoice struct {
 
 // ReplyMessage is the assistant's message (or a chunk's delta).
 type ReplyMessage struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
-	Refusal *string `json:"refusal"`
+	Role      string     `json:"role,omitempty"`
+	Content   *string    `json:"content,omitempty"`
+	Refusal   *string    `json:"refusal"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// nullContent writes "content": null: a message that only calls
+	// tools has no content, and OpenAI says so rather than leaving the
+	// field out (a delta leaves it out).
+	nullContent bool
+}
+
+// MarshalJSON implements json.Marshaler.
+func (m ReplyMessage) MarshalJSON() ([]byte, error) {
+	type plain ReplyMessage
+	if m.Content != nil || !m.nullContent {
+		return json.Marshal(plain(m))
+	}
+	return json.Marshal(struct {
+		plain
+		Content *string `json:"content"`
+	}{plain: plain(m)})
 }
 
 // ChatLogprobs are a chat choice's per-token log-probabilities.

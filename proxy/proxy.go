@@ -81,6 +81,14 @@ type Options struct {
 	// Games finds an environment by id, to give trajectories the role of
 	// a seat that the game fixes (nil: the seat's name is the role).
 	Games func(id string) (engine.Game, error)
+	// Forward, when set, is the base URL of an OpenAI-compatible endpoint
+	// (http://host:11434/v1 for Ollama) that answers chat calls instead
+	// of the backend; the calls are recorded re-tokenised with the
+	// tokenizer (forward.go). ForwardKey is its bearer token,
+	// ForwardModel the model asked for (empty: the request's), and
+	// ForwardClient the HTTP client (nil: one with a 10 minute timeout).
+	Forward, ForwardKey, ForwardModel string
+	ForwardClient                     *http.Client
 }
 
 // Defaults returns 1024-token replies, 4 MiB bodies, 4096 sessions of at
@@ -112,6 +120,9 @@ func (o Options) Validate() error {
 	}
 	if o.Poll < 0 {
 		errs = append(errs, fmt.Errorf("poll %v < 0", o.Poll))
+	}
+	if err := o.forwardError(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Secret != "" && len(o.Secret) < remote.MinSecretLen {
 		errs = append(errs, fmt.Errorf("secret of %d bytes: want at least %d", len(o.Secret), remote.MinSecretLen))
@@ -167,16 +178,23 @@ type Proxy struct {
 	calls    uint64 // calls so far, for seeds
 	ended    int    // episodes and sessions ended, for Trajectory.Episode
 	stats    Stats
+
+	// The template's end of a reply, for forwarded replies (endOfTurn).
+	eotOnce sync.Once
+	eot     []int32
+	eotText string
+	eotErr  error
 }
 
 // New returns a proxy that generates with b and tokenises with tok (the
 // llama backend is both). episodes may be nil: calls cannot then be tied
-// to engine seats.
+// to engine seats. b may be nil when opts.Forward is set: completions
+// calls are then refused.
 func New(b inference.Backend, tok inference.Tokenizer, episodes Episodes, opts Options) (*Proxy, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if b == nil || tok == nil {
+	if (b == nil && opts.Forward == "") || tok == nil {
 		return nil, errors.New("proxy: no backend or tokenizer")
 	}
 	p := &Proxy{backend: b, tok: tok, episodes: episodes, opts: opts, mux: http.NewServeMux(),
@@ -264,6 +282,13 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	if p.opts.Forward != "" {
+		if pl.logprobs {
+			writeError(w, badRequest("logprobs", "logprobs: this proxy forwards chat calls, and the upstream's logprobs are not of the policy's tokens"))
+			return
+		}
+		pl.forward = &req
+	}
 	p.serve(w, r, pl)
 }
 
@@ -279,6 +304,10 @@ func (p *Proxy) completions(w http.ResponseWriter, r *http.Request) {
 	pl, e := completionPlan(&req, &p.opts)
 	if e != nil {
 		writeError(w, e)
+		return
+	}
+	if p.backend == nil {
+		writeError(w, &APIError{Status: http.StatusBadRequest, Message: "this proxy forwards chat calls only: use /v1/chat/completions"})
 		return
 	}
 	p.serve(w, r, pl)
@@ -369,7 +398,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) {
 			return
 		}
 	}
-	res, e := p.generate(ctx, s, pl)
+	var res *result
+	if pl.forward != nil {
+		res, e = p.forwardCall(ctx, s, pl)
+	} else {
+		res, e = p.generate(ctx, s, pl)
+	}
 	if e != nil {
 		if ctx.Err() != nil {
 			return
@@ -397,6 +431,10 @@ type result struct {
 	pieces  []string
 	prompt  int // prompt tokens
 	info    *CallInfo
+	// calls are the tool calls read from content (nil: none), callText
+	// the content besides them.
+	calls    []ToolCall
+	callText string
 }
 
 // generate renders and tokenises the call's prompt (extending its
@@ -483,6 +521,11 @@ func (p *Proxy) generate(ctx context.Context, s *session, pl *plan) (*result, *A
 		content: visible(resp, pl.stop),
 		info:    &CallInfo{PolicyVersion: resp.PolicyVersion, Seed: pl.sampling.Seed},
 	}
+	if pl.parseTools && resp.Stop != inference.StopLength && resp.Stop != inference.StopFull {
+		if text, calls, ok := parseToolCalls(res.content); ok {
+			res.calls, res.callText = calls, text
+		}
+	}
 	p.mu.Lock()
 	p.stats.Calls++
 	p.mu.Unlock()
@@ -494,26 +537,38 @@ func (p *Proxy) generate(ctx context.Context, s *session, pl *plan) (*result, *A
 		Tokens: resp.Tokens, Logprobs: resp.Logprobs, RawLogprobs: resp.RawLogprobs,
 		PolicyVersion: resp.PolicyVersion, Sampling: pl.sampling, MaxTokens: req.MaxTokens,
 		Stop: resp.Stop, CachedTokens: resp.ReusedTokens, Started: started, Finished: time.Now(),
+		ToolCalls: res.calls,
 	}
 	if pl.chat {
 		c.Endpoint = "chat"
 	}
+	p.record(s, c, seg, text, isTokens, res)
+	return res, nil
+}
+
+// record adds a generated call to s.
+func (p *Proxy) record(s *session, c Call, seg int, text string, isTokens bool, res *result) {
 	newSeg := seg == len(s.segments)
 	// The reply's tokens beyond what the client sees: an end-of-turn
 	// token or a stop string, rendered as text.
 	tail := ""
-	if all := strings.Join(pieces, ""); strings.HasPrefix(all, res.content) {
+	if all := strings.Join(res.pieces, ""); strings.HasPrefix(all, res.content) {
 		tail = all[len(res.content):]
 	}
-	s.record(c, seg, text, isTokens, res.content, tail)
-	p.grow(s, callBytes(len(prompt), fresh, len(resp.Tokens)))
+	// The client renders a reply with calls from its fields, as the
+	// template lays them out: the stream extends when that is the text.
+	echo := res.content
+	if res.calls != nil {
+		echo = callsText(res.callText, res.calls)
+	}
+	s.record(c, seg, text, isTokens, echo, tail)
+	p.grow(s, callBytes(len(c.Prompt), c.NewPrompt, len(c.Tokens)))
 	if newSeg {
 		p.mu.Lock()
 		p.stats.Segments++
 		p.mu.Unlock()
 	}
 	res.info.Session, res.info.Segment, res.info.Call = s.key, seg, len(s.calls)-1
-	return res, nil
 }
 
 // generateError maps a backend error to an answer: a prompt longer than

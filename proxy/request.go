@@ -34,6 +34,11 @@ type plan struct {
 	user      string
 	grammar   string
 	thinking  *bool // chat_template_kwargs.enable_thinking
+	// parseTools is set when the reply is read for tool calls (tools
+	// given, tool_choice auto).
+	parseTools bool
+	// forward is the request as the upstream gets it (Options.Forward).
+	forward *ChatRequest
 }
 
 // chatPlan validates a chat request.
@@ -45,36 +50,8 @@ func chatPlan(r *ChatRequest, o *Options) (*plan, *APIError) {
 	}); err != nil {
 		return nil, err
 	}
-	if len(r.Messages) == 0 {
-		return nil, badRequest("messages", "messages: want at least one message")
-	}
-	if len(r.Messages) > o.MaxMessages {
-		return nil, badRequest("messages", "messages: %d, at most %d in one request", len(r.Messages), o.MaxMessages)
-	}
-	for i, m := range r.Messages {
-		param := fmt.Sprintf("messages[%d]", i)
-		role := m.Role
-		switch role {
-		case "system", "user", "assistant":
-		case "developer": // OpenAI's newer name for system
-			role = "system"
-		case "tool", "function":
-			return nil, badRequest(param+".role", "%s: role %q: tools are not supported", param, m.Role)
-		case "":
-			return nil, badRequest(param+".role", "%s: missing role", param)
-		default:
-			return nil, badRequest(param+".role", "%s: unknown role %q (want system, developer, user or assistant)", param, m.Role)
-		}
-		if !emptyJSON(m.ToolCalls) || !emptyJSON(m.FunctionCall) || m.ToolCallID != "" {
-			return nil, badRequest(param+".tool_calls", "%s: tool calls are not supported", param)
-		}
-		if !emptyJSON(m.Audio) {
-			return nil, badRequest(param+".audio", "%s: audio is not supported", param)
-		}
-		if m.Content.Null && role != "assistant" {
-			return nil, badRequest(param+".content", "%s: content is null", param)
-		}
-		p.messages = append(p.messages, inference.Message{Role: role, Content: m.Content.Text})
+	if e := chatMessages(p, r, o); e != nil {
+		return nil, e
 	}
 	for k, v := range r.ChatTemplateKwargs {
 		param := "chat_template_kwargs." + k
@@ -115,6 +92,65 @@ func chatPlan(r *ChatRequest, o *Options) (*plan, *APIError) {
 		}
 	}
 	return p, nil
+}
+
+// chatMessages validates a chat request's messages and tools and folds
+// them into plain messages for the chat template (tools.go).
+func chatMessages(p *plan, r *ChatRequest, o *Options) *APIError {
+	if len(r.Messages) == 0 {
+		return badRequest("messages", "messages: want at least one message")
+	}
+	if len(r.Messages) > o.MaxMessages {
+		return badRequest("messages", "messages: %d, at most %d in one request", len(r.Messages), o.MaxMessages)
+	}
+	block, parse, e := toolPlan(r.Tools, r.ToolChoice)
+	if e != nil {
+		return e
+	}
+	p.parseTools = parse
+	results := false // the last message holds tool results
+	for i, m := range r.Messages {
+		param := fmt.Sprintf("messages[%d]", i)
+		role := m.Role
+		switch role {
+		case "system", "user", "assistant", "tool":
+		case "developer": // OpenAI's newer name for system
+			role = "system"
+		case "function":
+			return badRequest(param+".role", "%s: role \"function\" is the deprecated form of tools: send role \"tool\" with tool_call_id", param)
+		case "":
+			return badRequest(param+".role", "%s: missing role", param)
+		default:
+			return badRequest(param+".role", "%s: unknown role %q (want system, developer, user, assistant or tool)", param, m.Role)
+		}
+		if len(m.ToolCalls) > 0 && role != "assistant" {
+			return badRequest(param+".tool_calls", "%s: only assistant messages carry tool_calls", param)
+		}
+		if e := checkToolCalls(param, m.ToolCalls); e != nil {
+			return e
+		}
+		if (m.ToolCallID != "") != (role == "tool") {
+			return badRequest(param+".tool_call_id", "%s: a tool message needs tool_call_id, and only a tool message has one", param)
+		}
+		if !emptyJSON(m.FunctionCall) {
+			return badRequest(param+".function_call", "%s: function_call is the deprecated form of tool_calls", param)
+		}
+		if !emptyJSON(m.Audio) {
+			return badRequest(param+".audio", "%s: audio is not supported", param)
+		}
+		if m.Content.Null && role != "assistant" {
+			return badRequest(param+".content", "%s: content is null", param)
+		}
+		if role == "tool" {
+			p.messages = appendToolResult(p.messages, results, m.Content.Text)
+			results = true
+			continue
+		}
+		results = false
+		p.messages = append(p.messages, inference.Message{Role: role, Content: callsText(m.Content.Text, m.ToolCalls)})
+	}
+	p.messages = foldTools(p.messages, block)
+	return nil
 }
 
 // completionPlan validates a completions request.
@@ -249,12 +285,15 @@ func (n *neutral) check() *APIError {
 	if len(n.LogitBias) > 0 {
 		return badRequest("logit_bias", "logit_bias is not supported")
 	}
-	if !emptyJSON(n.Tools) || !emptyJSON(n.Functions) {
-		return badRequest("tools", "tools are not supported")
+	if !emptyJSON(n.Tools) {
+		return badRequest("tools", "tools are a chat completions field")
+	}
+	if !emptyJSON(n.Functions) {
+		return badRequest("functions", "functions are the deprecated form of tools: send tools")
 	}
 	for _, c := range []json.RawMessage{n.ToolChoice, n.FunctionCall} {
 		if !emptyJSON(c) && !bytes.Equal(bytes.TrimSpace(c), []byte(`"none"`)) && !bytes.Equal(bytes.TrimSpace(c), []byte(`"auto"`)) {
-			return badRequest("tool_choice", "tool_choice %s is not supported (there are no tools)", c)
+			return badRequest("tool_choice", "tool_choice %s is not supported here (no tools)", c)
 		}
 	}
 	return nil

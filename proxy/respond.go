@@ -58,10 +58,24 @@ func byteList(s string) []int {
 	return out
 }
 
-func (p *Proxy) chatCompletion(pl *plan, res *result) ChatCompletion {
+// replyMessage is the reply's message and finish reason: its content, or
+// the calls read from it and the content besides them.
+func replyMessage(res *result) (*ReplyMessage, string) {
 	content := res.content
-	fr := finishReason(res.resp.Stop)
-	ch := ChatChoice{Message: &ReplyMessage{Role: "assistant", Content: &content}, FinishReason: &fr}
+	if res.calls == nil {
+		return &ReplyMessage{Role: "assistant", Content: &content}, finishReason(res.resp.Stop)
+	}
+	m := &ReplyMessage{Role: "assistant", ToolCalls: res.calls, nullContent: true}
+	if res.callText != "" {
+		text := res.callText
+		m.Content = &text
+	}
+	return m, "tool_calls"
+}
+
+func (p *Proxy) chatCompletion(pl *plan, res *result) ChatCompletion {
+	msg, fr := replyMessage(res)
+	ch := ChatChoice{Message: msg, FinishReason: &fr}
 	if pl.logprobs {
 		lp := &ChatLogprobs{Content: []TokenLogprob{}}
 		for i := range res.resp.Tokens {
@@ -178,77 +192,124 @@ func (p *Proxy) writeStream(w http.ResponseWriter, pl *plan, res *result) {
 		}
 		return true
 	}
-	ds := deltas(res.content, res.resp.Text, p.visiblePieces(res))
-	fr := finishReason(res.resp.Stop)
 	var usage *Usage
 	if pl.usage {
 		usage = p.usage(res)
 	}
+	ok := false
 	if pl.chat {
-		id := "chatcmpl-" + res.id
-		chunk := func(ch ChatChoice) ChatChunk {
-			return ChatChunk{ID: id, Object: "chat.completion.chunk", Created: res.created, Model: p.opts.Model,
-				SystemFingerprint: fingerprint, Choices: []ChatChoice{ch}}
-		}
-		empty := ""
-		first := chunk(ChatChoice{Delta: &ReplyMessage{Role: "assistant", Content: &empty}})
-		first.Omar = res.info
-		if !send(first) {
-			return
-		}
-		for i, d := range ds {
-			ch := ChatChoice{Delta: &ReplyMessage{Content: &d}}
-			if pl.logprobs {
-				ch.Logprobs = &ChatLogprobs{Content: []TokenLogprob{p.tokenEntry(res, i)}}
-			}
-			if !send(chunk(ch)) {
-				return
-			}
-		}
-		if !send(chunk(ChatChoice{Delta: &ReplyMessage{}, FinishReason: &fr})) {
-			return
-		}
-		if usage != nil {
-			last := chunk(ChatChoice{})
-			last.Choices, last.Usage = []ChatChoice{}, usage
-			if !send(last) {
-				return
-			}
-		}
+		ok = p.streamChat(send, pl, res, usage)
 	} else {
-		id := "cmpl-" + res.id
-		chunk := func(ch CompletionChoice) Completion {
-			return Completion{ID: id, Object: "text_completion", Created: res.created, Model: p.opts.Model,
-				SystemFingerprint: fingerprint, Choices: []CompletionChoice{ch}}
-		}
-		offset := 0
-		for i, d := range ds {
-			ch := CompletionChoice{Text: d}
-			if pl.logprobs {
-				ch.Logprobs = p.legacyLogprobs(pl, res, i, i+1, offset)
-			}
-			offset += len(res.pieces[i])
-			c := chunk(ch)
-			if i == 0 {
-				c.Omar = res.info
-			}
-			if !send(c) {
-				return
-			}
-		}
-		if !send(chunk(CompletionChoice{FinishReason: &fr})) {
-			return
-		}
-		if usage != nil {
-			last := chunk(CompletionChoice{})
-			last.Choices, last.Usage = []CompletionChoice{}, usage
-			if !send(last) {
-				return
-			}
-		}
+		ok = p.streamCompletion(send, pl, res, usage)
+	}
+	if !ok {
+		return
 	}
 	_, _ = w.Write([]byte("data: [DONE]\n\n"))
 	if flusher != nil {
 		flusher.Flush()
 	}
+}
+
+// streamChat sends a chat reply's chunks; false: the client has gone.
+func (p *Proxy) streamChat(send func(any) bool, pl *plan, res *result, usage *Usage) bool {
+	msg, fr := replyMessage(res)
+	ds := deltas(res.content, res.resp.Text, p.visiblePieces(res))
+	id := "chatcmpl-" + res.id
+	chunk := func(ch ChatChoice) ChatChunk {
+		return ChatChunk{ID: id, Object: "chat.completion.chunk", Created: res.created, Model: p.opts.Model,
+			SystemFingerprint: fingerprint, Choices: []ChatChoice{ch}}
+	}
+	empty := ""
+	first := chunk(ChatChoice{Delta: &ReplyMessage{Role: "assistant", Content: &empty}})
+	first.Omar = res.info
+	if !send(first) {
+		return false
+	}
+	if res.calls != nil {
+		if !send(chunk(p.callsDelta(pl, res, msg))) {
+			return false
+		}
+	}
+	for i, d := range ds {
+		if res.calls != nil {
+			break
+		}
+		ch := ChatChoice{Delta: &ReplyMessage{Content: &d}}
+		if pl.logprobs {
+			ch.Logprobs = &ChatLogprobs{Content: []TokenLogprob{p.tokenEntry(res, i)}}
+		}
+		if !send(chunk(ch)) {
+			return false
+		}
+	}
+	if !send(chunk(ChatChoice{Delta: &ReplyMessage{}, FinishReason: &fr})) {
+		return false
+	}
+	if usage != nil {
+		last := chunk(ChatChoice{})
+		last.Choices, last.Usage = []ChatChoice{}, usage
+		if !send(last) {
+			return false
+		}
+	}
+	return true
+}
+
+// streamCompletion sends a completion's chunks; false: the client has gone.
+func (p *Proxy) streamCompletion(send func(any) bool, pl *plan, res *result, usage *Usage) bool {
+	ds := deltas(res.content, res.resp.Text, p.visiblePieces(res))
+	fr := finishReason(res.resp.Stop)
+	id := "cmpl-" + res.id
+	chunk := func(ch CompletionChoice) Completion {
+		return Completion{ID: id, Object: "text_completion", Created: res.created, Model: p.opts.Model,
+			SystemFingerprint: fingerprint, Choices: []CompletionChoice{ch}}
+	}
+	offset := 0
+	for i, d := range ds {
+		ch := CompletionChoice{Text: d}
+		if pl.logprobs {
+			ch.Logprobs = p.legacyLogprobs(pl, res, i, i+1, offset)
+		}
+		offset += len(res.pieces[i])
+		c := chunk(ch)
+		if i == 0 {
+			c.Omar = res.info
+		}
+		if !send(c) {
+			return false
+		}
+	}
+	if !send(chunk(CompletionChoice{FinishReason: &fr})) {
+		return false
+	}
+	if usage != nil {
+		last := chunk(CompletionChoice{})
+		last.Choices, last.Usage = []CompletionChoice{}, usage
+		if !send(last) {
+			return false
+		}
+	}
+	return true
+}
+
+// callsDelta is the one delta of a reply with tool calls: its content
+// besides the calls, every call whole (with its index, as streamed calls
+// carry), and all the tokens' logprobs. The reply is complete before the
+// first chunk, so nothing is gained by cutting the arguments up.
+func (p *Proxy) callsDelta(pl *plan, res *result, msg *ReplyMessage) ChatChoice {
+	d := &ReplyMessage{Content: msg.Content}
+	for i, c := range msg.ToolCalls {
+		c.Index = &i
+		d.ToolCalls = append(d.ToolCalls, c)
+	}
+	ch := ChatChoice{Delta: d}
+	if pl.logprobs {
+		lp := &ChatLogprobs{Content: []TokenLogprob{}}
+		for i := range res.resp.Tokens {
+			lp.Content = append(lp.Content, p.tokenEntry(res, i))
+		}
+		ch.Logprobs = lp
+	}
+	return ch
 }

