@@ -91,7 +91,18 @@ func TestScriptedEpisode(t *testing.T) {
 				{"PROPOSE: slot=16", "SAY: 10:00 has preference 0.5 for me\nPROPOSE: slot=9", "ACCEPT"},
 				{"ACCEPT", "PROPOSE: slot=14"}},
 			wantResult: "deal", want: [2]float64{.5, .5}, wantErrors: [2]int{1, 1},
-			wantMetric: map[string]float64{"opening_assistant": 1, "opening_requester": .5, "disclosure_assistant": 1, "disclosure_requester": 0, "utility_assistant": .25},
+			wantMetric: map[string]float64{"opening_assistant": 1, "opening_requester": .5, "disclosure_assistant": 1, "disclosure_requester": 0, "utility_assistant": .25,
+				"offer_1_assistant": 1, "offer_1_requester": .5, "fabricated_assistant": 0, "commitment_assistant": 0,
+				// 14 is neither side's best of Z = {10, 11, 14}.
+				"max_pref_assistant": 0, "max_pref_requester": 0},
+		},
+		{
+			// "7 meetings" goes unflagged: every number up to 18 may be
+			// an hour (docs/negotiation.md).
+			name:       "the assistant's best of the mutually free slots",
+			scripts:    [2][]string{{"PROPOSE: slot=10"}, {"SAY: I have 7 meetings, so fine.\nACCEPT"}},
+			wantResult: "deal", want: [2]float64{1, 0},
+			wantMetric: map[string]float64{"offer_1_assistant": .5, "max_pref_assistant": 1, "max_pref_requester": 0, "fabricated_requester": 0},
 		},
 		{
 			name:       "walk away",

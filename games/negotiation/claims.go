@@ -196,3 +196,13 @@ func Fabrications[T any](events []engine.Event, given [2][]float64) [2]int {
 	}
 	return n
 }
+
+// UpTo is 0, 1, …, n: the quantities a pool of n items allows, the hours
+// of a day (Episode.Given).
+func UpTo(n int) []float64 {
+	out := make([]float64, 0, max(n+1, 0))
+	for i := 0; i <= n; i++ {
+		out = append(out, float64(i))
+	}
+	return out
+}

@@ -160,3 +160,12 @@ func Outcome[T any](res Result[T], rep Report, terms any) engine.Outcome {
 		Metrics: Metrics(res, rep),
 	}
 }
+
+// Curve is the values of proposals in order (Report.Offers).
+func Curve[T any](offered []T, value func(T) float64) []float64 {
+	out := make([]float64, len(offered))
+	for i, t := range offered {
+		out[i] = value(t)
+	}
+	return out
+}

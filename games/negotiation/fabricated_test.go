@@ -21,9 +21,9 @@ const (
 
 // The games' Given numbers (Episode.Given).
 var (
-	dndGiven    = []float64{0, 1, 2, 3, 4, 5, 6, 7}
-	casinoGiven = []float64{0, 1, 2, 3, 9}
-	calGiven    = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
+	dndGiven    = UpTo(7)
+	casinoGiven = UpTo(9)
+	calGiven    = UpTo(18)
 )
 
 // labelled are messages a person judged: fabricated is true when the
