@@ -76,7 +76,7 @@ func TestScriptedEpisode(t *testing.T) {
 			name:       "deal after an invalid accept and infeasible terms",
 			scripts:    [2][]string{{"ACCEPT", "PROPOSE: book=2 hat=0 ball=0", "SAY: I value the book.\nPROPOSE: book=1 hat=0 ball=0"}, {"SAY: Fine.\nACCEPT"}},
 			wantResult: "deal", want: [2]float64{0.5430642722181345, 0.265806578048861}, wantErrors: 2,
-			wantTerms:  Terms{Items: map[string][]int{"player_a": {1, 0, 0}, "player_b": {0, 2, 2}}, Proposer: "player_a"},
+			wantTerms: Terms{Items: map[string][]int{"player_a": {1, 0, 0}, "player_b": {0, 2, 2}}, Proposer: "player_a"},
 			wantMetric: map[string]float64{"agreement": 1, "rounds": 1, "turns": 2, "opening_player_a": .6, "invalid_player_a": 2,
 				"offer_1_player_a": .6, "commitment_player_a": 0, "fabricated_player_a": 0, "fabricated_player_b": 0},
 			wantAbsent: []string{"offer_2_player_a", "offer_1_player_b"},
