@@ -31,7 +31,11 @@ var claimRE = regexp.MustCompile(`(?i)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:\s?(k)\
 // before or after it ("PS5", "1440p", "2nd", "56cm") is a name or a unit
 // of a spec, not an amount, and is left out; so are numbers written in
 // words ("two"), which the detector does not read.
-func Claims(text string) []Claim {
+func Claims(text string) []Claim { return claims(text, true) }
+
+// claims is Claims; without offers the Offer marks are left unset, which
+// saves the look-behind where only the values count (Facts.AddText).
+func claims(text string, offers bool) []Claim {
 	var out []Claim
 	for _, m := range claimRE.FindAllStringSubmatchIndex(text, -1) {
 		if glued(text, m[0], m[1]) {
@@ -64,7 +68,7 @@ func Claims(text string) []Claim {
 				v -= 12
 			}
 		}
-		offer := offerRE.MatchString(text[max(0, m[0]-40):m[0]])
+		offer := offers && offerRE.MatchString(text[max(0, m[0]-40):m[0]])
 		out = append(out, Claim{Value: v, Percent: sub(6) != "", Offer: offer})
 	}
 	return out
@@ -102,7 +106,7 @@ func (f *Facts) Add(vs ...float64) {
 
 // AddText adds the numbers written in text.
 func (f *Facts) AddText(text string) {
-	for _, c := range Claims(text) {
+	for _, c := range claims(text, false) {
 		f.Add(c.Value)
 	}
 }
