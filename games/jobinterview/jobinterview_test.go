@@ -251,3 +251,18 @@ func TestStrategicBeatsNaive(t *testing.T) { negotiationtest.CheckStrategicBeats
 func TestStrategicAboveFloor(t *testing.T) { negotiationtest.CheckStrategicAboveFloor(t, New(), 20) }
 
 func TestRecordRescore(t *testing.T) { negotiationtest.CheckRecordRescore(t, New(), Rescore) }
+
+// TestTopWorkplace checks top_workplace_ by hand: workplaces are office,
+// hybrid, remote; a tie for the most points makes each tied one top.
+func TestTopWorkplace(t *testing.T) {
+	s := Scenario{Points: [2]Points{{Workplace: []int{30, 30, 0}}, {Workplace: []int{0, 10, 60}}}}
+	for _, tt := range []struct {
+		workplace int
+		want      [2]float64
+	}{{0, [2]float64{1, 0}}, {1, [2]float64{1, 0}}, {2, [2]float64{0, 1}}} {
+		m := s.topWorkplace(Contract{3: tt.workplace})
+		if got := [2]float64{m["top_workplace_worker"], m["top_workplace_recruiter"]}; got != tt.want {
+			t.Errorf("workplace %d: got %v, want %v", tt.workplace, got, tt.want)
+		}
+	}
+}
