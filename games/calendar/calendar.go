@@ -185,6 +185,10 @@ func newEpisode(s Scenario, q negotiation.Params) *negotiation.Episode[int] {
 		ep.Briefing[i] = negotiation.Briefing{Text: briefing(s, i, q), Data: Private{Seat: i, Calendar: s.Calendars[i]}}
 	}
 	ep.Score = func(res negotiation.Result[int]) engine.Outcome { return score(s, res) }
+	// Hours may be written on a 12-hour clock ("at 2"), so every hour
+	// up to the last slot's is a number of the rules.
+	h := negotiation.UpTo(Last)
+	ep.Given = [2][]float64{h, h}
 	return ep
 }
 
@@ -277,6 +281,7 @@ func score(s Scenario, res negotiation.Result[int]) engine.Outcome {
 			rep.Opening[i], _ = c.Value(*o)
 			rep.HasOpening[i] = true
 		}
+		rep.Offers[i] = negotiation.Curve(res.Offered[i], func(h int) float64 { v, _ := c.Value(h); return v })
 		// A side discloses when it writes one of its fractional
 		// preference values (whole ones are too common in text).
 		for _, v := range c.Prefs {
@@ -292,6 +297,7 @@ func score(s Scenario, res negotiation.Result[int]) engine.Outcome {
 			rep.Utility[i], _ = c.Value(h)
 			rep.Reward[i] = s.Reward(i, h)
 		}
+		rep.Extra = s.maxPref(h)
 		terms = Terms{Slot: Label(h), Proposer: roles[res.Deal.Proposer]}
 	}
 	return negotiation.Outcome(res, rep, terms)
@@ -408,4 +414,24 @@ func compactBriefing(s Scenario, seat int, q negotiation.Params) string {
 	}
 	fmt.Fprintf(&b, "Your secret calendar. Free, with your preference%s: %s. Busy: %s.\n", order, strings.Join(free, " "), strings.Join(busy, " "))
 	return b.String()
+}
+
+// maxPref is the max_pref_<role> metrics of a meeting at h: 1 for a side
+// when h is one of its most preferred slots among Z, the mutually free
+// ones (the best it could have got; its reward is then 1), else 0.
+func (s Scenario) maxPref(h int) map[string]float64 {
+	m := map[string]float64{}
+	for i, c := range s.Calendars {
+		best := -1.0
+		for _, t := range s.Mutual() {
+			v, _ := c.Value(t)
+			best = max(best, v)
+		}
+		v, ok := c.Value(h)
+		m["max_pref_"+roles[i]] = 0
+		if ok && v == best {
+			m["max_pref_"+roles[i]] = 1
+		}
+	}
+	return m
 }

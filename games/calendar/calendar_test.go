@@ -91,7 +91,18 @@ func TestScriptedEpisode(t *testing.T) {
 				{"PROPOSE: slot=16", "SAY: 10:00 has preference 0.5 for me\nPROPOSE: slot=9", "ACCEPT"},
 				{"ACCEPT", "PROPOSE: slot=14"}},
 			wantResult: "deal", want: [2]float64{.5, .5}, wantErrors: [2]int{1, 1},
-			wantMetric: map[string]float64{"opening_assistant": 1, "opening_requester": .5, "disclosure_assistant": 1, "disclosure_requester": 0, "utility_assistant": .25},
+			wantMetric: map[string]float64{"opening_assistant": 1, "opening_requester": .5, "disclosure_assistant": 1, "disclosure_requester": 0, "utility_assistant": .25,
+				"offer_1_assistant": 1, "offer_1_requester": .5, "fabricated_assistant": 0, "commitment_assistant": 0,
+				// 14 is neither side's best of Z = {10, 11, 14}.
+				"max_pref_assistant": 0, "max_pref_requester": 0},
+		},
+		{
+			// "7 meetings" goes unflagged: every number up to 18 may be
+			// an hour (docs/negotiation.md).
+			name:       "the assistant's best of the mutually free slots",
+			scripts:    [2][]string{{"PROPOSE: slot=10"}, {"SAY: I have 7 meetings, so fine.\nACCEPT"}},
+			wantResult: "deal", want: [2]float64{1, 0},
+			wantMetric: map[string]float64{"offer_1_assistant": .5, "max_pref_assistant": 1, "max_pref_requester": 0, "fabricated_requester": 0},
 		},
 		{
 			name:       "walk away",
@@ -149,3 +160,31 @@ func TestStrategicBeatsNaive(t *testing.T) { negotiationtest.CheckStrategicBeats
 func TestStrategicAboveFloor(t *testing.T) { negotiationtest.CheckStrategicAboveFloor(t, New(), 20) }
 
 func TestRecordRescore(t *testing.T) { negotiationtest.CheckRecordRescore(t, New(), Rescore) }
+
+// TestMaxPref checks max_pref_ on handmade (Z = {10, 11, 14}; the
+// assistant's best there is 10 at .5, though 9 at 1 is its favourite
+// overall; the requester's is 11 at 1, though 16 is as good outside Z)
+// and on a tie for the best.
+func TestMaxPref(t *testing.T) {
+	tied := Scenario{Calendars: [2]Calendar{
+		{Free: []int{9, 10, 11}, Prefs: []float64{1, 1, 0}},
+		{Free: []int{9, 10, 11}, Prefs: []float64{0, 0.25, 1}},
+	}}
+	for _, tt := range []struct {
+		s    Scenario
+		h    int
+		want [2]float64
+	}{
+		{handmade, 10, [2]float64{1, 0}},
+		{handmade, 11, [2]float64{0, 1}},
+		{handmade, 14, [2]float64{0, 0}},
+		{tied, 9, [2]float64{1, 0}},
+		{tied, 10, [2]float64{1, 0}},
+		{tied, 11, [2]float64{0, 1}},
+	} {
+		m := tt.s.maxPref(tt.h)
+		if got := [2]float64{m["max_pref_assistant"], m["max_pref_requester"]}; got != tt.want {
+			t.Errorf("%v at %d: got %v, want %v", tt.s.Calendars, tt.h, got, tt.want)
+		}
+	}
+}

@@ -136,6 +136,8 @@ func newEpisode(s Scenario, q negotiation.Params) *negotiation.Episode[negotiati
 		ep.Briefing[i] = negotiation.Briefing{Text: briefing(s, i, q), Data: Private{Seat: i, Priorities: s.Priorities[i]}}
 	}
 	ep.Score = func(res negotiation.Result[negotiation.Split]) engine.Outcome { return score(s, res) }
+	n := negotiation.UpTo(pool.Counts[0] + pool.Counts[1] + pool.Counts[2])
+	ep.Given = [2][]float64{n, n}
 	return ep
 }
 
@@ -163,6 +165,9 @@ func score(s Scenario, res negotiation.Result[negotiation.Split]) engine.Outcome
 			rep.Opening[i] = float64(negotiation.Score(pool.Share(*o, i), s.Values(i))) / MaxScore
 			rep.HasOpening[i] = true
 		}
+		rep.Offers[i] = negotiation.Curve(res.Offered[i], func(o negotiation.Split) float64 {
+			return float64(negotiation.Score(pool.Share(o, i), s.Values(i))) / MaxScore
+		})
 		high := pool.Names[slices.Index(s.Priorities[i][:], "high")]
 		for _, msg := range res.Said[i] {
 			lm := strings.ToLower(msg)

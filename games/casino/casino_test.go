@@ -69,7 +69,8 @@ func TestScriptedEpisode(t *testing.T) {
 			name:       "deal after an infeasible proposal",
 			scripts:    [2][]string{{"PROPOSE: food=4 water=2 firewood=0", "SAY: Food is my top priority.\nPROPOSE: food=3 water=2 firewood=0"}, {"ACCEPT"}},
 			wantResult: "deal", want: [2]float64{0.5621154387220362, 0.39685361616859444},
-			wantMetric: map[string]float64{"invalid_camper_a": 1, "disclosure_camper_a": 1, "disclosure_camper_b": 0, "opening_camper_a": 23.0 / 36},
+			wantMetric: map[string]float64{"invalid_camper_a": 1, "disclosure_camper_a": 1, "disclosure_camper_b": 0, "opening_camper_a": 23.0 / 36,
+				"offer_1_camper_a": 23.0 / 36, "commitment_camper_a": 0, "fabricated_camper_a": 0},
 		},
 		{
 			name:       "walk away",

@@ -170,6 +170,13 @@ func score(s Scenario, res negotiation.Result[float64]) engine.Outcome {
 		rep.Disclosed[0] = 1
 	}
 	rep.Disclosed[1] = -1 // the seller has no private number
+	norm := func(p float64) float64 { return negotiation.NormPrice(p, s.Target, s.Listing) }
+	for i := range 2 {
+		rep.Offers[i] = negotiation.Curve(res.Offered[i], norm)
+	}
+	if res.Status == negotiation.StatusDeal {
+		rep.Extra = map[string]float64{"price_norm": norm(res.Deal.Terms)}
+	}
 	return negotiation.PriceOutcome(res, rep, s.Rewards)
 }
 

@@ -48,12 +48,25 @@ func TestScriptedEpisode(t *testing.T) {
 		wantResult string
 		want       [2]float64
 		wantMetric map[string]float64
+		wantAbsent []string
 	}{
 		{
 			name:       "deal in the middle, buyer disclosed its target",
 			scripts:    [2][]string{{"SAY: my target is $260\nPROPOSE: price=200", "PROPOSE: price=oops", "PROPOSE: price=305"}, {"PROPOSE: price=340", "ACCEPT"}},
 			wantResult: "deal", want: [2]float64{.5, .5},
-			wantMetric: map[string]float64{"disclosure_buyer": 1, "opening_buyer": 200.0 / 260, "opening_seller": 340.0 / 350, "invalid_buyer": 1, "rounds": 2, "below_floor_buyer": 0},
+			wantMetric: map[string]float64{"disclosure_buyer": 1, "opening_buyer": 200.0 / 260, "opening_seller": 340.0 / 350, "invalid_buyer": 1, "rounds": 2, "below_floor_buyer": 0,
+				"offer_1_buyer": -60.0 / 90, "offer_2_buyer": 45.0 / 90, "offer_1_seller": 80.0 / 90, "price_norm": 45.0 / 90,
+				"commitment_buyer": 0, "fabricated_buyer": 0},
+			wantAbsent: []string{"offer_3_buyer", "offer_2_seller", "commitment_seller", "fabricated_seller"},
+		},
+		{
+			// $150 is no number the buyer was given nor one it can work
+			// out from two it was (cl-01: listing 350, target 260).
+			name:       "an invented price and commitment language",
+			scripts:    [2][]string{{"SAY: I saw one on eBay for $150, final offer\nPROPOSE: price=280", "ACCEPT"}, {"SAY: take it or leave it: $340\nPROPOSE: price=340"}},
+			wantResult: "deal", want: [2]float64{10.0 / 90, 80.0 / 90},
+			wantMetric: map[string]float64{"offer_1_buyer": 20.0 / 90, "offer_1_seller": 80.0 / 90, "price_norm": 80.0 / 90,
+				"commitment_buyer": 1, "commitment_seller": 1, "fabricated_buyer": 1, "fabricated_seller": 0},
 		},
 		{
 			name:       "deal above the listing",
@@ -81,6 +94,7 @@ func TestScriptedEpisode(t *testing.T) {
 			p := engine.Params{"scenario_set": "curated", "scenario": 0, "rounds": 2}
 			out := negotiationtest.Play(t, New(), 1, p, tt.scripts).Outcome
 			negotiationtest.CheckOutcome(t, out, tt.wantResult, tt.want, tt.wantMetric)
+			negotiationtest.CheckAbsent(t, out, tt.wantAbsent...)
 			if _, ok := out.Metrics["disclosure_seller"]; ok {
 				t.Errorf("the seller has no private number, yet disclosure_seller is reported")
 			}

@@ -158,6 +158,8 @@ func newEpisode(s Scenario, q negotiation.Params) *negotiation.Episode[negotiati
 		ep.Briefing[i] = negotiation.Briefing{Text: briefing(s, i, q), Data: Private{Seat: i, Counts: s.Counts, Values: s.Values[i]}}
 	}
 	ep.Score = func(res negotiation.Result[negotiation.Split]) engine.Outcome { return score(s, res) }
+	n := negotiation.UpTo(s.Counts[0] + s.Counts[1] + s.Counts[2])
+	ep.Given = [2][]float64{n, n}
 	return ep
 }
 
@@ -183,6 +185,9 @@ func score(s Scenario, res negotiation.Result[negotiation.Split]) engine.Outcome
 			rep.Opening[i] = float64(negotiation.Score(p.Share(*o, i), s.Values[i][:])) / MaxScore
 			rep.HasOpening[i] = true
 		}
+		rep.Offers[i] = negotiation.Curve(res.Offered[i], func(o negotiation.Split) float64 {
+			return float64(negotiation.Score(p.Share(o, i), s.Values[i][:])) / MaxScore
+		})
 		n := 0
 		for k, name := range pool.Names {
 			if negotiation.StatesValue(res.Said[i], name, float64(s.Values[i][k])) {

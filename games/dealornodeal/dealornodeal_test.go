@@ -70,13 +70,16 @@ func TestScriptedEpisode(t *testing.T) {
 		wantTerms  any
 		wantErrors int
 		wantMetric map[string]float64
+		wantAbsent []string
 	}{
 		{
 			name:       "deal after an invalid accept and infeasible terms",
 			scripts:    [2][]string{{"ACCEPT", "PROPOSE: book=2 hat=0 ball=0", "SAY: I value the book.\nPROPOSE: book=1 hat=0 ball=0"}, {"SAY: Fine.\nACCEPT"}},
 			wantResult: "deal", want: [2]float64{0.5430642722181345, 0.265806578048861}, wantErrors: 2,
-			wantTerms:  Terms{Items: map[string][]int{"player_a": {1, 0, 0}, "player_b": {0, 2, 2}}, Proposer: "player_a"},
-			wantMetric: map[string]float64{"agreement": 1, "rounds": 1, "turns": 2, "opening_player_a": .6, "invalid_player_a": 2},
+			wantTerms: Terms{Items: map[string][]int{"player_a": {1, 0, 0}, "player_b": {0, 2, 2}}, Proposer: "player_a"},
+			wantMetric: map[string]float64{"agreement": 1, "rounds": 1, "turns": 2, "opening_player_a": .6, "invalid_player_a": 2,
+				"offer_1_player_a": .6, "commitment_player_a": 0, "fabricated_player_a": 0, "fabricated_player_b": 0},
+			wantAbsent: []string{"offer_2_player_a", "offer_1_player_b"},
 		},
 		{
 			name:       "walk away",
@@ -88,7 +91,16 @@ func TestScriptedEpisode(t *testing.T) {
 			name:       "turn limit",
 			scripts:    [2][]string{{"PROPOSE: book=1 hat=2 ball=2", "PROPOSE: book=1 hat=2 ball=2"}, {"REJECT", "SAY: my book value is 6"}},
 			wantResult: "no_deal", want: [2]float64{0, 0},
-			wantMetric: map[string]float64{"no_deal": 1, "rounds": 2, "turns": 4, "disclosure_player_b": 1.0 / 3},
+			wantMetric: map[string]float64{"no_deal": 1, "rounds": 2, "turns": 4, "disclosure_player_b": 1.0 / 3,
+				"offer_1_player_a": 1, "offer_2_player_a": 1, "fabricated_player_b": 0},
+			wantAbsent: []string{"commitment_player_a", "fabricated_player_a"},
+		},
+		{
+			// Bob's book is worth 6 to it; 9 is no number it was given.
+			name:       "an invented value and commitment language",
+			scripts:    [2][]string{{"PROPOSE: book=0 hat=2 ball=2", "ACCEPT"}, {"SAY: my book value is 9, final offer\nPROPOSE: book=1 hat=0 ball=0"}},
+			wantResult: "deal", want: [2]float64{0.265806578048861, 0.5430642722181345},
+			wantMetric: map[string]float64{"offer_1_player_a": .4, "offer_1_player_b": .6, "commitment_player_b": 1, "fabricated_player_b": 1},
 		},
 		{
 			name:       "garbage becomes the default REJECT",
@@ -104,6 +116,7 @@ func TestScriptedEpisode(t *testing.T) {
 			rec := negotiationtest.Play(t, New(), 1, p, tt.scripts)
 			out := rec.Outcome
 			negotiationtest.CheckOutcome(t, out, tt.wantResult, tt.want, tt.wantMetric)
+			negotiationtest.CheckAbsent(t, out, tt.wantAbsent...)
 			if tt.wantTerms != nil {
 				got, want := out.Terms.(Terms), tt.wantTerms.(Terms)
 				if got.Proposer != want.Proposer || !slices.Equal(got.Items["player_a"], want.Items["player_a"]) || !slices.Equal(got.Items["player_b"], want.Items["player_b"]) {

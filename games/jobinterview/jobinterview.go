@@ -418,6 +418,7 @@ func score(s Scenario, res negotiation.Result[Contract]) engine.Outcome {
 			rep.Opening[i] = float64(s.Points[i].Of(*o)) / MaxPoints
 			rep.HasOpening[i] = true
 		}
+		rep.Offers[i] = negotiation.Curve(res.Offered[i], func(c Contract) float64 { return float64(s.Points[i].Of(c)) / MaxPoints })
 		n := 0
 		for j, v := range s.Points[i].Table() {
 			if negotiation.StatesValue(res.Said[i], Issues[j].Name, float64(weight(v))) ||
@@ -438,6 +439,7 @@ func score(s Scenario, res negotiation.Result[Contract]) engine.Outcome {
 			rep.Utility[i] = float64(s.Points[i].Of(c)) / MaxPoints
 			rep.Reward[i] = negotiation.Calibrated(rep.Utility[i], s.Reference.M[i])
 		}
+		rep.Extra = s.topWorkplace(c)
 		terms = t
 	}
 	return negotiation.Outcome(res, rep, terms)
@@ -538,4 +540,20 @@ func compactBriefing(s Scenario, seat int, q negotiation.Params) string {
 		fmt.Fprintf(&b, "%s: %s\n", Issues[i].Name, strings.Join(o, " "))
 	}
 	return b.String()
+}
+
+// topWorkplace is the top_workplace_<role> metrics of contract c: 1 for
+// a role when c's workplace earns it the most points among the
+// workplaces (one of them, when several tie), else 0.
+func (s Scenario) topWorkplace(c Contract) map[string]float64 {
+	w := slices.IndexFunc(Issues, func(is Issue) bool { return is.Name == "workplace" })
+	m := map[string]float64{}
+	for i, p := range s.Points {
+		pts := p.Table()[w]
+		m["top_workplace_"+roles[i]] = 0
+		if c[w] >= 0 && c[w] < len(pts) && pts[c[w]] == slices.Max(pts) {
+			m["top_workplace_"+roles[i]] = 1
+		}
+	}
+	return m
 }

@@ -180,7 +180,20 @@ func TestScriptedEpisode(t *testing.T) {
 				{"SAY: salary is worth up to 40 points to me\nPROPOSE: salary=100000 days_off=30 position=lead workplace=remote hours=35", "PROPOSE: salary=85000 days_off=20 position=senior workplace=hybrid hours=40", "PROPOSE: salary=80000 days_off=20 position=senior workplace=hybrid hours=40"},
 				{"PROPOSE: salary=60000 days_off=10 position=analyst workplace=office hours=50", "ACCEPT"}},
 			wantResult: "deal", want: [2]float64{.5, .5},
-			wantMetric: map[string]float64{"opening_worker": 1, "opening_recruiter": 1, "invalid_worker": 1, "disclosure_worker": .2, "disclosure_recruiter": 0},
+			wantMetric: map[string]float64{"opening_worker": 1, "opening_recruiter": 1, "invalid_worker": 1, "disclosure_worker": .2, "disclosure_recruiter": 0,
+				"offer_1_worker": 1, "offer_2_worker": .5, "offer_1_recruiter": 1, "fabricated_worker": 0, "commitment_worker": 0,
+				"top_workplace_worker": 0, "top_workplace_recruiter": 0},
+		},
+		{
+			// job-21: remote is the worker's best workplace (60 points)
+			// and the recruiter's worst; no other firm was in the briefing.
+			name: "the worker's top workplace, an invented offer",
+			scripts: [2][]string{
+				{"SAY: Another firm offered me 120000. Take it or leave it.\nPROPOSE: salary=60000 days_off=10 position=analyst workplace=remote hours=50"},
+				{"ACCEPT"}},
+			wantResult: "deal", want: [2]float64{negotiation.Calibrated(.6, .5), negotiation.Calibrated(.4, .5)},
+			wantMetric: map[string]float64{"offer_1_worker": .6, "top_workplace_worker": 1, "top_workplace_recruiter": 0,
+				"commitment_worker": 1, "fabricated_worker": 1},
 		},
 		{
 			name:       "walk away",
@@ -238,3 +251,18 @@ func TestStrategicBeatsNaive(t *testing.T) { negotiationtest.CheckStrategicBeats
 func TestStrategicAboveFloor(t *testing.T) { negotiationtest.CheckStrategicAboveFloor(t, New(), 20) }
 
 func TestRecordRescore(t *testing.T) { negotiationtest.CheckRecordRescore(t, New(), Rescore) }
+
+// TestTopWorkplace checks top_workplace_ by hand: workplaces are office,
+// hybrid, remote; a tie for the most points makes each tied one top.
+func TestTopWorkplace(t *testing.T) {
+	s := Scenario{Points: [2]Points{{Workplace: []int{30, 30, 0}}, {Workplace: []int{0, 10, 60}}}}
+	for _, tt := range []struct {
+		workplace int
+		want      [2]float64
+	}{{0, [2]float64{1, 0}}, {1, [2]float64{1, 0}}, {2, [2]float64{0, 1}}} {
+		m := s.topWorkplace(Contract{3: tt.workplace})
+		if got := [2]float64{m["top_workplace_worker"], m["top_workplace_recruiter"]}; got != tt.want {
+			t.Errorf("workplace %d: got %v, want %v", tt.workplace, got, tt.want)
+		}
+	}
+}

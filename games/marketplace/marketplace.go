@@ -160,6 +160,7 @@ func score(s Scenario, res negotiation.Result[float64]) engine.Outcome {
 		if negotiation.MentionsNumber(res.Said[i], res0[i]) {
 			rep.Disclosed[i] = 1
 		}
+		rep.Offers[i] = negotiation.Curve(res.Offered[i], func(p float64) float64 { return negotiation.NormPrice(p, s.SellerMin, s.BuyerMax) })
 	}
 	return negotiation.PriceOutcome(res, rep, s.Rewards)
 }

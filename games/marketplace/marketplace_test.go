@@ -52,13 +52,16 @@ func TestScriptedEpisode(t *testing.T) {
 			name:       "deal inside the corridor, both disclosed",
 			scripts:    [2][]string{{"SAY: I can go up to $80.\nPROPOSE: price=50", "PROPOSE: price=oops", "PROPOSE: price=70"}, {"SAY: I cannot go below 55 dollars\nPROPOSE: price=90", "ACCEPT"}},
 			wantResult: "deal", want: [2]float64{.4, .6},
-			wantMetric: map[string]float64{"disclosure_buyer": 1, "disclosure_seller": 1, "opening_buyer": 50.0 / 80, "opening_seller": 90.0 / 55, "invalid_buyer": 1, "rounds": 2},
+			wantMetric: map[string]float64{"disclosure_buyer": 1, "disclosure_seller": 1, "opening_buyer": 50.0 / 80, "opening_seller": 90.0 / 55, "invalid_buyer": 1, "rounds": 2,
+				"offer_1_buyer": -5.0 / 25, "offer_2_buyer": 15.0 / 25, "offer_1_seller": 35.0 / 25,
+				"commitment_buyer": 0, "commitment_seller": 1, "fabricated_buyer": 0, "fabricated_seller": 0},
 		},
 		{
 			name:       "deal above the buyer's maximum",
 			scripts:    [2][]string{{"PROPOSE: price=$90"}, {"ACCEPT"}},
 			wantResult: "deal", want: [2]float64{0, 1},
-			wantMetric: map[string]float64{"disclosure_buyer": 0, "agreement": 1},
+			// Far above the corridor: (90−55)/25.
+			wantMetric: map[string]float64{"disclosure_buyer": 0, "agreement": 1, "offer_1_buyer": 35.0 / 25},
 		},
 		{
 			name:       "walk away",

@@ -49,3 +49,21 @@ func BenchmarkParseReply(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFabrications reads the claims of a whole random-play episode
+// (chatter in every turn) of the price game with the longest briefing.
+func BenchmarkFabrications(b *testing.B) {
+	g := craigslist.New()
+	cast, err := engine.ScriptedCast(g, []string{"random", "random"}, 7)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec, err := engine.Play(context.Background(), g, 7, nil, cast, engine.DefaultOptions(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		negotiation.Fabrications[float64](rec.Events, [2][]float64{})
+	}
+}

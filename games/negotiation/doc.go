@@ -5,7 +5,8 @@
 // reward formulas (calibrated sigmoid, price corridor, calendar min-max),
 // allocation maths (Pareto-optimal and envy-free references), scripted
 // policies driven by a per-seat valuation, curated-scenario loading and
-// disclosure detection for the behaviour metrics.
+// the text heuristics of the behaviour metrics (disclosure, commitment
+// language, fabricated numbers).
 //
 // Each game lives in its own package (games/dealornodeal, games/casino, …)
 // and supplies only its terms, scenario, briefing, scoring and valuation;

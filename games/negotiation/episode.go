@@ -2,6 +2,7 @@ package negotiation
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/omar-selfplay/omar/engine"
 )
@@ -25,6 +26,10 @@ type Episode[T any] struct {
 	Briefing [2]Briefing
 	// Score turns the loop's result into the outcome.
 	Score func(Result[T]) engine.Outcome
+	// Given are numbers each seat may write without having read them:
+	// what the game's rules imply (the quantities a pool allows, the
+	// hours of a day). The fabricated-claims metric takes them as facts.
+	Given [2][]float64
 	// values are the seats' own valuations and appraise is Play's
 	// (Params.Hints); Game.NewEpisode sets them.
 	values   [2]Valuation[T]
@@ -56,6 +61,7 @@ func (e *Episode[T]) Run(ctx context.Context, rt *engine.Runtime) error {
 			}
 		}
 	}
+	res.Fabricated, res.ClaimsRead = Fabrications[T](rt.Log().All(), e.Given), true
 	e.out = e.Score(res)
 	return nil
 }
@@ -75,7 +81,15 @@ type Report struct {
 	// each game's doc); only set where HasOpening.
 	Opening    [2]float64
 	HasOpening [2]bool
+	// Offers are the values of each seat's proposals in order, in the
+	// game's terms (each game's score says which): the concession curve.
+	Offers [2][]float64
+	// Extra are game-specific metrics, added as they are.
+	Extra map[string]float64
 }
+
+// CurveLen is how many proposals of a seat the offer_<k>_ metrics follow.
+const CurveLen = 4
 
 // MaxOpening caps the opening_ metric. A price game's opening is a ratio
 // to a target, unbounded above: one buyer opening at $999,999,999 against
@@ -89,7 +103,10 @@ const MaxOpening = 10
 // agreement, walk_away, no_deal, rounds, turns and, per role,
 // utility_, reward_, disclosure_, opening_ (when it proposed; in
 // [0, MaxOpening]), walked_,
-// proposals_, below_floor_, invalid_ and defaulted_.
+// proposals_, below_floor_, invalid_ and defaulted_; offer_1_ …
+// offer_4_ (the first CurveLen proposals' values, those it made),
+// commitment_ and fabricated_ (shares of its messages, when it wrote
+// any); and rep.Extra.
 func Metrics[T any](res Result[T], rep Report) map[string]float64 {
 	b := func(x bool) float64 {
 		if x {
@@ -118,6 +135,18 @@ func Metrics[T any](res Result[T], rep Report) map[string]float64 {
 		m["below_floor_"+role] = float64(res.BelowFloor[i])
 		m["invalid_"+role] = float64(res.Invalid[i])
 		m["defaulted_"+role] = float64(res.Defaulted[i])
+		for k, v := range rep.Offers[i][:min(len(rep.Offers[i]), CurveLen)] {
+			m[fmt.Sprintf("offer_%d_%s", k+1, role)] = v
+		}
+		if r, ok := CommitmentRate(res.Said[i]); ok {
+			m["commitment_"+role] = r
+		}
+		if n := len(res.Said[i]); res.ClaimsRead && n > 0 {
+			m["fabricated_"+role] = float64(res.Fabricated[i]) / float64(n)
+		}
+	}
+	for k, v := range rep.Extra {
+		m[k] = v
 	}
 	return m
 }
@@ -130,4 +159,13 @@ func Outcome[T any](res Result[T], rep Report, terms any) engine.Outcome {
 		Terms:   terms,
 		Metrics: Metrics(res, rep),
 	}
+}
+
+// Curve is the values of proposals in order (Report.Offers).
+func Curve[T any](offered []T, value func(T) float64) []float64 {
+	out := make([]float64, len(offered))
+	for i, t := range offered {
+		out[i] = value(t)
+	}
+	return out
 }

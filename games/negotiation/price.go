@@ -118,3 +118,15 @@ func RoundPrice(p float64) float64 {
 		return math.Round(p/10) * 10
 	}
 }
+
+// NormPrice is a price on the scale with lo at 0 and hi at 1
+// (Craigslist's target and listing), capped to ±MaxOpening: one absurd
+// price would swamp a mean over many episodes. An empty scale (lo ≥ hi,
+// which no valid scenario has) gives 0 rather than a NaN no record could
+// encode.
+func NormPrice(p, lo, hi float64) float64 {
+	if !(hi > lo) || math.IsNaN(p) {
+		return 0
+	}
+	return min(max((p-lo)/(hi-lo), -MaxOpening), MaxOpening)
+}

@@ -117,6 +117,11 @@ type Result[T any] struct {
 	// valuation: Episode.Run counts them, Play leaves them 0).
 	Offered    [2][]T
 	BelowFloor [2]int
+	// Fabricated counts each seat's messages with a number no fact it
+	// had supports (Fabrications); Episode.Run counts them and sets
+	// ClaimsRead, Play leaves both zero.
+	Fabricated [2]int
+	ClaimsRead bool
 	Invalid    [2]int
 	Defaulted  [2]int
 }

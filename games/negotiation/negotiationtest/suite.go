@@ -200,3 +200,14 @@ func CheckStrategicBeatsNaive(t *testing.T, g engine.Game) {
 		}
 	}
 }
+
+// CheckAbsent checks that an outcome reports none of the metrics keys
+// (those of a side that never proposed or never wrote a message).
+func CheckAbsent(t *testing.T, out engine.Outcome, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if v, ok := out.Metrics[k]; ok {
+			t.Errorf("metric %s: got %v, want none", k, v)
+		}
+	}
+}
