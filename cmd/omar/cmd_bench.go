@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/model"
 )
 
@@ -41,7 +42,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "bench decode")
 	var lf llamaFlags
 	lf.bind(fs)
-	alias(env, fs, "ctx", "context")
+	cliflag.Alias(fs, "ctx", "context", env.stderr)
 	parallel := fs.String("parallel", "1,8,32", "comma-separated numbers of parallel sequences")
 	n := fs.Int("n", 128, "tokens generated per sequence")
 	promptTokens := fs.Int("prompt-tokens", 16, "prompt tokens per sequence")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/players"
@@ -22,7 +23,7 @@ func init() {
 }
 
 // bindEval binds omar eval's option flags to the arena's config.
-func bindEval(f *optionFlags[arena.Config]) {
+func bindEval(f *cliflag.OptionFlags[arena.Config]) {
 	type C = arena.Config
 	f.String("model", "base model (GGUF) of base and adapter: players (default: the built-in model)", func(c *C) *string { return &c.Model })
 	f.Strings("players", "players, comma-separated: base, adapter:PATH, model:PATH, scripted:NAME, ollama:NAME (default base)", func(c *C) *[]string { return &c.Players })
@@ -58,10 +59,10 @@ func bindEval(f *optionFlags[arena.Config]) {
 func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "eval")
 	config := fs.String("config", "", "YAML config (flags override it)")
-	of := newOptionFlags(fs, arena.DefaultConfig())
+	of := cliflag.NewOptionFlags(fs, arena.DefaultConfig())
 	bindEval(of)
-	alias(env, fs, "ctx", "context")
-	alias(env, fs, "records", "write-records")
+	cliflag.Alias(fs, "ctx", "context", env.stderr)
+	cliflag.Alias(fs, "records", "write-records", env.stderr)
 	params := fs.String("params", "", "game parameters as JSON, given to every environment, e.g. '{\"structured_only\":true}'")
 	scenarios := fs.String("scenarios", "", "curated (a game's curated set where it has one; the default) or seeds")
 	if err := fs.Parse(args); err != nil {

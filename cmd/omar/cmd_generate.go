@@ -11,6 +11,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/gbnf"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/players"
 )
 
@@ -72,8 +73,8 @@ func runGenerate(ctx context.Context, env *cliEnv, args []string) error {
 	stop := fs.String("stop", "", "stop string")
 	asJSON := fs.Bool("json", false, "print the response (tokens, logprobs) as JSON")
 	adapter := fs.String("adapter", "", "LoRA adapter GGUF to apply (e.g. adapter.gguf of an omar selfplay or sft run)")
-	alias(env, fs, "ctx", "context")
-	alias(env, fs, "temp", "temperature")
+	cliflag.Alias(fs, "ctx", "context", env.stderr)
+	cliflag.Alias(fs, "temp", "temperature", env.stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/omar-selfplay/omar/inference/ollama"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/sotopia"
@@ -57,10 +58,10 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "judge")
 	var f judgeFlags
 	f.bind(fs)
-	alias(env, fs, "o", "out")
+	cliflag.Alias(fs, "o", "out", env.stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(env.stderr, "usage: omar judge --model JUDGE.gguf [flags] EPISODES.jsonl...\n       omar judge --ollama-model NAME [--ollama URL] [flags] EPISODES.jsonl...\n\nRescores recorded sotopia_v1 episodes (engine records, one per line) with an LLM judge and writes them back with the new outcome. A GGUF judge is grammar-constrained; an Ollama judge gets the same JSON as a JSON schema (its format). Invalid replies are retried. Records of other environments are copied unchanged.")
-		printFlags(env.stderr, fs)
+		cliflag.Print(env.stderr, fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err

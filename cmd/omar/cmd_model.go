@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/gguf"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/model"
 )
 
@@ -53,7 +54,7 @@ func runModelInit(env *cliEnv, args []string) error {
 	ctxLen := fs.Int("context", 0, "context length to record (0: the shape's or preset's)")
 	typ := fs.String("type", "f32", "storage type of the weight matrices: f32, f16 or q8_0")
 	f16 := fs.Bool("f16", false, "store weight matrices as F16 (same as --type f16)")
-	alias(env, fs, "ctx", "context")
+	cliflag.Alias(fs, "ctx", "context", env.stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/runfiles"
@@ -22,7 +23,7 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "rollout")
 	config := fs.String("config", "", "YAML config file (flags override it)")
 	out := fs.String("out", "traj", "output directory")
-	of := newOptionFlags(fs, loop.RolloutOptions{}.Defaults())
+	of := cliflag.NewOptionFlags(fs, loop.RolloutOptions{}.Defaults())
 	bindRollout(of, func(o *loop.RolloutOptions) *loop.RolloutOptions { return o })
 	of.Int("first-episode", "index of the first episode (its seeds derive from it)", func(o *loop.RolloutOptions) *int { return &o.FirstEpisode })
 	if err := fs.Parse(args); err != nil {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/cluster"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/internal/eta"
 	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
@@ -29,7 +29,7 @@ func init() {
 }
 
 // bindSelfplay binds omar selfplay's option flags.
-func bindSelfplay(f *optionFlags[loop.Options]) {
+func bindSelfplay(f *cliflag.OptionFlags[loop.Options]) {
 	bindRollout(f, func(o *loop.Options) *loop.RolloutOptions { return &o.Rollout })
 	f.Int("iterations", "iterations (overrides the config)", func(o *loop.Options) *int { return &o.Iterations })
 	f.String("tensorboard", "also write each iteration's metrics as TensorBoard event files into this directory (relative: inside the run directory, e.g. "+runfiles.TensorBoardDir+"; logging.tensorboard)", func(o *loop.Options) *string { return &o.Logging.TensorBoard })
@@ -42,15 +42,7 @@ func bindSelfplay(f *optionFlags[loop.Options]) {
 	f.Strings("lora-modules", "adapted matrices, comma-separated (attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up,ffn_down)", func(o *loop.Options) *[]string { return &o.Train.LoRAModules })
 	f.Int("ppo-epochs", "PPO epochs per iteration", func(o *loop.Options) *int { return &o.Train.Epochs })
 	f.String("device", "trainer device: cpu or cuda", func(o *loop.Options) *string { return &o.Train.Device })
-	f.Func("eval-temperature", "sampling temperature of the held-out evaluations and the before/after table (0: greedy; default the rollouts')", func(o *loop.Options, v string) error {
-		t, err := strconv.ParseFloat(v, 32)
-		if err != nil {
-			return numErr(err)
-		}
-		t32 := float32(t)
-		o.Eval.Temperature = &t32
-		return nil
-	})
+	f.OptionalFloat32("eval-temperature", "sampling temperature of the held-out evaluations and the before/after table (0: greedy; default the rollouts')", func(o *loop.Options) **float32 { return &o.Eval.Temperature })
 }
 
 // resumable are the flags a resumed run may take: it must be the same run,
@@ -64,7 +56,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	out := fs.String("out", "", "run directory (default runs/selfplay-<time>)")
 	overwrite := fs.Bool("overwrite", false, "start afresh in an --out directory that holds a previous run (its files are replaced)")
 	ui := fs.String("ui", "", "serve a live training dashboard on this address, e.g. 127.0.0.1:8090 (its secret: $"+serveSecretEnv+", else drawn and printed)")
-	of := newOptionFlags(fs, loop.Options{}.Defaults())
+	of := cliflag.NewOptionFlags(fs, loop.Options{}.Defaults())
 	bindSelfplay(of)
 	if err := fs.Parse(args); err != nil {
 		return err

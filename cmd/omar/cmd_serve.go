@@ -14,6 +14,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/players"
@@ -158,14 +159,14 @@ func connsForFiles() int {
 // servedReply sets how served model seats reply: the reply settings of
 // the run in dir (its rollout; "" none), then the reply flags given. The
 // run's context becomes the seats' unless --context was given.
-func servedReply(fs *flag.FlagSet, rf *optionFlags[selfplay.Reply], dir string, reply *selfplay.Reply, context *int) error {
+func servedReply(fs *flag.FlagSet, rf *cliflag.OptionFlags[selfplay.Reply], dir string, reply *selfplay.Reply, context *int) error {
 	if dir != "" {
 		run, err := loop.ReadConfig(dir)
 		if err != nil {
 			return err
 		}
 		*reply = run.Rollout.Reply
-		if !flagGiven(fs, "context") {
+		if !cliflag.Given(fs, "context") {
 			*context = run.Rollout.Context
 		}
 	}
@@ -186,9 +187,9 @@ func bindHTTP(fs *flag.FlagSet) *web.HTTPOptions {
 
 // bindServedReply binds --reply-from and the flags of served model seats'
 // reply settings (def: without flags).
-func bindServedReply(fs *flag.FlagSet, def selfplay.Reply) (*string, *optionFlags[selfplay.Reply]) {
+func bindServedReply(fs *flag.FlagSet, def selfplay.Reply) (*string, *cliflag.OptionFlags[selfplay.Reply]) {
 	from := fs.String("reply-from", "", "run directory whose reply settings (its config.yaml's rollout: max_tokens, max_legal, trace, chat_template, thinking, sampling) served model seats use, so they play as the policy trained; the flags below override it")
-	rf := newOptionFlags(fs, def)
+	rf := cliflag.NewOptionFlags(fs, def)
 	rf.Int("max-tokens", "longest model reply in tokens", func(r *selfplay.Reply) *int { return &r.MaxTokens })
 	rf.Int("max-legal", "list a notification's legal replies in the prompt when it has at most this many (0: the default, 8; -1: never): the policy's training setting, rollout.max_legal", func(r *selfplay.Reply) *int { return &r.MaxLegal })
 	rf.String("trace", "reply trace of model seats: tom, or none (the policy's training setting, rollout.trace)", func(r *selfplay.Reply) *string { return &r.Trace })

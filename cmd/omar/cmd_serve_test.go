@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/engine/remote"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -412,7 +413,7 @@ func TestServedReply(t *testing.T) {
 	} {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		ctxLen := fs.Int("context", 2048, "")
-		rf := newOptionFlags(fs, web.SeatOptions{}.Defaults().Reply)
+		rf := cliflag.NewOptionFlags(fs, web.SeatOptions{}.Defaults().Reply)
 		rf.Int("max-tokens", "", func(r *selfplay.Reply) *int { return &r.MaxTokens })
 		rf.String("trace", "", func(r *selfplay.Reply) *string { return &r.Trace })
 		if err := fs.Parse(tt.args); err != nil {

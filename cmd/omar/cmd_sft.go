@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/bc"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 )
 
 func init() {
@@ -13,7 +14,7 @@ func init() {
 }
 
 // bindSFT binds omar sft's flags to its options.
-func bindSFT(f *optionFlags[bc.SFTOptions]) {
+func bindSFT(f *cliflag.OptionFlags[bc.SFTOptions]) {
 	d := bc.SFTOptions{}.Defaults()
 	f.String("model", "base model GGUF (F32/F16/BF16; llama, qwen2 or qwen3)", func(o *bc.SFTOptions) *string { return &o.Model })
 	f.String("data", "trajectories JSONL (omar rollout/selfplay output): the policy's generated tokens are learnt", func(o *bc.SFTOptions) *string { return &o.Data })
@@ -47,7 +48,7 @@ func bindSFT(f *optionFlags[bc.SFTOptions]) {
 // turns are context only), the supervised warm-up before RL.
 func runSFT(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "sft")
-	of := newOptionFlags(fs, bc.SFTOptions{}.Defaults())
+	of := cliflag.NewOptionFlags(fs, bc.SFTOptions{}.Defaults())
 	bindSFT(of)
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -11,13 +11,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"golang.org/x/term"
 	"io"
 	"os"
 	"os/signal"
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/omar-selfplay/omar/internal/cliflag"
+	"golang.org/x/term"
 )
 
 // command is one subcommand. run receives the arguments after the
@@ -50,10 +52,11 @@ func register(c command) {
 	commands[c.name] = c
 }
 
-// errUsage marks errors after which the usage text helps (exit status 2).
-// It is a marker, not a message: wrap it last ("…: %w") or build the error
-// with usagef, and main prints the message without it.
-var errUsage = errors.New("usage")
+// errUsage marks errors after which the usage text helps (exit status 2);
+// it is cliflag's, so that option flags' errors are usage errors. It is a
+// marker, not a message: wrap it last ("…: %w") or build the error with
+// usagef, and main prints the message without it.
+var errUsage = cliflag.ErrUsage
 
 // usageError is an error that is a usage error (errors.Is(err, errUsage))
 // without the marker in its text.
@@ -122,12 +125,12 @@ func runMain(ctx context.Context, env *cliEnv, args []string) int {
 		if errors.Is(err, flag.ErrHelp) {
 			if env.flags != nil {
 				fmt.Fprintf(env.stderr, "Usage of omar %s:\n", c.name)
-				printFlags(env.stderr, env.flags)
+				cliflag.Print(env.stderr, env.flags)
 			}
 			return 0
 		}
-		if env.flags != nil && isFlagError(err) {
-			fmt.Fprintf(env.stderr, "omar %s: %s%s\nRun 'omar %s -h' for its flags.\n", c.name, err, suggestFlag(env.flags, err), c.name)
+		if env.flags != nil && cliflag.IsParseError(err) {
+			fmt.Fprintf(env.stderr, "omar %s: %s%s\nRun 'omar %s -h' for its flags.\n", c.name, err, cliflag.Suggestion(env.flags, err), c.name)
 			return 2
 		}
 		fmt.Fprintf(env.stderr, "omar %s: %s\n", c.name, errorText(err))
