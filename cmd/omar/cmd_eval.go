@@ -13,6 +13,7 @@ import (
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/internal/cliflag"
+	"github.com/omar-selfplay/omar/internal/progress"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/players"
@@ -121,22 +122,20 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 			}
 		}
 	}
-	var bar *progress
+	var bar *progress.Bar
 	played := 0
 	hooks := arena.Hooks{
 		Start: func(total, done int) {
 			if done > 0 {
 				fmt.Fprintf(env.stderr, "resuming: %d of %d episodes already in %s\n", done, total, cfg.Out)
 			}
-			bar = newProgress(env, total-done, "eval")
+			bar = progress.New(env.stderr, env.interactive, total-done, "eval")
 		},
-		Episode: func(arena.Result) { played++; bar.add(1) },
+		Episode: func(arena.Result) { played++; bar.Add(1) },
 	}
 	start := time.Now()
 	rep, lineup, err := cfg.Run(ctx, hooks, env.stderr)
-	if bar != nil {
-		bar.finish()
-	}
+	bar.Finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) && cfg.Out != "" {
 			return fmt.Errorf("interrupted after %d episodes; run the same command again to resume from %s: %w", played, cfg.Out, err)

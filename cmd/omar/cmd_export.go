@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/omar-selfplay/omar/export"
+	"github.com/omar-selfplay/omar/internal/progress"
 )
 
 func init() {
@@ -47,11 +48,11 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 		defer file.Close()
 		in = file
 	}
-	bar := newProgress(env, -1, "export")
+	bar := progress.New(env.stderr, env.interactive, -1, "export")
 	shown := 0
 	opts.Progress = func(st export.Stats) {
-		bar.describe(fmt.Sprintf("export: %s", st.Kind))
-		bar.add(st.Records - shown)
+		bar.Describe(fmt.Sprintf("export: %s", st.Kind))
+		bar.Add(st.Records - shown)
 		shown = st.Records
 	}
 	opts.Warn = func(err error) { fmt.Fprintf(env.stderr, "warning: %s: %v\n", f.in, err) }
@@ -65,7 +66,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	} else {
 		err = export.WriteFile(f.out, write)
 	}
-	bar.finish()
+	bar.Finish()
 	if err != nil {
 		return err
 	}

@@ -4,12 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"sync"
 
 	"github.com/omar-selfplay/omar/inference/ollama"
 	"github.com/omar-selfplay/omar/internal/cliflag"
+	"github.com/omar-selfplay/omar/internal/progress"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/sotopia"
@@ -87,11 +86,13 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 		defer file.Close()
 		w = file
 	}
-	var prog *judgeProgress
-	sum, err := loop.Rescore(ctx, o, fs.Args(), w, func(n int) { prog = newJudgeProgress(env, n) }, func() { prog.done() })
-	if prog != nil {
-		prog.finish()
-	}
+	// Episodes take seconds to minutes each on a CPU: off a terminal, a
+	// line every tenth of them.
+	var prog *progress.Counter
+	sum, err := loop.Rescore(ctx, o, fs.Args(), w, func(n int) {
+		prog = progress.NewCounter(env.stderr, env.interactive, n, "judging", "judged", "episodes")
+	}, func() { prog.Done() })
+	prog.Finish()
 	if err != nil {
 		return err
 	}
@@ -100,34 +101,4 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 		return w.(*os.File).Close()
 	}
 	return nil
-}
-
-// judgeProgress reports judged episodes, which take seconds to minutes
-// each on a CPU: a bar on a terminal, otherwise a line every tenth of the
-// episodes (at least every 50). done is safe for concurrent use.
-type judgeProgress struct {
-	*progress
-	w            io.Writer
-	total, every int
-	mu           sync.Mutex
-	n            int
-}
-
-func newJudgeProgress(env *cliEnv, total int) *judgeProgress {
-	p := &judgeProgress{progress: newProgress(env, total, "judging"), total: total, every: min(max(total/10, 1), 50)}
-	if !env.interactive {
-		p.w = env.stderr
-		fmt.Fprintf(p.w, "judging %d episodes\n", total)
-	}
-	return p
-}
-
-func (p *judgeProgress) done() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.n++
-	p.add(1)
-	if p.w != nil && (p.n%p.every == 0 || p.n == p.total) {
-		fmt.Fprintf(p.w, "judged %d/%d episodes\n", p.n, p.total)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/bc"
+	"github.com/omar-selfplay/omar/internal/progress"
 	"github.com/omar-selfplay/omar/llamacpp/cpuvariant"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/model/builtin"
@@ -166,28 +167,26 @@ func buildBuiltin(ctx context.Context, env *cliEnv, o bc.BuildOptions, f *modelD
 	if *f.work == "" {
 		*f.work = *f.out + ".work"
 	}
-	var bar *progress
+	var bar *progress.Bar
 	stage := ""
 	hooks := bc.BuildHooks{
 		Stage: func(s string) {
 			stage = s
 			fmt.Fprintf(env.stderr, "model default: %s\n", s)
 			if s == "train" && bar == nil {
-				bar = newProgress(env, o.TotalSteps(), "train")
+				bar = progress.New(env.stderr, env.interactive, o.TotalSteps(), "train")
 			}
 		},
 		Step: func(step, total int, loss float64) {
-			bar.set(step)
-			bar.describe(fmt.Sprintf("train loss %.3f", loss))
+			bar.Set(step)
+			bar.Describe(fmt.Sprintf("train loss %.3f", loss))
 			if !env.interactive && (step%50 == 0 || step == total) {
 				fmt.Fprintf(env.stderr, "model default: step %d/%d loss %.4f\n", step, total, loss)
 			}
 		},
 	}
 	rep, err := bc.Build(ctx, o, *f.out, *f.work, *f.lib, hooks)
-	if bar != nil {
-		bar.finish()
-	}
+	bar.Finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return fmt.Errorf("interrupted in the %s stage; continue with the same command (the checkpoint is in %s): %w", stage, *f.work, err)

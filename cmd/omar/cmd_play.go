@@ -13,6 +13,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/internal/progress"
 )
 
 func init() {
@@ -115,17 +116,17 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stderr, "warning: %s scores goals with an LLM judge, which omar play does not run: every seat's reward is 0 here; score the records with 'omar judge --model JUDGE.gguf --out judged.jsonl %s' (or --ollama-model NAME)\n", g.ID(), outOrPlaceholder(cfg.Out))
 	}
 
-	bar := newProgress(env, cfg.Episodes, "playing "+g.ID())
+	bar := progress.New(env.stderr, env.interactive, cfg.Episodes, "playing "+g.ID())
 	sum := engine.NewSummary()
 	err = engine.PlayScripted(ctx, run, func(rec *engine.Record) error {
-		bar.add(1)
+		bar.Add(1)
 		sum.Add(rec)
 		if w == nil {
 			return nil
 		}
 		return w.Write(rec)
 	})
-	bar.finish()
+	bar.Finish()
 	if w != nil {
 		if cerr := w.Close(); err == nil {
 			err = cerr

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/omar-selfplay/omar/internal/cliflag"
+	"github.com/omar-selfplay/omar/internal/progress"
 	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/runfiles"
@@ -47,9 +48,9 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	if o.Env == "" {
 		return fmt.Errorf("no environment: set env in the config or --env: %w", errUsage)
 	}
-	bar := newProgress(env, o.Episodes, "rollout "+o.Env)
-	rep, err := loop.Rollout(ctx, o, *out, func(done, total int) { bar.add(1) })
-	bar.finish()
+	bar := progress.New(env.stderr, env.interactive, o.Episodes, "rollout "+o.Env)
+	rep, err := loop.Rollout(ctx, o, *out, func(done, total int) { bar.Add(1) })
+	bar.Finish()
 	if err != nil {
 		return err
 	}

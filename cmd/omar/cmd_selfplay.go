@@ -4,20 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/cluster"
 	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/internal/eta"
+	"github.com/omar-selfplay/omar/internal/progress"
 	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/runfiles"
@@ -220,18 +218,18 @@ func attachSelfplay(run *loop.Run, env *cliEnv) {
 		}
 		return "eta " + d.Round(time.Second).String()
 	}
-	var bar *progressbar.ProgressBar
-	if env.interactive {
-		bar = iterationBar(run, env.stderr)
-	}
+	// The bar shows the elapsed time: its description carries the time
+	// left, which counts evaluations as a prediction from iterations
+	// alone would not.
+	bar := progress.NewElapsed(env.stderr, env.interactive, total, "selfplay")
+	bar.Set(run.State().Iteration)
 	phase := ""
 	run.Hooks.Phase = func(it int, name string) {
 		est.Enter(name, time.Now())
-		if phase = name; bar != nil {
-			bar.Describe(fmt.Sprintf("iteration %d: %s · %s", it, name, left(it, false)))
-		}
+		phase = name
+		bar.Describe(fmt.Sprintf("iteration %d: %s · %s", it, name, left(it, false)))
 	}
-	if bar != nil {
+	if bar.Drawn() {
 		run.Hooks.Episode = func(it, done, n int) {
 			bar.Describe(fmt.Sprintf("iteration %d: %s %d/%d episodes · %s", it, phase, done, n, left(it, false)))
 		}
@@ -242,31 +240,14 @@ func attachSelfplay(run *loop.Run, env *cliEnv) {
 		if m.Iteration < total {
 			line += "  " + left(m.Iteration, true)
 		}
-		if bar != nil {
-			bar.Describe(fmt.Sprintf("iteration %d: reward %.3f · %s", m.Iteration, m.RewardMean, left(m.Iteration, true)))
-			bar.Set(m.Iteration)
-			// The summary line goes to stdout next; the bar is drawn
-			// again by its next update.
-			bar.Clear()
-		}
+		bar.Describe(fmt.Sprintf("iteration %d: reward %.3f · %s", m.Iteration, m.RewardMean, left(m.Iteration, true)))
+		bar.Set(m.Iteration)
+		// The summary line goes to stdout next; the bar is drawn again by
+		// its next update.
+		bar.Clear()
 		fmt.Fprintln(env.stdout, line)
 		if err := run.PlotReward(); err != nil {
 			fmt.Fprintf(env.stderr, "selfplay: reward plot: %v\n", err)
 		}
 	}
-}
-
-// iterationBar shows an iteration bar on w; its description carries the
-// phase and the time left (attachSelfplay), which counts evaluations as
-// the bar's own prediction from iterations alone would not.
-func iterationBar(run *loop.Run, w io.Writer) *progressbar.ProgressBar {
-	bar := progressbar.NewOptions(run.Options().Iterations,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("selfplay"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionClearOnFinish(),
-	)
-	bar.Set(run.State().Iteration)
-	return bar
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/omar-selfplay/omar/bc"
 	"github.com/omar-selfplay/omar/internal/cliflag"
+	"github.com/omar-selfplay/omar/internal/progress"
 )
 
 func init() {
@@ -66,21 +67,19 @@ func runSFT(ctx context.Context, env *cliEnv, args []string) error {
 	if o.Model == "" || o.Data == "" && len(o.Records) == 0 {
 		return fmt.Errorf("--model and --data or --records are required: %w", errUsage)
 	}
-	var bar *progress
+	var bar *progress.Bar
 	start := time.Now()
 	res, err := bc.SFT(ctx, o, bc.SFTHooks{
-		Start: func(steps int) { bar = newProgress(env, steps, "sft") },
+		Start: func(steps int) { bar = progress.New(env.stderr, env.interactive, steps, "sft") },
 		Step: func(loss float64) {
-			bar.add(1)
-			bar.describe(fmt.Sprintf("sft loss %.3f", loss))
+			bar.Add(1)
+			bar.Describe(fmt.Sprintf("sft loss %.3f", loss))
 		},
 		Epoch: func(epoch int, loss float64, steps int) {
 			fmt.Fprintf(env.stdout, "epoch %d: mean loss %.4f over %d steps\n", epoch, loss, steps)
 		},
 	})
-	if bar != nil {
-		bar.finish()
-	}
+	bar.Finish()
 	if err != nil {
 		if res.Saved {
 			fmt.Fprintf(env.stderr, "sft: interrupted; adapter after %d steps written to %s\n", res.Steps, o.Out)
