@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -25,6 +26,37 @@ type ScriptedRun struct {
 	Seed     uint64
 	Parallel int
 	Options  Options
+}
+
+// ScriptedAgents reads the agents of a ScriptedRun of g with params:
+// key=agent pairs as a run's --agents takes them (AgentFor; a seat no key
+// names plays its default script, "scripted"), or else policy names, one
+// for every seat or one per seat in order, returned as they are. Pairs
+// are returned as policy names by seat order; each must be scripted.
+func ScriptedAgents(g Game, params Params, list []string) ([]string, error) {
+	if !slices.ContainsFunc(list, func(s string) bool { return strings.Contains(s, "=") }) {
+		return list, nil
+	}
+	pairs, err := ParseAgents(strings.Join(list, ","))
+	if err != nil {
+		return nil, err
+	}
+	seats, err := g.Seats(params)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(seats))
+	for i, s := range seats {
+		a, ok := AgentFor(pairs, Seat{Index: i, Name: s.Name, Role: s.Role})
+		switch {
+		case !ok:
+			a = "scripted"
+		case !IsScripted(a):
+			return nil, fmt.Errorf("agents: %s=%s: omar play seats scripted policies only (scripted or scripted:NAME)", s.Name, a)
+		}
+		names[i] = a
+	}
+	return names, nil
 }
 
 // Validate checks r before any episode is played: counts, one agent or

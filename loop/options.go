@@ -540,20 +540,6 @@ func (c *RolloutOptions) JudgeOptions() (*JudgeOptions, error) {
 	return &out, nil
 }
 
-// ParseAgents reads "key=agent" pairs separated by commas (the --agents
-// flag), e.g. "*=policy,seat0=scripted:random".
-func ParseAgents(s string) (map[string]string, error) {
-	agents := map[string]string{}
-	for kv := range strings.SplitSeq(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok || k == "" || v == "" {
-			return nil, fmt.Errorf("agents %q: want key=agent pairs, e.g. '*=policy,seat0=scripted:random'", s)
-		}
-		agents[k] = v
-	}
-	return agents, nil
-}
-
 // SmallModelBytes is the largest model file AutoContexts gives a second
 // context: the built-in model (4 MB) runs no faster on two llama threads
 // than on one, and 1.7× faster on two contexts of one thread (128

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/omar-selfplay/omar/envs"
-	"github.com/omar-selfplay/omar/loop"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/internal/jsonl"
@@ -89,7 +87,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	for i := range cfg.Agents {
 		cfg.Agents[i] = strings.TrimSpace(cfg.Agents[i])
 	}
-	if cfg.Agents, err = seatAgents(g, cfg.Params, cfg.Agents); err != nil {
+	if cfg.Agents, err = engine.ScriptedAgents(g, cfg.Params, cfg.Agents); err != nil {
 		return usageError{err}
 	}
 	run := engine.ScriptedRun{Game: g, Agents: cfg.Agents, Params: cfg.Params, Episodes: cfg.Episodes, Seed: cfg.Seed, Parallel: cfg.Parallel, Options: engine.DefaultOptions()}
@@ -158,34 +156,4 @@ func outOrPlaceholder(out string) string {
 		return "EPISODES.jsonl"
 	}
 	return out
-}
-
-// seatAgents reads play's agents: key=agent pairs as selfplay takes them
-// (engine.AgentFor; unnamed seats play the game's default script), or
-// else policy names, one for every seat or one per seat in order. It
-// returns the policy names by seat order.
-func seatAgents(g engine.Game, params engine.Params, list []string) ([]string, error) {
-	if !slices.ContainsFunc(list, func(s string) bool { return strings.Contains(s, "=") }) {
-		return list, nil
-	}
-	pairs, err := loop.ParseAgents(strings.Join(list, ","))
-	if err != nil {
-		return nil, err
-	}
-	seats, err := g.Seats(params)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(seats))
-	for i, s := range seats {
-		a, ok := engine.AgentFor(pairs, engine.Seat{Index: i, Name: s.Name, Role: s.Role})
-		switch {
-		case !ok:
-			a = "scripted"
-		case !engine.IsScripted(a):
-			return nil, fmt.Errorf("agents: %s=%s: omar play seats scripted policies only (scripted or scripted:NAME)", s.Name, a)
-		}
-		names[i] = a
-	}
-	return names, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 
+	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/players"
@@ -32,7 +33,7 @@ func bindRollout[T any](f *cliflag.OptionFlags[T], ro func(*T) *loop.RolloutOpti
 	f.String("env", "environment id (overrides the config; see omar envs)", func(o *T) *string { return &ro(o).Env })
 	f.String("model", "policy model GGUF file", func(o *T) *string { return &ro(o).Model })
 	f.Func("agents", "seat agents, e.g. '*=policy,seat0=scripted:random'", func(o *T, v string) error {
-		a, err := loop.ParseAgents(v)
+		a, err := engine.ParseAgents(v)
 		ro(o).Agents = a
 		return err
 	})
