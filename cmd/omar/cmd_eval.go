@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -143,30 +142,10 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer lineup.Close()
-	if err := printEvalEnd(env, rep, cfg.Out); err != nil {
+	if err := rep.Brief(env.stdout, cfg.Out); err != nil {
 		return err
 	}
 	lineup.WriteCost(env.stderr, played, time.Since(start).Seconds())
-	return nil
-}
-
-// printEvalEnd prints a short, aligned summary (each player's means, and
-// each player against the reference) and where the full report is; with
-// no --out directory to hold it, the full Markdown report itself.
-func printEvalEnd(env *cliEnv, rep *arena.Report, out string) error {
-	if out == "" {
-		return rep.Markdown(env.stdout)
-	}
-	if err := rep.Means(env.stdout); err != nil {
-		return err
-	}
-	if len(rep.Players) > 1 {
-		fmt.Fprintln(env.stdout)
-		if err := rep.Summary(env.stdout); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(env.stdout, "\nfull report: %s (and report.json, reward.svg)\n", filepath.Join(out, "report.md"))
 	return nil
 }
 
