@@ -191,6 +191,20 @@ func BuiltinEnvParams(env string) map[string]any {
 	return nil
 }
 
+// BuiltinParamsByGame are the parameters the built-in model learnt each
+// game of catalog in (BuiltinEnvParams), by the game's name without its
+// version, for the games that have them.
+func BuiltinParamsByGame(catalog []engine.Game) map[string]engine.Params {
+	out := map[string]engine.Params{}
+	for _, g := range catalog {
+		if p := BuiltinEnvParams(g.ID()); p != nil {
+			name, _ := engine.SplitID(g.ID())
+			out[name] = p
+		}
+	}
+	return out
+}
+
 // MaxCount bounds a run's iterations and episodes, and the counts of the
 // corpora and recipes built on runs, so that cursors and counters never
 // overflow (a config's 9e18 is a typo, not a plan).

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/internal/strictyaml"
 )
 
@@ -193,5 +194,19 @@ func TestLeagueDrawGroups(t *testing.T) {
 	}
 	if changes < 200 {
 		t.Errorf("group size 1: %d of 399 consecutive episodes differ in their draw, want them drawn apart", changes)
+	}
+}
+
+// TestBuiltinParamsByGame: the negotiation games of a catalog get the
+// built-in model's parameters by name, the others none.
+func TestBuiltinParamsByGame(t *testing.T) {
+	got := BuiltinParamsByGame(envs.All())
+	for _, name := range envs.Negotiation {
+		if p := got[name]; p == nil || p["structured_only"] != true {
+			t.Errorf("%s: params %v, want the built-in model's", name, p)
+		}
+	}
+	if len(got) != len(envs.Negotiation) {
+		t.Errorf("params for %d games, want the %d negotiation games'", len(got), len(envs.Negotiation))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -64,6 +65,23 @@ func (o HTTPOptions) Validate() error {
 		return fmt.Errorf("web: http options: %w", err)
 	}
 	return nil
+}
+
+// FitOpenFiles lowers o.MaxConns to the connections that fit the
+// process's open-file limit, keeping 64 descriptors for models, records
+// and logs (and 16 connections at least), and returns the cap it lowered
+// (0: none, because the cap fits or the limit is unknown or unlimited). A
+// cap above the limit would let idle clients take the last descriptors
+// and the server refuse everyone.
+func (o *HTTPOptions) FitOpenFiles() (lowered int) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > 1<<30 {
+		return 0
+	}
+	if n := max(int(lim.Cur)-64, 16); o.MaxConns > n {
+		lowered, o.MaxConns = o.MaxConns, n
+	}
+	return lowered
 }
 
 // NewHTTPServer returns a server of h with o's timeouts. Serve it on

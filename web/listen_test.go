@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -94,5 +95,22 @@ func TestListenerCap(t *testing.T) {
 	defer third.Close()
 	if code := get(third); code != http.StatusNoContent {
 		t.Errorf("after the first closed: got HTTP %d, want 204", code)
+	}
+}
+
+// TestFitOpenFiles: a cap above the open-file limit is lowered below it,
+// one that fits is kept.
+func TestFitOpenFiles(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > 1<<30 {
+		t.Skipf("no open-file limit to fit (%v)", err)
+	}
+	o := HTTPOptions{MaxConns: 1 << 30}
+	if was := o.FitOpenFiles(); was != 1<<30 || o.MaxConns != max(int(lim.Cur)-64, 16) {
+		t.Errorf("lowered %d to %d under the limit %d", was, o.MaxConns, lim.Cur)
+	}
+	o = HTTPOptions{MaxConns: 16}
+	if was := o.FitOpenFiles(); was != 0 || o.MaxConns != 16 {
+		t.Errorf("a cap of 16 lowered from %d to %d", was, o.MaxConns)
 	}
 }

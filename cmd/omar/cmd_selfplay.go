@@ -169,31 +169,8 @@ func printRunEnd(ctx context.Context, env *cliEnv, run *loop.Run, dir string) er
 		}
 	}
 	fmt.Fprintf(env.stdout, "\ndone: %d iterations in %s\n", run.State().Iteration, dir)
-	files := [][2]string{
-		{"metrics", run.Path(runfiles.MetricsFile)},
-		{"reward plot", run.Path(runfiles.RewardPlot)},
-		{"adapter", run.Path(runfiles.AdapterFile)},
-		{"model", run.Path(runfiles.ModelFile)},
-		{"episodes", run.Path(runfiles.EpisodesFile)},
-		{"checkpoint", run.Path(runfiles.CheckpointDir)},
-	}
-	if run.Options().Eval.Every > 0 {
-		files = append(files, [2]string{"best", run.Path(runfiles.BestDir)})
-	}
-	if tb := run.Options().Logging.TensorBoard; tb != "" {
-		if !filepath.IsAbs(tb) {
-			tb = run.Path(tb)
-		}
-		files = append(files, [2]string{"tensorboard", tb})
-	}
-	if compared {
-		files = append(files, [2]string{"full report", filepath.Join(run.Path(runfiles.CompareDir), "report.md")},
-			[2]string{"its picture", filepath.Join(run.Path(runfiles.CompareDir), "reward.svg")})
-	}
-	for _, f := range files {
-		if _, err := os.Stat(f[1]); err == nil {
-			fmt.Fprintf(env.stdout, "  %-12s %s\n", f[0], f[1])
-		}
+	for _, f := range run.Outputs(compared) {
+		fmt.Fprintf(env.stdout, "  %-12s %s\n", f.What, f.Path)
 	}
 	return nil
 }

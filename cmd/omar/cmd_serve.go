@@ -8,10 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"syscall"
 	"time"
 
-	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/internal/cliflag"
@@ -87,7 +85,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return usageError{err}
 	}
 	if so.Model != "" && builtin.Is(so.Model) {
-		so.ModelParams = builtinParams(so.API.Catalog)
+		so.ModelParams = loop.BuiltinParamsByGame(so.API.Catalog)
 	}
 	if err := checkHTTP(env, ho, so.API.MaxWait); err != nil {
 		return err
@@ -144,18 +142,6 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 }
 
-// connsForFiles is how many connections fit the process's open-file
-// limit, keeping 64 descriptors for models, records and logs; 0 when the
-// limit is unknown or too small to matter. A cap above it would let idle
-// clients take the last descriptors and the server refuse everyone.
-func connsForFiles() int {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > 1<<30 {
-		return 0
-	}
-	return max(int(lim.Cur)-64, 16)
-}
-
 // servedReply sets how served model seats reply: the reply settings of
 // the run in dir (its rollout; "" none), then the reply flags given. The
 // run's context becomes the seats' unless --context was given.
@@ -199,20 +185,6 @@ func bindServedReply(fs *flag.FlagSet, def selfplay.Reply) (*string, *cliflag.Op
 	return from, rf
 }
 
-// builtinParams are the parameters the built-in model learnt each game of
-// catalog in: the page's play form starts from them, not the games'
-// defaults.
-func builtinParams(catalog []engine.Game) map[string]engine.Params {
-	out := map[string]engine.Params{}
-	for _, g := range catalog {
-		if p := loop.BuiltinEnvParams(g.ID()); p != nil {
-			name, _ := engine.SplitID(g.ID())
-			out[name] = p
-		}
-	}
-	return out
-}
-
 // checkHTTP checks the HTTP options against the long-poll and lowers the
 // connection cap to what the open-file limit allows.
 func checkHTTP(env *cliEnv, ho *web.HTTPOptions, maxWait time.Duration) error {
@@ -222,9 +194,8 @@ func checkHTTP(env *cliEnv, ho *web.HTTPOptions, maxWait time.Duration) error {
 	if err := ho.Validate(); err != nil {
 		return usageError{err}
 	}
-	if n := connsForFiles(); n > 0 && ho.MaxConns > n {
-		fmt.Fprintf(env.stderr, "omar serve: --max-conns %d lowered to %d to fit the open-file limit\n", ho.MaxConns, n)
-		ho.MaxConns = n
+	if was := ho.FitOpenFiles(); was > 0 {
+		fmt.Fprintf(env.stderr, "omar serve: --max-conns %d lowered to %d to fit the open-file limit\n", was, ho.MaxConns)
 	}
 	return nil
 }
