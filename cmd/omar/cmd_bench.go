@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -78,24 +77,13 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	o.Context = *promptTokens + *n + 1
-	writeDecodeHeader(env.stdout)
+	llama.WriteDecodeHeader(env.stdout)
 	for _, p := range ps {
 		r, err := llama.BenchDecode(ctx, o, p, *promptTokens, *n)
 		if err != nil {
 			return fmt.Errorf("parallel %d: %w", p, err)
 		}
-		writeDecodeRow(env.stdout, r)
+		r.WriteRow(env.stdout)
 	}
 	return nil
-}
-
-// writeDecodeHeader and writeDecodeRow print bench decode's table, which
-// scripts/gpu-check.sh reads (the ratio is the fourth column). Fixed
-// widths rather than a tabwriter: rows print as they finish.
-func writeDecodeHeader(w io.Writer) {
-	fmt.Fprintf(w, "%8s %14s %12s %7s %14s %12s %13s\n", "parallel", "backend tok/s", "raw tok/s", "ratio", "backend tokens", "raw tokens", "decode share")
-}
-
-func writeDecodeRow(w io.Writer, r llama.DecodeBench) {
-	fmt.Fprintf(w, "%8d %14.0f %12.0f %7.3f %14d %12d %13.3f\n", r.Parallel, r.BackendRate(), r.RawRate(), r.Ratio(), r.BackendTokens, r.RawTokens, r.BackendDecodeShare)
 }

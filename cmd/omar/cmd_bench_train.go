@@ -70,32 +70,6 @@ func runBenchTrain(ctx context.Context, env *cliEnv, args []string) error {
 	if *asJSON {
 		return json.NewEncoder(env.stdout).Encode(res)
 	}
-	writeTrainBench(env, res)
+	res.WriteText(env.stdout)
 	return nil
-}
-
-// benchTrain times PPO steps on device and, with compare, on the other
-// device too, after checking the two against each other from the same
-// start: scores before any update, the first update's loss and gradient
-// norm (same parameters on both), and scores after it.
-func writeTrainBench(env *cliEnv, r train.StepBench) {
-	fmt.Fprintf(env.stdout, "model %s (%s): %d sequences, %d tokens, %d trained\n", r.Model, r.Arch, r.Sequences, r.Tokens, r.Trained)
-	fmt.Fprintf(env.stdout, "%-5s %-8s PPO step %9.2f ms median of %d (min %.2f), %10.0f tokens/s, %d CPU threads\n",
-		r.Device, r.Backend, r.StepMSMedian, r.Steps, r.StepMSMin, r.TokensPerS, r.Threads)
-	if r.CompareDevice == "" {
-		return
-	}
-	fmt.Fprintf(env.stdout, "%-5s %-8s PPO step %9.2f ms median of %d (min %.2f): %s is %.2f× as fast\n",
-		r.CompareDevice, r.CompareBackend, r.CompareStepMSMedian, r.Steps, r.CompareStepMSMin, r.Device, r.Speedup)
-	fmt.Fprintf(env.stdout, "largest |%s − %s|:\n", r.Device, r.CompareDevice)
-	for _, d := range []struct {
-		name string
-		v    *float64
-	}{
-		{"logprobs", r.DiffLogprobs}, {"reference logprobs", r.DiffRefLogprobs},
-		{"loss (first update)", r.DiffLoss}, {"gradient norm (first update)", r.DiffGradNorm},
-		{"logprobs after the update", r.DiffLogprobsAfter}, {"values after the update", r.DiffValuesAfter},
-	} {
-		fmt.Fprintf(env.stdout, "  %-30s %.3g\n", d.name, *d.v)
-	}
 }
