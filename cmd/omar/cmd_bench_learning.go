@@ -42,21 +42,11 @@ func runBenchLearning(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		seeds = append(seeds, v)
 	}
-	var runs []learning.Options
-	for _, e := range splitList(*envsFlag) {
-		for _, est := range splitList(*estFlag) {
-			for _, m := range splitList(*modelFlag) {
-				for _, s := range seeds {
-					o := d
-					o.Env, o.Estimator, o.Model, o.Seed = e, est, m, s
-					o.Iterations, o.Episodes, o.GroupSize, o.LR, o.LlamaLib = *iterations, *episodes, *group, float32(*lr), *lib
-					if err := o.Validate(); err != nil {
-						return usagef("%v", err)
-					}
-					runs = append(runs, o)
-				}
-			}
-		}
+	base := d
+	base.Iterations, base.Episodes, base.GroupSize, base.LR, base.LlamaLib = *iterations, *episodes, *group, float32(*lr), *lib
+	runs, err := learning.Grid(base, splitList(*envsFlag), splitList(*estFlag), splitList(*modelFlag), seeds)
+	if err != nil {
+		return usagef("%v", err)
 	}
 	root := *dir
 	if root == "" {
@@ -76,24 +66,15 @@ func runBenchLearning(ctx context.Context, env *cliEnv, args []string) error {
 		defer f.Close()
 		jf = f
 	}
-	// One row per run, printed as it finishes: the per-iteration figure is
-	// the fraction of the optimum (exploitability for rock–paper–scissors).
-	fmt.Fprintf(env.stdout, "%-16s %-12s %-8s %4s  %-8s %s\n", "env", "estimator", "model", "seed", "figure", "by iteration")
+	// One row per run, printed as it finishes.
+	learning.WriteHeader(env.stdout)
 	for _, o := range runs {
 		name := fmt.Sprintf("%s-%s-%s-%d", o.Env, o.Estimator, o.Model, o.Seed)
 		res, err := learning.Run(ctx, filepath.Join(root, name), o)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		figure, vals := "fraction", make([]string, len(res.Points))
-		for i, p := range res.Points {
-			v := p.Fraction
-			if p.Moves != nil {
-				figure, v = "exploit", p.Exploitability
-			}
-			vals[i] = fmt.Sprintf("%.2f", v)
-		}
-		fmt.Fprintf(env.stdout, "%-16s %-12s %-8s %4d  %-8s %s\n", o.Env, o.Estimator, o.Model, o.Seed, figure, strings.Join(vals, " "))
+		res.WriteRow(env.stdout)
 		if jf != nil {
 			b, err := json.Marshal(res)
 			if err != nil {
