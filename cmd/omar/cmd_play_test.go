@@ -104,7 +104,7 @@ func TestEnvs(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	var infos []envInfo
+	var infos []envs.Entry
 	if err := json.Unmarshal([]byte(stdout), &infos); err != nil {
 		t.Fatal(err)
 	}
