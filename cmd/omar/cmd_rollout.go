@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/internal/progress"
 	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
-	"github.com/omar-selfplay/omar/runfiles"
 )
 
 func init() {
@@ -54,19 +52,9 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	st := rep.Stats
-	fmt.Fprintf(env.stdout, "%d episodes of %s, %d trajectories, %d generated tokens in %.1fs (%.0f tok/s, %.1f sequences per decode step)\n",
-		st.Episodes, rep.Env, rep.Trajectories, st.GeneratedTokens, st.Wall.Seconds(), st.TokensPerSecond(), rep.Occupancy)
-	for _, r := range rep.Tally.Roles() {
-		fmt.Fprintf(env.stdout, "  mean reward %-12s %.3f\n", r, rep.Tally.RoleReward(r))
-	}
-	if g := rep.Degenerate; g != nil {
-		fmt.Fprintf(env.stdout, "  degenerate turns %d of %d (%.1f%%) %s\n", g.Flagged, g.Turns, 100*g.Rate(), g)
-	}
+	rep.WriteSummary(env.stdout, *out)
 	if rep.ScheduleBypasses > 0 {
 		fmt.Fprintf(env.stderr, "omar rollout: warning: %d requests from outside the episodes' decode schedule were decoded out of turn; this rollout may not be reproducible to the bit\n", rep.ScheduleBypasses)
 	}
-	fmt.Fprintf(env.stdout, "wrote %s, %s and %s\n", filepath.Join(*out, runfiles.TrajectoriesFile),
-		filepath.Join(*out, runfiles.EpisodesFile), filepath.Join(*out, "stats.json"))
 	return nil
 }
