@@ -36,7 +36,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if len(args) == 0 || args[0] != "decode" {
 		fmt.Fprintln(env.stderr, benchUsage)
-		return usagef("want 'omar bench decode|train|learning [flags]'")
+		return cliflag.Usagef("want 'omar bench decode|train|learning [flags]'")
 	}
 	fs := newFlags(env, "bench decode")
 	var lf llamaFlags
@@ -52,12 +52,12 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	for s := range strings.SplitSeq(*parallel, ",") {
 		p, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || p < 1 {
-			return usagef("--parallel %q: want positive integers", *parallel)
+			return cliflag.Usagef("--parallel %q: want positive integers", *parallel)
 		}
 		ps = append(ps, p)
 	}
 	if *n < 2 || *promptTokens < 1 {
-		return usagef("-n ≥ 2 and --prompt-tokens ≥ 1")
+		return cliflag.Usagef("-n ≥ 2 and --prompt-tokens ≥ 1")
 	}
 	if lf.model == "" {
 		// No model given: the built-in tiny model, written to a temp file.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/advantage"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/loop/learning"
 )
 
@@ -38,7 +39,7 @@ func runBenchLearning(ctx context.Context, env *cliEnv, args []string) error {
 	for s := range strings.SplitSeq(*seedsFlag, ",") {
 		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 		if err != nil {
-			return usagef("--seeds %q: want comma-separated non-negative integers", *seedsFlag)
+			return cliflag.Usagef("--seeds %q: want comma-separated non-negative integers", *seedsFlag)
 		}
 		seeds = append(seeds, v)
 	}
@@ -46,7 +47,7 @@ func runBenchLearning(ctx context.Context, env *cliEnv, args []string) error {
 	base.Iterations, base.Episodes, base.GroupSize, base.LR, base.LlamaLib = *iterations, *episodes, *group, float32(*lr), *lib
 	runs, err := learning.Grid(base, splitList(*envsFlag), splitList(*estFlag), splitList(*modelFlag), seeds)
 	if err != nil {
-		return usagef("%v", err)
+		return cliflag.Usagef("%v", err)
 	}
 	root := *dir
 	if root == "" {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -34,15 +35,15 @@ func runBenchTrain(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usagef("no positional arguments")
+		return cliflag.Usagef("no positional arguments")
 	case *device != "cpu" && *device != "cuda":
-		return usagef("--device %q: want cpu or cuda", *device)
+		return cliflag.Usagef("--device %q: want cpu or cuda", *device)
 	case *compare != "" && *compare != "cpu" && *compare != "cuda":
-		return usagef("--compare %q: want cpu or cuda", *compare)
+		return cliflag.Usagef("--compare %q: want cpu or cuda", *compare)
 	case *nSeqs < 1 || *steps < 1 || *threads < 1:
-		return usagef("--seqs, --steps and --threads: want 1 or more")
+		return cliflag.Usagef("--seqs, --steps and --threads: want 1 or more")
 	case *minLen < 2 || *maxLen < *minLen:
-		return usagef("--min-len %d, --max-len %d: want 2 ≤ min ≤ max", *minLen, *maxLen)
+		return cliflag.Usagef("--min-len %d, --max-len %d: want 2 ≤ min ≤ max", *minLen, *maxLen)
 	}
 	if *modelPath == "" {
 		dir, err := os.MkdirTemp("", "omar-bench-train")
@@ -53,7 +54,7 @@ func runBenchTrain(ctx context.Context, env *cliEnv, args []string) error {
 		*modelPath = filepath.Join(dir, *preset+".gguf")
 		mo := model.Options{Arch: *arch, Preset: *preset, Seed: *seed}.Defaults()
 		if err := mo.Validate(); err != nil {
-			return usageError{err}
+			return cliflag.Usage(err)
 		}
 		if err := model.WriteFile(*modelPath, mo); err != nil {
 			return err

@@ -69,7 +69,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q", fs.Args())
+		return cliflag.Usagef("unexpected arguments %q", fs.Args())
 	}
 	cfg := arena.DefaultConfig()
 	cfg.LlamaLib = llamaLibEnv()
@@ -93,7 +93,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		if *params != "" {
 			var p engine.Params
 			if err := json.Unmarshal([]byte(*params), &p); err != nil {
-				return usagef("--params: %v", err)
+				return cliflag.Usagef("--params: %v", err)
 			}
 			cfg.Envs[i].Params = p
 		}
@@ -102,10 +102,10 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	}
 	if ps, qs, err := cfg.Specs(); err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	} else if cfg.Model == "" && players.NeedsModel(ps, qs) {
 		if cfg.Model, err = builtin.CacheFile(); err != nil {
 			return err

@@ -45,13 +45,13 @@ func (f *llamaFlags) bind(fs interface {
 
 func (f *llamaFlags) options() (llama.Options, error) {
 	if f.model == "" {
-		return llama.Options{}, fmt.Errorf("--model is required: %w", errUsage)
+		return llama.Options{}, fmt.Errorf("--model is required: %w", cliflag.ErrUsage)
 	}
 	be := players.Backend{LlamaLib: f.lib, Threads: f.threads, ThreadsBatch: f.threadsBatch, GPULayers: f.gpuLayers,
 		KVCache: f.kv, FlashAttention: f.flashAttn}
 	o, err := be.Llama(f.model, "", llama.Options{}.Defaults().Parallel, f.ctx, "")
 	if err != nil {
-		return o, fmt.Errorf("%w: %w", err, errUsage)
+		return o, fmt.Errorf("%w: %w", err, cliflag.ErrUsage)
 	}
 	return o, nil
 }
@@ -79,7 +79,7 @@ func runGenerate(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q: %w", fs.Args(), errUsage)
+		return fmt.Errorf("unexpected arguments %q: %w", fs.Args(), cliflag.ErrUsage)
 	}
 	o, err := lf.options()
 	if err != nil {

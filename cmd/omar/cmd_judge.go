@@ -68,10 +68,10 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	jc := loop.JudgeOptions{Model: f.model, Ollama: f.ollama, OllamaModel: f.ollamaModel, Context: f.context}
 	if fs.NArg() == 0 || f.model == "" && f.ollamaModel == "" {
 		fs.Usage()
-		return fmt.Errorf("need --model or --ollama-model, and at least one episodes file: %w", errUsage)
+		return fmt.Errorf("need --model or --ollama-model, and at least one episodes file: %w", cliflag.ErrUsage)
 	}
 	if err := jc.Validate(); err != nil {
-		return fmt.Errorf("%w (--model, --ollama-model): %w", err, errUsage)
+		return fmt.Errorf("%w (--model, --ollama-model): %w", err, cliflag.ErrUsage)
 	}
 	f.opts.Label = f.label
 	o := loop.RescoreOptions{Judge: jc, Parallel: f.parallel, Sotopia: f.opts, Log: env.stderr,

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/judge"
 	"github.com/omar-selfplay/omar/judge/judgetest"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
@@ -31,7 +32,7 @@ func TestJudgeNeedsOneBackend(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			env := &cliEnv{stdout: &out, stderr: &errb}
-			if err := runJudge(context.Background(), env, tt.args); !errors.Is(err, errUsage) {
+			if err := runJudge(context.Background(), env, tt.args); !errors.Is(err, cliflag.ErrUsage) {
 				t.Errorf("got %v, want a usage error", err)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/bc"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/internal/progress"
 	"github.com/omar-selfplay/omar/llamacpp/cpuvariant"
 	"github.com/omar-selfplay/omar/model/builtin"
@@ -24,7 +25,7 @@ func runModelDefault(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if *f.out == "" || fs.NArg() > 0 {
-		return usagef("need --out and no positional arguments")
+		return cliflag.Usagef("need --out and no positional arguments")
 	}
 	if !*f.rebuild {
 		return writeEmbedded(fs, env, *f.out)
@@ -75,7 +76,7 @@ func writeEmbedded(fs *flag.FlagSet, env *cliEnv, out string) error {
 		}
 	})
 	if len(only) > 0 {
-		return usagef("%s only with --rebuild (without it the embedded model is written as it is)", strings.Join(only, ", "))
+		return cliflag.Usagef("%s only with --rebuild (without it the embedded model is written as it is)", strings.Join(only, ", "))
 	}
 	if err := os.WriteFile(out, builtin.Bytes(), 0o644); err != nil {
 		return err
@@ -101,14 +102,14 @@ func (f *modelDefaultFlags) builtinOptions(fs *flag.FlagSet) (bc.BuildOptions, e
 		}
 	})
 	if len(bad) > 0 {
-		return bc.DefaultBuild(), usagef("%s", strings.Join(bad, "; "))
+		return bc.DefaultBuild(), cliflag.Usagef("%s", strings.Join(bad, "; "))
 	}
 	if *f.daggerEnvs != "" {
 		f.c.DaggerEnvs = strings.Split(*f.daggerEnvs, ",")
 	}
 	o, err := f.c.Apply(bc.DefaultBuild())
 	if err != nil {
-		return o, usageError{err}
+		return o, cliflag.Usage(err)
 	}
 	return o, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/internal/jsonl"
 	"github.com/omar-selfplay/omar/internal/progress"
 )
@@ -44,7 +45,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q", fs.Args())
+		return cliflag.Usagef("unexpected arguments %q", fs.Args())
 	}
 	cfg := playConfig{Agents: []string{"scripted"}, Episodes: 1, Seed: 1, Parallel: 4}
 	if *configPath != "" {
@@ -70,7 +71,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		case "params":
 			cfg.Params = nil
 			if err := json.Unmarshal([]byte(*params), &cfg.Params); err != nil {
-				perr = usagef("--params: %v", err)
+				perr = cliflag.Usagef("--params: %v", err)
 			}
 		}
 	})
@@ -78,7 +79,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		return perr
 	}
 	if cfg.Env == "" {
-		return usagef("no environment: pass --env (see omar envs)")
+		return cliflag.Usagef("no environment: pass --env (see omar envs)")
 	}
 	g, err := envs.Find(cfg.Env)
 	if err != nil {
@@ -88,14 +89,14 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		cfg.Agents[i] = strings.TrimSpace(cfg.Agents[i])
 	}
 	if cfg.Agents, err = engine.ScriptedAgents(g, cfg.Params, cfg.Agents); err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	}
 	run := engine.ScriptedRun{Game: g, Agents: cfg.Agents, Params: cfg.Params, Episodes: cfg.Episodes, Seed: cfg.Seed, Parallel: cfg.Parallel, Options: engine.DefaultOptions()}
 	if cfg.MaxRetries != nil {
 		run.Options.MaxRetries = *cfg.MaxRetries
 	}
 	if err := run.Validate(); err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	}
 
 	// Records go out whole lines at a time; a failed write (a full disk)

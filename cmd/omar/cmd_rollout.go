@@ -29,7 +29,7 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), errUsage)
+		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), cliflag.ErrUsage)
 	}
 	o := loop.RolloutOptions{}.Defaults()
 	if *config != "" {
@@ -44,7 +44,7 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 		o.LlamaLib = llamaLibEnv()
 	}
 	if o.Env == "" {
-		return fmt.Errorf("no environment: set env in the config or --env: %w", errUsage)
+		return fmt.Errorf("no environment: set env in the config or --env: %w", cliflag.ErrUsage)
 	}
 	bar := progress.New(env.stderr, env.interactive, o.Episodes, "rollout "+o.Env)
 	rep, err := loop.Rollout(ctx, o, *out, func(done, total int) { bar.Add(1) })

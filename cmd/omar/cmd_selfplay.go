@@ -60,7 +60,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), errUsage)
+		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), cliflag.ErrUsage)
 	}
 	o := loop.Options{}.Defaults()
 	dir, mode := *out, loop.Fresh
@@ -80,7 +80,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 			bad = append(bad, "--config/--overwrite/--out")
 		}
 		if len(bad) > 0 {
-			return fmt.Errorf("--resume continues a run with its own config and directory; %s cannot change it: %w", strings.Join(bad, ", "), errUsage)
+			return fmt.Errorf("--resume continues a run with its own config and directory; %s cannot change it: %w", strings.Join(bad, ", "), cliflag.ErrUsage)
 		}
 		dir, mode = *resume, loop.Resume
 		if o, err = loop.ReadConfig(dir); err != nil {
@@ -104,7 +104,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		var prev *loop.PreviousRunError
 		if errors.As(err, &prev) {
-			return fmt.Errorf("%w: %w", err, errUsage)
+			return fmt.Errorf("%w: %w", err, cliflag.ErrUsage)
 		}
 		return err
 	}

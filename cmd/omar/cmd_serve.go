@@ -61,7 +61,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q", fs.Args())
+		return cliflag.Usagef("unexpected arguments %q", fs.Args())
 	}
 	if err := servedReply(fs, rf, *replyFrom, &so.Seat.Reply, &so.Context); err != nil {
 		return err
@@ -79,10 +79,10 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var err error
 	if so.Players, err = players.ParseList(*playerList); err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	}
 	if err := so.Validate(); err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	}
 	if so.Model != "" && builtin.Is(so.Model) {
 		so.ModelParams = loop.BuiltinParamsByGame(so.API.Catalog)
@@ -189,10 +189,10 @@ func bindServedReply(fs *flag.FlagSet, def selfplay.Reply) (*string, *cliflag.Op
 // connection cap to what the open-file limit allows.
 func checkHTTP(env *cliEnv, ho *web.HTTPOptions, maxWait time.Duration) error {
 	if ho.WriteTimeout > 0 && ho.WriteTimeout <= maxWait {
-		return usagef("--write-timeout %v must exceed --max-wait %v, or every long-poll would be cut", ho.WriteTimeout, maxWait)
+		return cliflag.Usagef("--write-timeout %v must exceed --max-wait %v, or every long-poll would be cut", ho.WriteTimeout, maxWait)
 	}
 	if err := ho.Validate(); err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	}
 	if was := ho.FitOpenFiles(); was > 0 {
 		fmt.Fprintf(env.stderr, "omar serve: --max-conns %d lowered to %d to fit the open-file limit\n", was, ho.MaxConns)

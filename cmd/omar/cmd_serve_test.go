@@ -105,7 +105,7 @@ func TestServeSecret(t *testing.T) {
 	}
 	t.Run("short secret", func(t *testing.T) {
 		err := runServe(context.Background(), &cliEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, []string{"--addr", "127.0.0.1:0", "--secret", "abc"})
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "secret of 3 bytes") {
+		if !errors.Is(err, cliflag.ErrUsage) || !strings.Contains(err.Error(), "secret of 3 bytes") {
 			t.Errorf("got %v, want a usage error about the secret's length", err)
 		}
 	})
@@ -157,7 +157,7 @@ func TestServeWebFlags(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"--players", "nonsense"}, {"--run", filepath.Join(dir, "missing")}} {
-		if err := runServe(context.Background(), &cliEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, append([]string{"--addr", "127.0.0.1:0"}, args...)); !errors.Is(err, errUsage) {
+		if err := runServe(context.Background(), &cliEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, append([]string{"--addr", "127.0.0.1:0"}, args...)); !errors.Is(err, cliflag.ErrUsage) {
 			t.Errorf("%v: got %v, want a usage error", args, err)
 		}
 	}
@@ -302,7 +302,7 @@ func TestServeClosesSlowAndIdleClients(t *testing.T) {
 	})
 	t.Run("write timeout below max wait", func(t *testing.T) {
 		err := runServe(context.Background(), &cliEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, []string{"--addr", "127.0.0.1:0", "--write-timeout", "10s"})
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--max-wait") {
+		if !errors.Is(err, cliflag.ErrUsage) || !strings.Contains(err.Error(), "--max-wait") {
 			t.Errorf("got %v, want a usage error naming --max-wait", err)
 		}
 	})

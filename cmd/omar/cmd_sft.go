@@ -55,7 +55,7 @@ func runSFT(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), errUsage)
+		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), cliflag.ErrUsage)
 	}
 	o := bc.SFTOptions{}.Defaults()
 	if err := of.Apply(&o); err != nil {
@@ -65,7 +65,7 @@ func runSFT(ctx context.Context, env *cliEnv, args []string) error {
 		o.Train.LibDir = llamaLibEnv()
 	}
 	if o.Model == "" || o.Data == "" && len(o.Records) == 0 {
-		return fmt.Errorf("--model and --data or --records are required: %w", errUsage)
+		return fmt.Errorf("--model and --data or --records are required: %w", cliflag.ErrUsage)
 	}
 	var bar *progress.Bar
 	start := time.Now()

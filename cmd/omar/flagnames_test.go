@@ -59,7 +59,7 @@ func commandFlags(t *testing.T) map[string]*flag.FlagSet {
 			switch {
 			case env.flags != nil:
 				out[full] = env.flags
-			case errors.Is(err, errUsage):
+			case errors.Is(err, cliflag.ErrUsage):
 				t.Fatalf("omar %s -h: %v (a command with subcommands needs an entry in subcommands)", full, err)
 			}
 		}

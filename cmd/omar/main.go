@@ -8,18 +8,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
 
-	"github.com/omar-selfplay/omar/internal/cliflag"
 	"golang.org/x/term"
+
+	"github.com/omar-selfplay/omar/internal/cliflag"
 )
 
 // command is one subcommand. run receives the arguments after the
@@ -50,31 +49,6 @@ func register(c command) {
 		panic("omar: command registered twice: " + c.name)
 	}
 	commands[c.name] = c
-}
-
-// errUsage marks errors after which the usage text helps (exit status 2);
-// it is cliflag's, so that option flags' errors are usage errors. It is a
-// marker, not a message: wrap it last ("…: %w") or build the error with
-// usagef, and main prints the message without it.
-var errUsage = cliflag.ErrUsage
-
-// usageError is an error that is a usage error (errors.Is(err, errUsage))
-// without the marker in its text.
-type usageError struct{ err error }
-
-func (e usageError) Error() string        { return e.err.Error() }
-func (e usageError) Unwrap() error        { return e.err }
-func (e usageError) Is(target error) bool { return target == errUsage }
-
-// usagef formats a usage error.
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
-
-// errorText is err's message for the user: without the trailing marker
-// of errors wrapped as "…: %w", errUsage.
-func errorText(err error) string {
-	return strings.TrimSuffix(err.Error(), ": "+errUsage.Error())
 }
 
 // isHelp reports whether args ask for a command's help rather than run it.
@@ -121,25 +95,8 @@ func runMain(ctx context.Context, env *cliEnv, args []string) int {
 		usage(env.stderr)
 		return 2
 	}
-	if err := c.run(ctx, env, args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			if env.flags != nil {
-				fmt.Fprintf(env.stderr, "Usage of omar %s:\n", c.name)
-				cliflag.Print(env.stderr, env.flags)
-			}
-			return 0
-		}
-		if env.flags != nil && cliflag.IsParseError(err) {
-			fmt.Fprintf(env.stderr, "omar %s: %s%s\nRun 'omar %s -h' for its flags.\n", c.name, err, cliflag.Suggestion(env.flags, err), c.name)
-			return 2
-		}
-		fmt.Fprintf(env.stderr, "omar %s: %s\n", c.name, errorText(err))
-		if errors.Is(err, errUsage) {
-			return 2
-		}
-		return 1
-	}
-	return 0
+	err := c.run(ctx, env, args[1:])
+	return cliflag.Report(env.stderr, "omar "+c.name, env.flags, err)
 }
 
 func usage(w io.Writer) {

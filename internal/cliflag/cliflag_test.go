@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -27,7 +28,9 @@ type config struct {
 	Seed        uint64            `yaml:"seed"`
 }
 
-func defaults() config { return config{Iterations: 3, Train: train{LR: 0.1, Epochs: 2}, Modules: []string{"q", "v"}} }
+func defaults() config {
+	return config{Iterations: 3, Train: train{LR: 0.1, Epochs: 2}, Modules: []string{"q", "v"}}
+}
 
 func TestSetYAML(t *testing.T) {
 	tests := []struct {
@@ -182,5 +185,57 @@ func TestSuggestion(t *testing.T) {
 	}
 	if IsParseError(errors.New("no environment")) {
 		t.Error("any error is a parse error")
+	}
+}
+
+func TestUsageError(t *testing.T) {
+	for _, tc := range []struct {
+		err       error
+		text      string
+		wantUsage bool
+	}{
+		{Usagef("bad %d", 3), "bad 3", true},
+		{Usage(errors.New("bad")), "bad", true},
+		{fmt.Errorf("bad: %w", ErrUsage), "bad", true},
+		{fmt.Errorf("outer: %w", Usagef("inner")), "outer: inner", true},
+		{errors.New("plain: usage of memory"), "plain: usage of memory", false},
+		{errors.New("disk full"), "disk full", false},
+	} {
+		if got := Message(tc.err); got != tc.text {
+			t.Errorf("Message(%q) = %q, want %q", tc.err, got, tc.text)
+		}
+		if got := errors.Is(tc.err, ErrUsage); got != tc.wantUsage {
+			t.Errorf("errors.Is(%q, ErrUsage) = %v, want %v", tc.err, got, tc.wantUsage)
+		}
+	}
+}
+
+// TestReport: help exits 0 with the flags, a flag mistake and a usage
+// error 2, a failure 1, each with its message.
+func TestReport(t *testing.T) {
+	fs := flag.NewFlagSet("prog cmd", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Int("iterations", 1, "iterations")
+	parseErr := fs.Parse([]string{"--iteration", "2"})
+	for _, tc := range []struct {
+		name string
+		fs   *flag.FlagSet
+		err  error
+		code int
+		want string
+	}{
+		{"none", fs, nil, 0, ""},
+		{"help", fs, flag.ErrHelp, 0, "Usage of prog cmd:\n  --iterations int\n"},
+		{"help without flags", nil, flag.ErrHelp, 0, ""},
+		{"flag", fs, parseErr, 2, "prog cmd: flag provided but not defined: -iteration (did you mean --iterations?)\nRun 'prog cmd -h' for its flags.\n"},
+		{"usage", fs, fmt.Errorf("no model: %w", ErrUsage), 2, "prog cmd: no model\n"},
+		{"failure", fs, errors.New("disk full"), 1, "prog cmd: disk full\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if code := Report(&b, "prog cmd", tc.fs, tc.err); code != tc.code || !strings.HasPrefix(b.String(), tc.want) || tc.want == "" && b.Len() > 0 {
+				t.Errorf("exit %d, wrote %q; want %d, %q", code, b.String(), tc.code, tc.want)
+			}
+		})
 	}
 }

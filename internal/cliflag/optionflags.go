@@ -6,17 +6,11 @@
 package cliflag
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"strconv"
 	"strings"
 )
-
-// ErrUsage marks errors after which a command's usage helps: a flag's
-// value that does not parse or does not fit its field. OptionFlags.Apply
-// wraps its errors with it last ("…: usage").
-var ErrUsage = errors.New("usage")
 
 // OptionFlags binds flags to the fields of an options value in one place:
 // each flag is declared once with the field it sets, and a flag given on
