@@ -12,13 +12,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sort"
-	"syscall"
 
 	"golang.org/x/term"
 
 	"github.com/omar-selfplay/omar/internal/cliflag"
+	"github.com/omar-selfplay/omar/internal/interrupt"
 )
 
 // command is one subcommand. run receives the arguments after the
@@ -57,28 +56,9 @@ func isHelp(args []string) bool {
 }
 
 func main() {
-	ctx := interruptContext(os.Stderr)
+	ctx := interrupt.Context(os.Stderr, "omar")
 	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, interactive: isTerminal(os.Stderr)}
 	os.Exit(runMain(ctx, env, os.Args[1:]))
-}
-
-// interruptContext is cancelled by the first interrupt or SIGTERM, which
-// lets a command stop at its next safe point: a training run finishes the
-// update in progress and writes its checkpoint, which for a large model
-// can take minutes. The second signal gets the default action and ends
-// the process at once; a training run then resumes from its last
-// checkpoint, whose files are written atomically.
-func interruptContext(w io.Writer) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		s := <-sig
-		signal.Stop(sig) // no handler left: the next signal terminates
-		fmt.Fprintf(w, "\nomar: %v: stopping at the next safe point (again to quit at once)\n", s)
-		cancel()
-	}()
-	return ctx
 }
 
 func runMain(ctx context.Context, env *cliEnv, args []string) int {
