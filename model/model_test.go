@@ -315,3 +315,30 @@ func TestConfigFromGGUF(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteTempAndSummary: a temporary model is written, described and
+// removed with its directory.
+func TestWriteTempAndSummary(t *testing.T) {
+	o := Options{Preset: "tiny", Seed: 3}.Defaults()
+	path, remove, err := WriteTemp(o, "tiny.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	c, err := o.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := o.Summary(c, "")
+	for _, want := range []string{"llama tiny, ", " parameters, F32 weights, vocabulary ", "generated tokenizer", "seed 3"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary %q lacks %q", got, want)
+		}
+	}
+	remove()
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Errorf("the directory is still there: %v", err)
+	}
+}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -61,15 +59,12 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if lf.model == "" {
 		// No model given: the built-in tiny model, written to a temp file.
-		dir, err := os.MkdirTemp("", "omar-bench")
+		path, remove, err := model.WriteTemp(model.Options{Preset: "tiny", Seed: 1}, "tiny.gguf")
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-		lf.model = filepath.Join(dir, "tiny.gguf")
-		if err := model.WriteFile(lf.model, model.Options{Preset: "tiny", Seed: 1}); err != nil {
-			return err
-		}
+		defer remove()
+		lf.model = path
 		fmt.Fprintln(env.stderr, "no --model: using the built-in tiny model (omar model init --preset tiny --seed 1)")
 	}
 	o, err := lf.options()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/omar-selfplay/omar/internal/cliflag"
@@ -46,19 +44,16 @@ func runBenchTrain(ctx context.Context, env *cliEnv, args []string) error {
 		return cliflag.Usagef("--min-len %d, --max-len %d: want 2 ≤ min ≤ max", *minLen, *maxLen)
 	}
 	if *modelPath == "" {
-		dir, err := os.MkdirTemp("", "omar-bench-train")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		*modelPath = filepath.Join(dir, *preset+".gguf")
 		mo := model.Options{Arch: *arch, Preset: *preset, Seed: *seed}.Defaults()
 		if err := mo.Validate(); err != nil {
 			return cliflag.Usage(err)
 		}
-		if err := model.WriteFile(*modelPath, mo); err != nil {
+		path, remove, err := model.WriteTemp(mo, *preset+".gguf")
+		if err != nil {
 			return err
 		}
+		defer remove()
+		*modelPath = path
 		fmt.Fprintf(env.stderr, "no --model: using a random %s %s model (omar model init --arch %s --preset %s --seed %d)\n", *arch, *preset, *arch, *preset, *seed)
 	}
 	o := train.Options{}.Defaults()

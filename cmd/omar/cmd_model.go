@@ -108,19 +108,7 @@ func runModelInit(env *cliEnv, args []string) error {
 	if err := model.WriteFile(*out, opts); err != nil {
 		return err
 	}
-	what := c.Arch + " " + opts.Preset
-	if opts.Shape != "" {
-		what = "the " + opts.Shape + " shape (" + c.Arch + ")"
-		if opts.Layers > 0 {
-			what += fmt.Sprintf(" with %d layers", opts.Layers)
-		}
-	}
-	tokenizer := "generated tokenizer"
-	if opts.Tokenizer != nil {
-		tokenizer = "tokenizer of " + *tokDir + " (pre-tokenizer " + opts.Tokenizer.Pre + ")"
-	}
-	fmt.Fprintf(env.stdout, "wrote %s: %s, %s parameters, %v weights, vocabulary %d, %s, context %d, seed %d\n",
-		*out, what, model.Count(uint64(c.Params())), opts.Type, c.VocabSize, tokenizer, c.ContextLength, opts.Seed)
+	fmt.Fprintf(env.stdout, "wrote %s: %s\n", *out, opts.Summary(c, *tokDir))
 	return nil
 }
 
