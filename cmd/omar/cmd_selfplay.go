@@ -14,7 +14,6 @@ import (
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/cluster"
 	"github.com/omar-selfplay/omar/internal/cliflag"
-	"github.com/omar-selfplay/omar/internal/eta"
 	"github.com/omar-selfplay/omar/internal/progress"
 	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
@@ -179,22 +178,7 @@ func printRunEnd(ctx context.Context, env *cliEnv, run *loop.Run, dir string) er
 // on a terminal, shows a progress bar.
 func attachSelfplay(run *loop.Run, env *cliEnv) {
 	total := run.Options().Iterations
-	var est eta.Estimator
-	// left is the estimated time left during iteration it (or after it,
-	// when done), counting the evaluations still to play.
-	left := func(it int, done bool) string {
-		iters, evals := total-it, run.EvalsAfter(it-1)
-		if done {
-			evals = run.EvalsAfter(it)
-		} else {
-			iters-- // the current one's remaining phases are counted apart
-		}
-		d, ok := est.Left(time.Now(), max(0, iters), evals)
-		if !ok {
-			return "eta measuring"
-		}
-		return "eta " + d.Round(time.Second).String()
-	}
+	left := run.TimeLeft()
 	// The bar shows the elapsed time: its description carries the time
 	// left, which counts evaluations as a prediction from iterations
 	// alone would not.
@@ -202,22 +186,22 @@ func attachSelfplay(run *loop.Run, env *cliEnv) {
 	bar.Set(run.State().Iteration)
 	phase := ""
 	run.Hooks.Phase = func(it int, name string) {
-		est.Enter(name, time.Now())
+		left.Enter(name)
 		phase = name
-		bar.Describe(fmt.Sprintf("iteration %d: %s · %s", it, name, left(it, false)))
+		bar.Describe(fmt.Sprintf("iteration %d: %s · %s", it, name, left.Label(it, false)))
 	}
 	if bar.Drawn() {
 		run.Hooks.Episode = func(it, done, n int) {
-			bar.Describe(fmt.Sprintf("iteration %d: %s %d/%d episodes · %s", it, phase, done, n, left(it, false)))
+			bar.Describe(fmt.Sprintf("iteration %d: %s %d/%d episodes · %s", it, phase, done, n, left.Label(it, false)))
 		}
 	}
 	run.Hooks.Iteration = func(m *runfiles.Metrics) {
-		est.Finish(time.Now())
+		left.Finish()
 		line := m.Line(total)
 		if m.Iteration < total {
-			line += "  " + left(m.Iteration, true)
+			line += "  " + left.Label(m.Iteration, true)
 		}
-		bar.Describe(fmt.Sprintf("iteration %d: reward %.3f · %s", m.Iteration, m.RewardMean, left(m.Iteration, true)))
+		bar.Describe(fmt.Sprintf("iteration %d: reward %.3f · %s", m.Iteration, m.RewardMean, left.Label(m.Iteration, true)))
 		bar.Set(m.Iteration)
 		// The summary line goes to stdout next; the bar is drawn again by
 		// its next update.
