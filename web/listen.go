@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -89,6 +90,26 @@ func (o *HTTPOptions) FitOpenFiles() (lowered int) {
 func NewHTTPServer(h http.Handler, o HTTPOptions) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout, MaxHeaderBytes: o.MaxHeaderBytes}
+}
+
+// ServeUntil serves h on ln with o's timeouts and connection cap until
+// the server fails or ctx is done; then requests in flight have 5 s to
+// finish (a long-poll still waiting is cut) and it returns nil.
+func ServeUntil(ctx context.Context, ln net.Listener, h http.Handler, o HTTPOptions) error {
+	hs := NewHTTPServer(h, o)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(Listener(ln, o)) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return nil
+	}
 }
 
 // Listener wraps ln so that at most o.MaxConns accepted connections are

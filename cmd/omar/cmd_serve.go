@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -126,20 +125,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		defer closer.Close()
 		handler = h
 	}
-	hs := web.NewHTTPServer(handler, *ho)
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(web.Listener(ln, *ho)) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			return err
-		}
-		return nil
-	}
+	return web.ServeUntil(ctx, ln, handler, *ho)
 }
 
 // servedReply sets how served model seats reply: the reply settings of
