@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
@@ -106,6 +107,20 @@ func DefaultOpponents(names []string) []string {
 		return def
 	}
 	return out
+}
+
+// FitOpponents gives environments without the naive and strategic
+// scripts their own when c's opponents are the default ones
+// (DefaultOpponents); opponents chosen otherwise are kept.
+func (c *Config) FitOpponents() {
+	if !slices.Equal(c.Opponents, DefaultConfig().Opponents) {
+		return
+	}
+	var names []string
+	for _, e := range c.Envs {
+		names = append(names, e.Name)
+	}
+	c.Opponents = DefaultOpponents(names)
 }
 
 // Validate checks the options and that a judge is named only where an

@@ -18,6 +18,7 @@ import (
 	"github.com/omar-selfplay/omar/internal/cpuuse"
 	"github.com/omar-selfplay/omar/internal/errclip"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -189,6 +190,21 @@ func BuiltinEnvParams(env string) map[string]any {
 		return BuiltinParams()
 	}
 	return nil
+}
+
+// WithBuiltinParams gives the environments of an evaluation of model
+// that have no parameters the built-in model's (BuiltinEnvParams) when
+// model is the built-in model or a run directory's copy of it: it plays
+// the negotiation games in the mode it learnt them in.
+func WithBuiltinParams(model string, envs []arena.Env) {
+	if model == "" || !builtin.Is(model) {
+		return
+	}
+	for i := range envs {
+		if envs[i].Params == nil {
+			envs[i].Params = BuiltinEnvParams(envs[i].Name)
+		}
+	}
 }
 
 // BuiltinParamsByGame are the parameters the built-in model learnt each

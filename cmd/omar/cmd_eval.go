@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -81,14 +80,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	if err := of.Apply(&cfg); err != nil {
 		return err
 	}
-	if slices.Equal(cfg.Opponents, arena.DefaultConfig().Opponents) {
-		// Games without the naive and strategic scripts get their own.
-		var names []string
-		for _, e := range cfg.Envs {
-			names = append(names, e.Name)
-		}
-		cfg.Opponents = arena.DefaultOpponents(names)
-	}
+	cfg.FitOpponents()
 	for i := range cfg.Envs {
 		if *params != "" {
 			var p engine.Params
@@ -111,16 +103,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	if cfg.Model != "" && builtin.Is(cfg.Model) {
-		// The built-in model (or a run directory's copy of it) plays the
-		// negotiation games in the mode it learnt them in, unless
-		// --params or the config say otherwise.
-		for i := range cfg.Envs {
-			if cfg.Envs[i].Params == nil {
-				cfg.Envs[i].Params = loop.BuiltinEnvParams(cfg.Envs[i].Name)
-			}
-		}
-	}
+	loop.WithBuiltinParams(cfg.Model, cfg.Envs)
 	var bar *progress.Bar
 	played := 0
 	hooks := arena.Hooks{
