@@ -1,12 +1,38 @@
 package loop
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/runfiles"
 )
+
+// WriteEnd writes the end of a completed run for a person: when the run
+// evaluates, the held-out comparison of the policy before → after
+// (Compare; an interrupt skips it, the run being complete), then the
+// iterations done and every file the run wrote (Outputs).
+func (r *Run) WriteEnd(ctx context.Context, w io.Writer) error {
+	compared := false
+	if r.opts.Eval.Every > 0 {
+		fmt.Fprintln(w)
+		rep, err := r.Compare(ctx, arena.Hooks{})
+		if err == nil {
+			compared, err = true, rep.Summary(w)
+		}
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\ndone: %d iterations in %s\n", r.state.Iteration, r.dir)
+	for _, f := range r.Outputs(compared) {
+		fmt.Fprintf(w, "  %-12s %s\n", f.What, f.Path)
+	}
+	return nil
+}
 
 // Output is a file or directory a run wrote, with what it is.
 type Output struct{ What, Path string }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/advantage"
-	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/cluster"
 	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/internal/progress"
@@ -150,28 +149,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	case err != nil:
 		return err
 	}
-	return printRunEnd(ctx, env, run, dir)
-}
-
-// printRunEnd prints the end of a completed run: the held-out summary
-// before → after when the run evaluates, and every file it wrote.
-func printRunEnd(ctx context.Context, env *cliEnv, run *loop.Run, dir string) error {
-	compared := false
-	if run.Options().Eval.Every > 0 {
-		fmt.Fprintln(env.stdout)
-		rep, err := run.Compare(ctx, arena.Hooks{})
-		if err == nil {
-			compared, err = true, rep.Summary(env.stdout)
-		}
-		if err != nil && ctx.Err() == nil { // an interrupt skips the table: the run is complete
-			return err
-		}
-	}
-	fmt.Fprintf(env.stdout, "\ndone: %d iterations in %s\n", run.State().Iteration, dir)
-	for _, f := range run.Outputs(compared) {
-		fmt.Fprintf(env.stdout, "  %-12s %s\n", f.What, f.Path)
-	}
-	return nil
+	return run.WriteEnd(ctx, env.stdout)
 }
 
 // attachSelfplay prints a line per iteration, redraws the reward plot and,
