@@ -131,7 +131,7 @@ func (c Config) Validate() error {
 	}
 	sotopiaEnv := false
 	for _, e := range c.Envs {
-		if name, _ := engine.SplitID(e.Name); name == "sotopia" {
+		if sotopia.Named(e.Name) {
 			sotopiaEnv = true
 		}
 	}
@@ -223,7 +223,7 @@ func (c *Config) attachJudge(warn io.Writer) (func(), error) {
 	nop := func() {}
 	var sot []int
 	for i, e := range c.Envs {
-		if name, _ := engine.SplitID(e.Name); name == "sotopia" {
+		if sotopia.Named(e.Name) {
 			sot = append(sot, i)
 		}
 	}

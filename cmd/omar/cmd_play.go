@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/sotopia"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/internal/cliflag"
@@ -111,7 +112,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	if isSotopia(g) {
+	if sotopia.Named(g.ID()) {
 		fmt.Fprintf(env.stderr, "warning: %s scores goals with an LLM judge, which omar play does not run: every seat's reward is 0 here; score the records with 'omar judge --model JUDGE.gguf --out judged.jsonl %s' (or --ollama-model NAME)\n", g.ID(), outOrPlaceholder(cfg.Out))
 	}
 
@@ -143,13 +144,6 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(report, "episode records: %s\n", cfg.Out)
 	}
 	return nil
-}
-
-// isSotopia reports whether g is SOTOPIA, whose rewards come from an LLM
-// judge that omar play does not run.
-func isSotopia(g engine.Game) bool {
-	name, _ := engine.SplitID(g.ID())
-	return name == "sotopia"
 }
 
 func outOrPlaceholder(out string) string {
