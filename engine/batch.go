@@ -28,6 +28,44 @@ type ScriptedRun struct {
 	Options  Options
 }
 
+// ScriptedConfig is a ScriptedRun as a YAML config gives it (omar play's
+// --config, which its flags override): the game by id, the agents as
+// ScriptedAgents reads them, and the file of the episodes' records.
+type ScriptedConfig struct {
+	Env        string   `yaml:"env"`
+	Params     Params   `yaml:"params"`
+	Agents     []string `yaml:"agents"`
+	Episodes   int      `yaml:"episodes"`
+	Seed       uint64   `yaml:"seed"`
+	Out        string   `yaml:"out"`
+	Parallel   int      `yaml:"parallel"`
+	MaxRetries *int     `yaml:"max_retries"` // nil: DefaultOptions'
+}
+
+// DefaultScriptedConfig is every seat's default script, one episode from
+// seed 1, four episodes at once.
+func DefaultScriptedConfig() ScriptedConfig {
+	return ScriptedConfig{Agents: []string{"scripted"}, Episodes: 1, Seed: 1, Parallel: 4}
+}
+
+// Run is the run c describes of g, the game c.Env names, checked
+// (Validate).
+func (c ScriptedConfig) Run(g Game) (ScriptedRun, error) {
+	agents := make([]string, len(c.Agents))
+	for i, a := range c.Agents {
+		agents[i] = strings.TrimSpace(a)
+	}
+	agents, err := ScriptedAgents(g, c.Params, agents)
+	if err != nil {
+		return ScriptedRun{}, err
+	}
+	r := ScriptedRun{Game: g, Agents: agents, Params: c.Params, Episodes: c.Episodes, Seed: c.Seed, Parallel: c.Parallel, Options: DefaultOptions()}
+	if c.MaxRetries != nil {
+		r.Options.MaxRetries = *c.MaxRetries
+	}
+	return r, r.Validate()
+}
+
 // ScriptedAgents reads the agents of a ScriptedRun of g with params:
 // key=agent pairs as a run's --agents takes them (AgentFor; a seat no key
 // names plays its default script, "scripted"), or else policy names, one

@@ -69,3 +69,37 @@ func TestScriptedAgents(t *testing.T) {
 		})
 	}
 }
+
+func TestScriptedConfigRun(t *testing.T) {
+	zero := 0
+	for _, tc := range []struct {
+		name  string
+		edit  func(*engine.ScriptedConfig)
+		check func(engine.ScriptedRun) bool
+		err   string
+	}{
+		{"defaults", func(*engine.ScriptedConfig) {}, func(r engine.ScriptedRun) bool {
+			return slices.Equal(r.Agents, []string{"scripted"}) && r.Episodes == 1 && r.Seed == 1 && r.Parallel == 4 && r.Options == engine.DefaultOptions()
+		}, ""},
+		{"pairs", func(c *engine.ScriptedConfig) { c.Agents = []string{" seat0=scripted:random", "*=scripted "} }, func(r engine.ScriptedRun) bool {
+			return slices.Equal(r.Agents, []string{"scripted:random", "scripted", "scripted"})
+		}, ""},
+		{"retries", func(c *engine.ScriptedConfig) { c.MaxRetries = &zero }, func(r engine.ScriptedRun) bool { return r.Options.MaxRetries == 0 }, ""},
+		{"a model", func(c *engine.ScriptedConfig) { c.Agents = []string{"*=policy"} }, nil, "scripted policies only"},
+		{"no episodes", func(c *engine.ScriptedConfig) { c.Episodes = 0 }, nil, "episodes 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := engine.DefaultScriptedConfig()
+			tc.edit(&c)
+			r, err := c.Run(sealedbid.New())
+			switch {
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("got error %v, want one containing %q", err, tc.err)
+			case tc.err == "" && err != nil:
+				t.Errorf("got error %v", err)
+			case tc.check != nil && !tc.check(r):
+				t.Errorf("got %+v", r)
+			}
+		})
+	}
+}

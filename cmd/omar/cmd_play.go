@@ -20,18 +20,6 @@ func init() {
 	register(command{name: "play", summary: "play episodes with scripted agents and write episode records", run: runPlay})
 }
 
-// playConfig is the YAML config of omar play; flags override it.
-type playConfig struct {
-	Env        string         `yaml:"env"`
-	Params     map[string]any `yaml:"params"`
-	Agents     []string       `yaml:"agents"`
-	Episodes   int            `yaml:"episodes"`
-	Seed       uint64         `yaml:"seed"`
-	Out        string         `yaml:"out"`
-	Parallel   int            `yaml:"parallel"`
-	MaxRetries *int           `yaml:"max_retries"`
-}
-
 func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "play")
 	configPath := fs.String("config", "", "YAML config (flags override it)")
@@ -48,7 +36,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() > 0 {
 		return cliflag.Usagef("unexpected arguments %q", fs.Args())
 	}
-	cfg := playConfig{Agents: []string{"scripted"}, Episodes: 1, Seed: 1, Parallel: 4}
+	cfg := engine.DefaultScriptedConfig()
 	if *configPath != "" {
 		if err := decodeYAMLFile(*configPath, &cfg); err != nil {
 			return err
@@ -86,17 +74,8 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	for i := range cfg.Agents {
-		cfg.Agents[i] = strings.TrimSpace(cfg.Agents[i])
-	}
-	if cfg.Agents, err = engine.ScriptedAgents(g, cfg.Params, cfg.Agents); err != nil {
-		return cliflag.Usage(err)
-	}
-	run := engine.ScriptedRun{Game: g, Agents: cfg.Agents, Params: cfg.Params, Episodes: cfg.Episodes, Seed: cfg.Seed, Parallel: cfg.Parallel, Options: engine.DefaultOptions()}
-	if cfg.MaxRetries != nil {
-		run.Options.MaxRetries = *cfg.MaxRetries
-	}
-	if err := run.Validate(); err != nil {
+	run, err := cfg.Run(g)
+	if err != nil {
 		return cliflag.Usage(err)
 	}
 
