@@ -45,7 +45,7 @@ func runBenchLearning(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	base := d
 	base.Iterations, base.Episodes, base.GroupSize, base.LR, base.LlamaLib = *iterations, *episodes, *group, float32(*lr), *lib
-	runs, err := learning.Grid(base, splitList(*envsFlag), splitList(*estFlag), splitList(*modelFlag), seeds)
+	runs, err := learning.Grid(base, cliflag.List(*envsFlag), cliflag.List(*estFlag), cliflag.List(*modelFlag), seeds)
 	if err != nil {
 		return cliflag.Usagef("%v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/omar-selfplay/omar/arena"
@@ -29,7 +28,7 @@ func bindEval(f *cliflag.OptionFlags[arena.Config]) {
 	f.Strings("opponents", "opponents, same forms as --players (default scripted:naive,scripted:strategic, or the games' own scripts where they have neither, e.g. scripted:heuristic)", func(c *C) *[]string { return &c.Opponents })
 	f.Func("env", "environments, comma-separated (see omar envs; default craigslist)", func(c *C, v string) error {
 		c.Envs = nil
-		for _, name := range splitList(v) {
+		for _, name := range cliflag.List(v) {
 			c.Envs = append(c.Envs, arena.Env{Name: name})
 		}
 		return nil
@@ -130,14 +129,4 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	lineup.WriteCost(env.stderr, played, time.Since(start).Seconds())
 	return nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for part := range strings.SplitSeq(s, ",") {
-		if p := strings.TrimSpace(part); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

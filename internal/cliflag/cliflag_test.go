@@ -239,3 +239,11 @@ func TestReport(t *testing.T) {
 		})
 	}
 }
+
+func TestList(t *testing.T) {
+	for in, want := range map[string][]string{"a, b,,c ": {"a", "b", "c"}, "": nil, " , ": nil, "one": {"one"}} {
+		if got := List(in); !slices.Equal(got, want) {
+			t.Errorf("List(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -133,3 +133,15 @@ func Suggestion(fs *flag.FlagSet, err error) string {
 	}
 	return ""
 }
+
+// List splits a comma-separated flag value into its trimmed, non-empty
+// items.
+func List(s string) []string {
+	var out []string
+	for part := range strings.SplitSeq(s, ",") {
+		if p := strings.TrimSpace(part); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
