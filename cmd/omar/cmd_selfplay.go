@@ -121,11 +121,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	if *ui != "" {
 		feed := web.NewRunFeed(run.Path(""))
 		feed.Start(run.Options().Iterations)
-		run.Hooks.Chain(loop.Hooks{
-			Phase:     feed.Phase,
-			Episode:   feed.Episode,
-			Iteration: func(m *runfiles.Metrics) { feed.Iteration(m.Iteration) },
-		})
+		run.Hooks.Chain(loop.Hooks{Phase: feed.Phase, Episode: feed.Episode, Iteration: feed.Iteration})
 		d, err := web.ServeDashboard(feed, *ui, os.Getenv(serveSecretEnv))
 		if err != nil {
 			return err
