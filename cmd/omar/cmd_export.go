@@ -71,11 +71,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	what := "rows"
-	if opts.Format == export.Chat {
-		what = "conversations"
-	}
-	fmt.Fprintf(env.stderr, "omar export: %d %s → %d %s in %s\n", st.Records, st.Kind, st.Rows, what, f.out)
+	fmt.Fprintf(env.stderr, "omar export: %s in %s\n", st.Summary(opts.Format), f.out)
 	return nil
 }
 
