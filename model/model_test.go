@@ -342,3 +342,14 @@ func TestWriteTempAndSummary(t *testing.T) {
 		t.Errorf("the directory is still there: %v", err)
 	}
 }
+
+func TestParseType(t *testing.T) {
+	for name, want := range map[string]gguf.TensorType{"f32": gguf.F32, "F16": gguf.F16, "q8_0": gguf.Q8_0} {
+		if got, err := ParseType(name); err != nil || got != want {
+			t.Errorf("ParseType(%q) = %v, %v; want %v", name, got, err, want)
+		}
+	}
+	if _, err := ParseType("q4_0"); err == nil {
+		t.Error("q4_0 parsed")
+	}
+}

@@ -71,16 +71,14 @@ func runModelInit(env *cliEnv, args []string) error {
 	} else {
 		opts.Arch, opts.Preset = *arch, *preset
 	}
-	switch t := strings.ToLower(*typ); {
-	case *f16 && set["type"] && t != "f16":
-		return cliflag.Usagef("--f16 and --type %s: give one", *typ)
-	case *f16 || t == "f16":
-		opts.Type = gguf.F16
-	case t == "f32":
-		opts.Type = gguf.F32
-	case t == "q8_0":
-		opts.Type = gguf.Q8_0
-	default:
+	if *f16 {
+		if set["type"] && !strings.EqualFold(*typ, "f16") {
+			return cliflag.Usagef("--f16 and --type %s: give one", *typ)
+		}
+		*typ = "f16"
+	}
+	var err error
+	if opts.Type, err = model.ParseType(*typ); err != nil {
 		return cliflag.Usagef("--type %q: want f32, f16 or q8_0", *typ)
 	}
 	if *shape != "" {
