@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/omar-selfplay/omar/inference/llama"
 	"github.com/omar-selfplay/omar/internal/cliflag"
@@ -46,13 +44,9 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	var ps []int
-	for s := range strings.SplitSeq(*parallel, ",") {
-		p, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || p < 1 {
-			return cliflag.Usagef("--parallel %q: want positive integers", *parallel)
-		}
-		ps = append(ps, p)
+	ps, err := cliflag.Ints(*parallel, 1)
+	if err != nil {
+		return cliflag.Usagef("--parallel %q: want positive integers", *parallel)
 	}
 	if *n < 2 || *promptTokens < 1 {
 		return cliflag.Usagef("-n ≥ 2 and --prompt-tokens ≥ 1")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/omar-selfplay/omar/advantage"
@@ -35,13 +34,9 @@ func runBenchLearning(ctx context.Context, env *cliEnv, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var seeds []uint64
-	for s := range strings.SplitSeq(*seedsFlag, ",") {
-		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return cliflag.Usagef("--seeds %q: want comma-separated non-negative integers", *seedsFlag)
-		}
-		seeds = append(seeds, v)
+	seeds, err := cliflag.Uints(*seedsFlag)
+	if err != nil {
+		return cliflag.Usagef("--seeds %q: want comma-separated non-negative integers", *seedsFlag)
 	}
 	base := d
 	base.Iterations, base.Episodes, base.GroupSize, base.LR, base.LlamaLib = *iterations, *episodes, *group, float32(*lr), *lib

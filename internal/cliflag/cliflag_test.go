@@ -247,3 +247,22 @@ func TestList(t *testing.T) {
 		}
 	}
 }
+
+func TestInts(t *testing.T) {
+	if got, err := Ints("1, 8,32", 1); err != nil || !slices.Equal(got, []int{1, 8, 32}) {
+		t.Errorf("Ints: %v, %v", got, err)
+	}
+	for _, bad := range []string{"0", "1,,2", "x", ""} {
+		if _, err := Ints(bad, 1); err == nil {
+			t.Errorf("Ints(%q) parsed", bad)
+		}
+	}
+	if got, err := Uints("0, 18446744073709551615"); err != nil || !slices.Equal(got, []uint64{0, 1<<64 - 1}) {
+		t.Errorf("Uints: %v, %v", got, err)
+	}
+	for _, bad := range []string{"-1", "1,", "x"} {
+		if _, err := Uints(bad); err == nil {
+			t.Errorf("Uints(%q) parsed", bad)
+		}
+	}
+}

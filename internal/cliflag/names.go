@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/omar-selfplay/omar/internal/suggest"
@@ -144,4 +145,34 @@ func List(s string) []string {
 		}
 	}
 	return out
+}
+
+// Ints parses a comma-separated flag value of integers, each at least
+// least.
+func Ints(s string, least int) ([]int, error) {
+	var out []int
+	for part := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil {
+			return nil, numErr(err)
+		}
+		if n < least {
+			return nil, fmt.Errorf("%d < %d", n, least)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Uints parses a comma-separated flag value of non-negative integers.
+func Uints(s string) ([]uint64, error) {
+	var out []uint64
+	for part := range strings.SplitSeq(s, ",") {
+		n, err := strconv.ParseUint(strings.TrimSpace(part), 10, 64)
+		if err != nil {
+			return nil, numErr(err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
