@@ -209,8 +209,12 @@ func WithBuiltinParams(model string, envs []arena.Env) {
 
 // BuiltinParamsByGame are the parameters the built-in model learnt each
 // game of catalog in (BuiltinEnvParams), by the game's name without its
-// version, for the games that have them.
-func BuiltinParamsByGame(catalog []engine.Game) map[string]engine.Params {
+// version, for the games that have them, when model is the built-in model
+// or a run directory's copy of it; nil for another model.
+func BuiltinParamsByGame(model string, catalog []engine.Game) map[string]engine.Params {
+	if model == "" || !builtin.Is(model) {
+		return nil
+	}
 	out := map[string]engine.Params{}
 	for _, g := range catalog {
 		if p := BuiltinEnvParams(g.ID()); p != nil {

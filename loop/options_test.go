@@ -201,9 +201,17 @@ func TestLeagueDrawGroups(t *testing.T) {
 }
 
 // TestBuiltinParamsByGame: the negotiation games of a catalog get the
-// built-in model's parameters by name, the others none.
+// built-in model's parameters by name, the others none; another model
+// none at all.
 func TestBuiltinParamsByGame(t *testing.T) {
-	got := BuiltinParamsByGame(envs.All())
+	copyOf := filepath.Join(t.TempDir(), "model.gguf")
+	if err := os.WriteFile(copyOf, builtin.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := BuiltinParamsByGame("", envs.All()); got != nil {
+		t.Errorf("no model: %v", got)
+	}
+	got := BuiltinParamsByGame(copyOf, envs.All())
 	for _, name := range envs.Negotiation {
 		if p := got[name]; p == nil || p["structured_only"] != true {
 			t.Errorf("%s: params %v, want the built-in model's", name, p)

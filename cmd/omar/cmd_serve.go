@@ -13,7 +13,6 @@ import (
 	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/loop"
-	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/proxy"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -83,9 +82,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := so.Validate(); err != nil {
 		return cliflag.Usage(err)
 	}
-	if so.Model != "" && builtin.Is(so.Model) {
-		so.ModelParams = loop.BuiltinParamsByGame(so.API.Catalog)
-	}
+	so.ModelParams = loop.BuiltinParamsByGame(so.Model, so.API.Catalog)
 	if err := checkHTTP(env, ho, so.API.MaxWait); err != nil {
 		return err
 	}
