@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/envs"
@@ -108,6 +109,20 @@ func DefaultOpponents(names []string) []string {
 	return out
 }
 
+// FitOpponents gives environments without the naive and strategic
+// scripts their own when c's opponents are the default ones
+// (DefaultOpponents); opponents chosen otherwise are kept.
+func (c *Config) FitOpponents() {
+	if !slices.Equal(c.Opponents, DefaultConfig().Opponents) {
+		return
+	}
+	var names []string
+	for _, e := range c.Envs {
+		names = append(names, e.Name)
+	}
+	c.Opponents = DefaultOpponents(names)
+}
+
 // Validate checks the options and that a judge is named only where an
 // environment takes one.
 func (c Config) Validate() error {
@@ -116,7 +131,7 @@ func (c Config) Validate() error {
 	}
 	sotopiaEnv := false
 	for _, e := range c.Envs {
-		if name, _ := engine.SplitID(e.Name); name == "sotopia" {
+		if sotopia.Named(e.Name) {
 			sotopiaEnv = true
 		}
 	}
@@ -208,7 +223,7 @@ func (c *Config) attachJudge(warn io.Writer) (func(), error) {
 	nop := func() {}
 	var sot []int
 	for i, e := range c.Envs {
-		if name, _ := engine.SplitID(e.Name); name == "sotopia" {
+		if sotopia.Named(e.Name) {
 			sot = append(sot, i)
 		}
 	}

@@ -24,3 +24,19 @@ func TestDefaultOpponents(t *testing.T) {
 		}
 	}
 }
+
+// TestFitOpponents: the default opponents become Werewolf's own script,
+// chosen ones stay.
+func TestFitOpponents(t *testing.T) {
+	c := DefaultConfig()
+	c.Envs = []Env{{Name: "werewolf"}}
+	c.FitOpponents()
+	if want := []string{"scripted:heuristic"}; !slices.Equal(c.Opponents, want) {
+		t.Errorf("default opponents on werewolf: %v, want %v", c.Opponents, want)
+	}
+	c.Opponents = []string{"scripted:random"}
+	c.FitOpponents()
+	if want := []string{"scripted:random"}; !slices.Equal(c.Opponents, want) {
+		t.Errorf("chosen opponents: %v, want %v", c.Opponents, want)
+	}
+}

@@ -3,9 +3,31 @@ package arena
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 )
+
+// Brief writes what a terminal shows at the end of an evaluation whose
+// files (WriteFiles) are in dir: each player's means, each player against
+// the reference when there are several, and where the full report is.
+// With no dir to point to it writes the full Markdown report itself.
+func (r *Report) Brief(w io.Writer, dir string) error {
+	if dir == "" {
+		return r.Markdown(w)
+	}
+	if err := r.Means(w); err != nil {
+		return err
+	}
+	if len(r.Players) > 1 {
+		fmt.Fprintln(w)
+		if err := r.Summary(w); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(w, "\nfull report: %s (and report.json, reward.svg)\n", filepath.Join(dir, "report.md"))
+	return err
+}
 
 // Summary writes a short, aligned summary of r for a terminal: for each
 // player other than the reference, one line per environment, side and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -25,6 +26,75 @@ type ScriptedRun struct {
 	Seed     uint64
 	Parallel int
 	Options  Options
+}
+
+// ScriptedConfig is a ScriptedRun as a YAML config gives it (omar play's
+// --config, which its flags override): the game by id, the agents as
+// ScriptedAgents reads them, and the file of the episodes' records.
+type ScriptedConfig struct {
+	Env        string   `yaml:"env"`
+	Params     Params   `yaml:"params"`
+	Agents     []string `yaml:"agents"`
+	Episodes   int      `yaml:"episodes"`
+	Seed       uint64   `yaml:"seed"`
+	Out        string   `yaml:"out"`
+	Parallel   int      `yaml:"parallel"`
+	MaxRetries *int     `yaml:"max_retries"` // nil: DefaultOptions'
+}
+
+// DefaultScriptedConfig is every seat's default script, one episode from
+// seed 1, four episodes at once.
+func DefaultScriptedConfig() ScriptedConfig {
+	return ScriptedConfig{Agents: []string{"scripted"}, Episodes: 1, Seed: 1, Parallel: 4}
+}
+
+// Run is the run c describes of g, the game c.Env names, checked
+// (Validate).
+func (c ScriptedConfig) Run(g Game) (ScriptedRun, error) {
+	agents := make([]string, len(c.Agents))
+	for i, a := range c.Agents {
+		agents[i] = strings.TrimSpace(a)
+	}
+	agents, err := ScriptedAgents(g, c.Params, agents)
+	if err != nil {
+		return ScriptedRun{}, err
+	}
+	r := ScriptedRun{Game: g, Agents: agents, Params: c.Params, Episodes: c.Episodes, Seed: c.Seed, Parallel: c.Parallel, Options: DefaultOptions()}
+	if c.MaxRetries != nil {
+		r.Options.MaxRetries = *c.MaxRetries
+	}
+	return r, r.Validate()
+}
+
+// ScriptedAgents reads the agents of a ScriptedRun of g with params:
+// key=agent pairs as a run's --agents takes them (AgentFor; a seat no key
+// names plays its default script, "scripted"), or else policy names, one
+// for every seat or one per seat in order, returned as they are. Pairs
+// are returned as policy names by seat order; each must be scripted.
+func ScriptedAgents(g Game, params Params, list []string) ([]string, error) {
+	if !slices.ContainsFunc(list, func(s string) bool { return strings.Contains(s, "=") }) {
+		return list, nil
+	}
+	pairs, err := ParseAgents(strings.Join(list, ","))
+	if err != nil {
+		return nil, err
+	}
+	seats, err := g.Seats(params)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(seats))
+	for i, s := range seats {
+		a, ok := AgentFor(pairs, Seat{Index: i, Name: s.Name, Role: s.Role})
+		switch {
+		case !ok:
+			a = "scripted"
+		case !IsScripted(a):
+			return nil, fmt.Errorf("agents: %s=%s: omar play seats scripted policies only (scripted or scripted:NAME)", s.Name, a)
+		}
+		names[i] = a
+	}
+	return names, nil
 }
 
 // Validate checks r before any episode is played: counts, one agent or

@@ -206,6 +206,20 @@ func AgentFor(agents map[string]string, s Seat) (string, bool) {
 	return "", false
 }
 
+// ParseAgents reads "key=agent" pairs separated by commas (the --agents
+// flag), e.g. "*=policy,seat0=scripted:random"; AgentFor reads the keys.
+func ParseAgents(s string) (map[string]string, error) {
+	agents := map[string]string{}
+	for kv := range strings.SplitSeq(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("agents %q: want key=agent pairs, e.g. '*=policy,seat0=scripted:random'", s)
+		}
+		agents[k] = v
+	}
+	return agents, nil
+}
+
 // FindPolicy returns the policy of g named name.
 func FindPolicy(g Game, name string) (Policy, error) {
 	for _, p := range g.Policies() {

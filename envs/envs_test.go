@@ -53,3 +53,33 @@ func TestDefaultParams(t *testing.T) {
 		})
 	}
 }
+
+// TestEntries: every environment is listed with its seats (roles where
+// they differ from the names), policies and description, and the table
+// has a row each.
+func TestEntries(t *testing.T) {
+	entries, err := Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(All()) {
+		t.Fatalf("%d entries for %d environments", len(entries), len(All()))
+	}
+	byID := map[string]Entry{}
+	for _, e := range entries {
+		byID[e.ID] = e
+		if len(e.Seats) == 0 || len(e.Policies) == 0 || e.Description == "" {
+			t.Errorf("%s: incomplete %+v", e.ID, e)
+		}
+	}
+	if s := byID["sealedbid_v1"].Seats; len(s) == 0 || s[0] != "bidder1(bidder)" {
+		t.Errorf("sealedbid_v1 seats %v, want bidder1(bidder) first", s)
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, entries); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(b.String()), "\n"); len(lines) != 1+len(entries) || !strings.HasPrefix(lines[0], "ID  ") {
+		t.Errorf("table of %d lines for %d entries:\n%s", len(lines), len(entries), b.String())
+	}
+}

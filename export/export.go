@@ -113,6 +113,16 @@ type Stats struct {
 	TornLine int
 }
 
+// Summary says what an export in format read and wrote: records of their
+// kind → rows (chat: conversations).
+func (st Stats) Summary(format Format) string {
+	what := "rows"
+	if format == Chat {
+		what = "conversations"
+	}
+	return fmt.Sprintf("%d %s → %d %s", st.Records, st.Kind, st.Rows, what)
+}
+
 // Export reads the JSONL records of in and writes them to out in
 // opts.Format. A record that cannot be decoded or breaks its invariants
 // stops the export with a *LineError naming its line — except a torn last

@@ -663,3 +663,13 @@ func TestChatSeedString(t *testing.T) {
 		t.Errorf("an older row's numeric seed reads as %d (%v), want 12", old.Seed, err)
 	}
 }
+
+func TestStatsSummary(t *testing.T) {
+	st := Stats{Kind: Episodes, Records: 3, Rows: 6}
+	if got, want := st.Summary(Chat), "3 episodes → 6 conversations"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := st.Summary(Parquet), "3 episodes → 6 rows"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

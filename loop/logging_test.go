@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/omar-selfplay/omar/internal/tensorboard/tbtest"
@@ -30,6 +31,18 @@ func TestTensorBoardEqualsMetrics(t *testing.T) {
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
+	}
+	// The run's end lists what it wrote: the event files too, no best
+	// adapter (it does not evaluate) and no comparison (none ran).
+	var listed []string
+	for _, f := range r.Outputs(false) {
+		listed = append(listed, f.What)
+		if f.What == "tensorboard" && f.Path != filepath.Join(dir, runfiles.TensorBoardDir) {
+			t.Errorf("tensorboard listed at %s", f.Path)
+		}
+	}
+	if !slices.Contains(listed, "metrics") || !slices.Contains(listed, "tensorboard") || slices.Contains(listed, "best") || slices.Contains(listed, "full report") {
+		t.Errorf("the run's outputs are %v", listed)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, runfiles.TensorBoardDir, "events.out.tfevents.*"))
 	if len(files) != 1 {

@@ -18,6 +18,7 @@ import (
 	"github.com/omar-selfplay/omar/internal/cpuuse"
 	"github.com/omar-selfplay/omar/internal/errclip"
 	"github.com/omar-selfplay/omar/model"
+	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -190,6 +191,39 @@ func BuiltinEnvParams(env string) map[string]any {
 		return BuiltinParams()
 	}
 	return nil
+}
+
+// WithBuiltinParams gives the environments of an evaluation of model
+// that have no parameters the built-in model's (BuiltinEnvParams) when
+// model is the built-in model or a run directory's copy of it: it plays
+// the negotiation games in the mode it learnt them in.
+func WithBuiltinParams(model string, envs []arena.Env) {
+	if model == "" || !builtin.Is(model) {
+		return
+	}
+	for i := range envs {
+		if envs[i].Params == nil {
+			envs[i].Params = BuiltinEnvParams(envs[i].Name)
+		}
+	}
+}
+
+// BuiltinParamsByGame are the parameters the built-in model learnt each
+// game of catalog in (BuiltinEnvParams), by the game's name without its
+// version, for the games that have them, when model is the built-in model
+// or a run directory's copy of it; nil for another model.
+func BuiltinParamsByGame(model string, catalog []engine.Game) map[string]engine.Params {
+	if model == "" || !builtin.Is(model) {
+		return nil
+	}
+	out := map[string]engine.Params{}
+	for _, g := range catalog {
+		if p := BuiltinEnvParams(g.ID()); p != nil {
+			name, _ := engine.SplitID(g.ID())
+			out[name] = p
+		}
+	}
+	return out
 }
 
 // MaxCount bounds a run's iterations and episodes, and the counts of the
@@ -545,20 +579,6 @@ func (c *RolloutOptions) JudgeOptions() (*JudgeOptions, error) {
 		out.Context = DefaultJudgeContext
 	}
 	return &out, nil
-}
-
-// ParseAgents reads "key=agent" pairs separated by commas (the --agents
-// flag), e.g. "*=policy,seat0=scripted:random".
-func ParseAgents(s string) (map[string]string, error) {
-	agents := map[string]string{}
-	for kv := range strings.SplitSeq(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok || k == "" || v == "" {
-			return nil, fmt.Errorf("agents %q: want key=agent pairs, e.g. '*=policy,seat0=scripted:random'", s)
-		}
-		agents[k] = v
-	}
-	return agents, nil
 }
 
 // SmallModelBytes is the largest model file AutoContexts gives a second

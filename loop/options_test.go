@@ -7,7 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omar-selfplay/omar/arena"
+	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/envs"
 	"github.com/omar-selfplay/omar/internal/strictyaml"
+	"github.com/omar-selfplay/omar/model/builtin"
 )
 
 // TestDefaultEnvParams: a negotiation game named without parameters gets
@@ -193,5 +197,52 @@ func TestLeagueDrawGroups(t *testing.T) {
 	}
 	if changes < 200 {
 		t.Errorf("group size 1: %d of 399 consecutive episodes differ in their draw, want them drawn apart", changes)
+	}
+}
+
+// TestBuiltinParamsByGame: the negotiation games of a catalog get the
+// built-in model's parameters by name, the others none; another model
+// none at all.
+func TestBuiltinParamsByGame(t *testing.T) {
+	copyOf := filepath.Join(t.TempDir(), "model.gguf")
+	if err := os.WriteFile(copyOf, builtin.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := BuiltinParamsByGame("", envs.All()); got != nil {
+		t.Errorf("no model: %v", got)
+	}
+	got := BuiltinParamsByGame(copyOf, envs.All())
+	for _, name := range envs.Negotiation {
+		if p := got[name]; p == nil || p["structured_only"] != true {
+			t.Errorf("%s: params %v, want the built-in model's", name, p)
+		}
+	}
+	if len(got) != len(envs.Negotiation) {
+		t.Errorf("params for %d games, want the %d negotiation games'", len(got), len(envs.Negotiation))
+	}
+}
+
+// TestWithBuiltinParams: the built-in model's copy gets its parameters
+// on the negotiation games without any; other models and set parameters
+// are left alone.
+func TestWithBuiltinParams(t *testing.T) {
+	dir := t.TempDir()
+	copyOf := filepath.Join(dir, "model.gguf")
+	other := filepath.Join(dir, "other.gguf")
+	if err := os.WriteFile(copyOf, builtin.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, []byte("GGUF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := engine.Params{"rounds": 2}
+	es := []arena.Env{{Name: "casino"}, {Name: "craigslist", Params: set}, {Name: "werewolf"}}
+	WithBuiltinParams(other, es)
+	if es[0].Params != nil {
+		t.Errorf("another model got params %v", es[0].Params)
+	}
+	WithBuiltinParams(copyOf, es)
+	if !reflect.DeepEqual(es[0].Params, engine.Params(BuiltinParams())) || !reflect.DeepEqual(es[1].Params, set) || es[2].Params != nil {
+		t.Errorf("got %v, %v, %v; want the built-in params, the set ones, none", es[0].Params, es[1].Params, es[2].Params)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -131,6 +132,23 @@ func Rollout(ctx context.Context, o RolloutOptions, dir string, episode func(don
 		return nil, err
 	}
 	return rep, nil
+}
+
+// WriteSummary writes r for a person: the episodes and their throughput,
+// each role's mean reward, the degenerate turns, and the files Rollout
+// wrote into dir.
+func (r *RolloutReport) WriteSummary(w io.Writer, dir string) {
+	st := r.Stats
+	fmt.Fprintf(w, "%d episodes of %s, %d trajectories, %d generated tokens in %.1fs (%.0f tok/s, %.1f sequences per decode step)\n",
+		st.Episodes, r.Env, r.Trajectories, st.GeneratedTokens, st.Wall.Seconds(), st.TokensPerSecond(), r.Occupancy)
+	for _, role := range r.Tally.Roles() {
+		fmt.Fprintf(w, "  mean reward %-12s %.3f\n", role, r.Tally.RoleReward(role))
+	}
+	if g := r.Degenerate; g != nil {
+		fmt.Fprintf(w, "  degenerate turns %d of %d (%.1f%%) %s\n", g.Flagged, g.Turns, 100*g.Rate(), g)
+	}
+	fmt.Fprintf(w, "wrote %s, %s and %s\n", filepath.Join(dir, runfiles.TrajectoriesFile),
+		filepath.Join(dir, runfiles.EpisodesFile), filepath.Join(dir, "stats.json"))
 }
 
 // rolloutWriter writes trajectories and episode records as JSONL through

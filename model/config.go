@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/omar-selfplay/omar/gguf"
 )
@@ -147,6 +148,20 @@ type Options struct {
 	// special tokens and chat template. With a preset, the vocabulary size
 	// becomes the tokenizer's; with a shape, it must fit the shape's.
 	Tokenizer *HFTokenizer
+}
+
+// ParseType reads a storage type of the weight matrices (Options.Type) by
+// name, in any case: f32, f16 or q8_0.
+func ParseType(name string) (gguf.TensorType, error) {
+	switch strings.ToLower(name) {
+	case "f32":
+		return gguf.F32, nil
+	case "f16":
+		return gguf.F16, nil
+	case "q8_0":
+		return gguf.Q8_0, nil
+	}
+	return 0, fmt.Errorf("weight type %q: want f32, f16 or q8_0", name)
 }
 
 // Defaults fills unset fields.

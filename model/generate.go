@@ -5,6 +5,8 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 
 	"github.com/omar-selfplay/omar/gguf"
 	"github.com/omar-selfplay/omar/seeds"
@@ -323,4 +325,21 @@ func WriteFile(path string, opts Options) error {
 		return err
 	}
 	return w.WriteFile(path)
+}
+
+// WriteTemp generates a model into name in a new temporary directory and
+// returns its path and a function that removes the directory (a benchmark
+// given no model measures one of these).
+func WriteTemp(opts Options, name string) (path string, remove func(), err error) {
+	dir, err := os.MkdirTemp("", "omar-model")
+	if err != nil {
+		return "", nil, err
+	}
+	remove = func() { os.RemoveAll(dir) }
+	path = filepath.Join(dir, name)
+	if err := WriteFile(path, opts); err != nil {
+		remove()
+		return "", nil, err
+	}
+	return path, remove, nil
 }

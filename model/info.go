@@ -147,6 +147,27 @@ func orNone(s string) string {
 	return s
 }
 
+// Summary says what a model of o (defaulted, its Config c) is, as `omar
+// model init` reports what it wrote: the architecture and size, or the
+// shape and its layers; the parameters; the weights' type; the vocabulary
+// and where the tokenizer came from (tokenizerDir, for o.Tokenizer); the
+// context and the seed.
+func (o Options) Summary(c Config, tokenizerDir string) string {
+	what := c.Arch + " " + o.Preset
+	if o.Shape != "" {
+		what = "the " + o.Shape + " shape (" + c.Arch + ")"
+		if o.Layers > 0 {
+			what += fmt.Sprintf(" with %d layers", o.Layers)
+		}
+	}
+	tokenizer := "generated tokenizer"
+	if o.Tokenizer != nil {
+		tokenizer = "tokenizer of " + tokenizerDir + " (pre-tokenizer " + o.Tokenizer.Pre + ")"
+	}
+	return fmt.Sprintf("%s, %s parameters, %v weights, vocabulary %d, %s, context %d, seed %d",
+		what, Count(uint64(c.Params())), o.Type, c.VocabSize, tokenizer, c.ContextLength, o.Seed)
+}
+
 // Count writes n short, with a K/M/G suffix: 950, 12.3K, 4.56M.
 func Count(n uint64) string {
 	switch {

@@ -315,3 +315,41 @@ func TestConfigFromGGUF(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteTempAndSummary: a temporary model is written, described and
+// removed with its directory.
+func TestWriteTempAndSummary(t *testing.T) {
+	o := Options{Preset: "tiny", Seed: 3}.Defaults()
+	path, remove, err := WriteTemp(o, "tiny.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	c, err := o.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := o.Summary(c, "")
+	for _, want := range []string{"llama tiny, ", " parameters, F32 weights, vocabulary ", "generated tokenizer", "seed 3"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary %q lacks %q", got, want)
+		}
+	}
+	remove()
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Errorf("the directory is still there: %v", err)
+	}
+}
+
+func TestParseType(t *testing.T) {
+	for name, want := range map[string]gguf.TensorType{"f32": gguf.F32, "F16": gguf.F16, "q8_0": gguf.Q8_0} {
+		if got, err := ParseType(name); err != nil || got != want {
+			t.Errorf("ParseType(%q) = %v, %v; want %v", name, got, err, want)
+		}
+	}
+	if _, err := ParseType("q4_0"); err == nil {
+		t.Error("q4_0 parsed")
+	}
+}

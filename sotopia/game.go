@@ -14,6 +14,13 @@ import (
 // ID is the environment id.
 const ID = "sotopia_v1"
 
+// Named reports whether id names SOTOPIA, with or without its version:
+// the environment whose rewards come from an LLM judge.
+func Named(id string) bool {
+	name, _ := engine.SplitID(id)
+	return name == "sotopia"
+}
+
 // Params are the environment's parameters.
 type Params struct {
 	// Dir loads scenarios and characters from every *.yaml file of this

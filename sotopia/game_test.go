@@ -198,3 +198,11 @@ func episodeWith(t *testing.T, rel Relationship) *Episode {
 	ep.setup.Scenario.Relationship = rel
 	return ep
 }
+
+func TestNamed(t *testing.T) {
+	for id, want := range map[string]bool{"sotopia": true, ID: true, "sotopia_v2": true, "casino_v1": false, "sotopian": false} {
+		if got := Named(id); got != want {
+			t.Errorf("Named(%q) = %v, want %v", id, got, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -401,5 +402,27 @@ func BenchmarkQuantizedBase(b *testing.B) {
 				b.ReportMetric(float64(tr.memoryNeed(tr.base).weights)/(1<<20), "MiB-weights")
 			})
 		}
+	}
+}
+
+// TestStepBenchText: the text names both devices and every difference
+// with a comparison, and only the one device without.
+func TestStepBenchText(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	r := StepBench{Model: "m.gguf", Arch: "llama", Device: "cuda", Backend: "CUDA0", Steps: 5, StepMSMedian: 2,
+		CompareDevice: "cpu", CompareBackend: "CPU", CompareStepMSMedian: 8, Speedup: 4,
+		DiffLogprobs: f(1e-5), DiffRefLogprobs: f(1e-5), DiffLoss: f(1e-6), DiffGradNorm: f(1e-5), DiffLogprobsAfter: f(2e-5), DiffValuesAfter: f(1e-6)}
+	var b strings.Builder
+	r.WriteText(&b)
+	for _, want := range []string{"model m.gguf (llama)", "cuda is 4.00× as fast", "largest |cuda − cpu|:", "values after the update", "2e-05"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("got\n%s\nwant %q", b.String(), want)
+		}
+	}
+	r.CompareDevice = ""
+	b.Reset()
+	r.WriteText(&b)
+	if strings.Count(b.String(), "\n") != 2 || strings.Contains(b.String(), "largest") {
+		t.Errorf("without a comparison got\n%s", b.String())
 	}
 }

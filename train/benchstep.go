@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -37,6 +38,31 @@ type StepBench struct {
 	DiffGradNorm        *float64 `json:"max_diff_grad_norm,omitempty"`
 	DiffLogprobsAfter   *float64 `json:"max_diff_logprobs_after_step,omitempty"`
 	DiffValuesAfter     *float64 `json:"max_diff_values_after_step,omitempty"`
+}
+
+// WriteText writes r for a person: the model and the sequences, each
+// device's step time, and with a comparison the speed-up and the largest
+// differences between the devices.
+func (r StepBench) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "model %s (%s): %d sequences, %d tokens, %d trained\n", r.Model, r.Arch, r.Sequences, r.Tokens, r.Trained)
+	fmt.Fprintf(w, "%-5s %-8s PPO step %9.2f ms median of %d (min %.2f), %10.0f tokens/s, %d CPU threads\n",
+		r.Device, r.Backend, r.StepMSMedian, r.Steps, r.StepMSMin, r.TokensPerS, r.Threads)
+	if r.CompareDevice == "" {
+		return
+	}
+	fmt.Fprintf(w, "%-5s %-8s PPO step %9.2f ms median of %d (min %.2f): %s is %.2f× as fast\n",
+		r.CompareDevice, r.CompareBackend, r.CompareStepMSMedian, r.Steps, r.CompareStepMSMin, r.Device, r.Speedup)
+	fmt.Fprintf(w, "largest |%s − %s|:\n", r.Device, r.CompareDevice)
+	for _, d := range []struct {
+		name string
+		v    *float64
+	}{
+		{"logprobs", r.DiffLogprobs}, {"reference logprobs", r.DiffRefLogprobs},
+		{"loss (first update)", r.DiffLoss}, {"gradient norm (first update)", r.DiffGradNorm},
+		{"logprobs after the update", r.DiffLogprobsAfter}, {"values after the update", r.DiffValuesAfter},
+	} {
+		fmt.Fprintf(w, "  %-30s %.3g\n", d.name, *d.v)
+	}
 }
 
 // BenchOptions say what BenchStep measures: Steps timed PPO steps (after

@@ -554,7 +554,7 @@ func TestUIDashboardLive(t *testing.T) {
 	run.Hooks.Chain(loop.Hooks{
 		Phase:     feed.Phase,
 		Episode:   feed.Episode,
-		Iteration: func(m *runfiles.Metrics) { feed.Iteration(m.Iteration) },
+		Iteration: feed.Iteration,
 	})
 	d, err := ServeDashboard(feed, "127.0.0.1:0", "")
 	if err != nil {

@@ -1,12 +1,14 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -66,11 +68,48 @@ func (o HTTPOptions) Validate() error {
 	return nil
 }
 
+// FitOpenFiles lowers o.MaxConns to the connections that fit the
+// process's open-file limit, keeping 64 descriptors for models, records
+// and logs (and 16 connections at least), and returns the cap it lowered
+// (0: none, because the cap fits or the limit is unknown or unlimited). A
+// cap above the limit would let idle clients take the last descriptors
+// and the server refuse everyone.
+func (o *HTTPOptions) FitOpenFiles() (lowered int) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > 1<<30 {
+		return 0
+	}
+	if n := max(int(lim.Cur)-64, 16); o.MaxConns > n {
+		lowered, o.MaxConns = o.MaxConns, n
+	}
+	return lowered
+}
+
 // NewHTTPServer returns a server of h with o's timeouts. Serve it on
 // Listener(ln, o), which applies the connection cap.
 func NewHTTPServer(h http.Handler, o HTTPOptions) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout, MaxHeaderBytes: o.MaxHeaderBytes}
+}
+
+// ServeUntil serves h on ln with o's timeouts and connection cap until
+// the server fails or ctx is done; then requests in flight have 5 s to
+// finish (a long-poll still waiting is cut) and it returns nil.
+func ServeUntil(ctx context.Context, ln net.Listener, h http.Handler, o HTTPOptions) error {
+	hs := NewHTTPServer(h, o)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(Listener(ln, o)) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return nil
+	}
 }
 
 // Listener wraps ln so that at most o.MaxConns accepted connections are

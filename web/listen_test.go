@@ -2,9 +2,11 @@ package web
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -94,5 +96,50 @@ func TestListenerCap(t *testing.T) {
 	defer third.Close()
 	if code := get(third); code != http.StatusNoContent {
 		t.Errorf("after the first closed: got HTTP %d, want 204", code)
+	}
+}
+
+// TestFitOpenFiles: a cap above the open-file limit is lowered below it,
+// one that fits is kept.
+func TestFitOpenFiles(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > 1<<30 {
+		t.Skipf("no open-file limit to fit (%v)", err)
+	}
+	o := HTTPOptions{MaxConns: 1 << 30}
+	if was := o.FitOpenFiles(); was != 1<<30 || o.MaxConns != max(int(lim.Cur)-64, 16) {
+		t.Errorf("lowered %d to %d under the limit %d", was, o.MaxConns, lim.Cur)
+	}
+	o = HTTPOptions{MaxConns: 16}
+	if was := o.FitOpenFiles(); was != 0 || o.MaxConns != 16 {
+		t.Errorf("a cap of 16 lowered from %d to %d", was, o.MaxConns)
+	}
+}
+
+// TestServeUntil: requests are served until the context is done, and then
+// ServeUntil returns nil.
+func TestServeUntil(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- ServeUntil(ctx, ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }), HTTPOptions{}.Defaults())
+	}()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/")
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("got %v, %v; want HTTP 204", resp, err)
+	}
+	resp.Body.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("ServeUntil after the context ended: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeUntil still serving 10 s after the context ended")
 	}
 }

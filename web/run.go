@@ -64,10 +64,10 @@ func (f *RunFeed) Episode(it, done, total int) {
 	f.update(func(s *RunStatus) { s.Iteration, s.Episodes, s.Total = it, done, total })
 }
 
-// Iteration reports that iteration it completed (a run's Iteration
-// hook, after its metrics line is written).
-func (f *RunFeed) Iteration(it int) {
-	f.update(func(s *RunStatus) { s.Iteration, s.Phase = it, "done" })
+// Iteration reports that an iteration completed with its metrics line m
+// written (a run's Iteration hook).
+func (f *RunFeed) Iteration(m *runfiles.Metrics) {
+	f.update(func(s *RunStatus) { s.Iteration, s.Phase = m.Iteration, "done" })
 }
 
 func (f *RunFeed) update(change func(*RunStatus)) {

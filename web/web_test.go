@@ -425,7 +425,7 @@ func TestRunFeed(t *testing.T) {
 		}
 	}
 	status(RunStatus{Live: true, Iteration: 4, Phase: "rollout", Episodes: 2, Total: 8, Iterations: 5})
-	f.Iteration(4)
+	f.Iteration(&runfiles.Metrics{Iteration: 4})
 	status(RunStatus{Live: true, Iteration: 4, Phase: "done", Episodes: 2, Total: 8, Iterations: 5})
 }
 

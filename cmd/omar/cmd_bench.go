@@ -4,13 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/model"
 )
 
@@ -36,40 +32,33 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if len(args) == 0 || args[0] != "decode" {
 		fmt.Fprintln(env.stderr, benchUsage)
-		return usagef("want 'omar bench decode|train|learning [flags]'")
+		return cliflag.Usagef("want 'omar bench decode|train|learning [flags]'")
 	}
 	fs := newFlags(env, "bench decode")
 	var lf llamaFlags
 	lf.bind(fs)
-	alias(env, fs, "ctx", "context")
+	cliflag.Alias(fs, "ctx", "context", env.stderr)
 	parallel := fs.String("parallel", "1,8,32", "comma-separated numbers of parallel sequences")
 	n := fs.Int("n", 128, "tokens generated per sequence")
 	promptTokens := fs.Int("prompt-tokens", 16, "prompt tokens per sequence")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	var ps []int
-	for s := range strings.SplitSeq(*parallel, ",") {
-		p, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || p < 1 {
-			return usagef("--parallel %q: want positive integers", *parallel)
-		}
-		ps = append(ps, p)
+	ps, err := cliflag.Ints(*parallel, 1)
+	if err != nil {
+		return cliflag.Usagef("--parallel %q: want positive integers", *parallel)
 	}
 	if *n < 2 || *promptTokens < 1 {
-		return usagef("-n ≥ 2 and --prompt-tokens ≥ 1")
+		return cliflag.Usagef("-n ≥ 2 and --prompt-tokens ≥ 1")
 	}
 	if lf.model == "" {
 		// No model given: the built-in tiny model, written to a temp file.
-		dir, err := os.MkdirTemp("", "omar-bench")
+		path, remove, err := model.WriteTemp(model.Options{Preset: "tiny", Seed: 1}, "tiny.gguf")
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-		lf.model = filepath.Join(dir, "tiny.gguf")
-		if err := model.WriteFile(lf.model, model.Options{Preset: "tiny", Seed: 1}); err != nil {
-			return err
-		}
+		defer remove()
+		lf.model = path
 		fmt.Fprintln(env.stderr, "no --model: using the built-in tiny model (omar model init --preset tiny --seed 1)")
 	}
 	o, err := lf.options()
@@ -77,24 +66,13 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	o.Context = *promptTokens + *n + 1
-	writeDecodeHeader(env.stdout)
+	llama.WriteDecodeHeader(env.stdout)
 	for _, p := range ps {
 		r, err := llama.BenchDecode(ctx, o, p, *promptTokens, *n)
 		if err != nil {
 			return fmt.Errorf("parallel %d: %w", p, err)
 		}
-		writeDecodeRow(env.stdout, r)
+		r.WriteRow(env.stdout)
 	}
 	return nil
-}
-
-// writeDecodeHeader and writeDecodeRow print bench decode's table, which
-// scripts/gpu-check.sh reads (the ratio is the fourth column). Fixed
-// widths rather than a tabwriter: rows print as they finish.
-func writeDecodeHeader(w io.Writer) {
-	fmt.Fprintf(w, "%8s %14s %12s %7s %14s %12s %13s\n", "parallel", "backend tok/s", "raw tok/s", "ratio", "backend tokens", "raw tokens", "decode share")
-}
-
-func writeDecodeRow(w io.Writer, r llama.DecodeBench) {
-	fmt.Fprintf(w, "%8d %14.0f %12.0f %7.3f %14d %12d %13.3f\n", r.Parallel, r.BackendRate(), r.RawRate(), r.Ratio(), r.BackendTokens, r.RawTokens, r.BackendDecodeShare)
 }

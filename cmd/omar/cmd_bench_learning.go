@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/omar-selfplay/omar/advantage"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/loop/learning"
 )
 
@@ -34,29 +34,15 @@ func runBenchLearning(ctx context.Context, env *cliEnv, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var seeds []uint64
-	for s := range strings.SplitSeq(*seedsFlag, ",") {
-		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return usagef("--seeds %q: want comma-separated non-negative integers", *seedsFlag)
-		}
-		seeds = append(seeds, v)
+	seeds, err := cliflag.Uints(*seedsFlag)
+	if err != nil {
+		return cliflag.Usagef("--seeds %q: want comma-separated non-negative integers", *seedsFlag)
 	}
-	var runs []learning.Options
-	for _, e := range splitList(*envsFlag) {
-		for _, est := range splitList(*estFlag) {
-			for _, m := range splitList(*modelFlag) {
-				for _, s := range seeds {
-					o := d
-					o.Env, o.Estimator, o.Model, o.Seed = e, est, m, s
-					o.Iterations, o.Episodes, o.GroupSize, o.LR, o.LlamaLib = *iterations, *episodes, *group, float32(*lr), *lib
-					if err := o.Validate(); err != nil {
-						return usagef("%v", err)
-					}
-					runs = append(runs, o)
-				}
-			}
-		}
+	base := d
+	base.Iterations, base.Episodes, base.GroupSize, base.LR, base.LlamaLib = *iterations, *episodes, *group, float32(*lr), *lib
+	runs, err := learning.Grid(base, cliflag.List(*envsFlag), cliflag.List(*estFlag), cliflag.List(*modelFlag), seeds)
+	if err != nil {
+		return cliflag.Usagef("%v", err)
 	}
 	root := *dir
 	if root == "" {
@@ -76,24 +62,15 @@ func runBenchLearning(ctx context.Context, env *cliEnv, args []string) error {
 		defer f.Close()
 		jf = f
 	}
-	// One row per run, printed as it finishes: the per-iteration figure is
-	// the fraction of the optimum (exploitability for rock–paper–scissors).
-	fmt.Fprintf(env.stdout, "%-16s %-12s %-8s %4s  %-8s %s\n", "env", "estimator", "model", "seed", "figure", "by iteration")
+	// One row per run, printed as it finishes.
+	learning.WriteHeader(env.stdout)
 	for _, o := range runs {
 		name := fmt.Sprintf("%s-%s-%s-%d", o.Env, o.Estimator, o.Model, o.Seed)
 		res, err := learning.Run(ctx, filepath.Join(root, name), o)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		figure, vals := "fraction", make([]string, len(res.Points))
-		for i, p := range res.Points {
-			v := p.Fraction
-			if p.Moves != nil {
-				figure, v = "exploit", p.Exploitability
-			}
-			vals[i] = fmt.Sprintf("%.2f", v)
-		}
-		fmt.Fprintf(env.stdout, "%-16s %-12s %-8s %4d  %-8s %s\n", o.Env, o.Estimator, o.Model, o.Seed, figure, strings.Join(vals, " "))
+		res.WriteRow(env.stdout)
 		if jf != nil {
 			b, err := json.Marshal(res)
 			if err != nil {

@@ -4,10 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/model"
 	"github.com/omar-selfplay/omar/train"
 )
@@ -34,30 +33,27 @@ func runBenchTrain(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usagef("no positional arguments")
+		return cliflag.Usagef("no positional arguments")
 	case *device != "cpu" && *device != "cuda":
-		return usagef("--device %q: want cpu or cuda", *device)
+		return cliflag.Usagef("--device %q: want cpu or cuda", *device)
 	case *compare != "" && *compare != "cpu" && *compare != "cuda":
-		return usagef("--compare %q: want cpu or cuda", *compare)
+		return cliflag.Usagef("--compare %q: want cpu or cuda", *compare)
 	case *nSeqs < 1 || *steps < 1 || *threads < 1:
-		return usagef("--seqs, --steps and --threads: want 1 or more")
+		return cliflag.Usagef("--seqs, --steps and --threads: want 1 or more")
 	case *minLen < 2 || *maxLen < *minLen:
-		return usagef("--min-len %d, --max-len %d: want 2 ≤ min ≤ max", *minLen, *maxLen)
+		return cliflag.Usagef("--min-len %d, --max-len %d: want 2 ≤ min ≤ max", *minLen, *maxLen)
 	}
 	if *modelPath == "" {
-		dir, err := os.MkdirTemp("", "omar-bench-train")
+		mo := model.Options{Arch: *arch, Preset: *preset, Seed: *seed}.Defaults()
+		if err := mo.Validate(); err != nil {
+			return cliflag.Usage(err)
+		}
+		path, remove, err := model.WriteTemp(mo, *preset+".gguf")
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-		*modelPath = filepath.Join(dir, *preset+".gguf")
-		mo := model.Options{Arch: *arch, Preset: *preset, Seed: *seed}.Defaults()
-		if err := mo.Validate(); err != nil {
-			return usageError{err}
-		}
-		if err := model.WriteFile(*modelPath, mo); err != nil {
-			return err
-		}
+		defer remove()
+		*modelPath = path
 		fmt.Fprintf(env.stderr, "no --model: using a random %s %s model (omar model init --arch %s --preset %s --seed %d)\n", *arch, *preset, *arch, *preset, *seed)
 	}
 	o := train.Options{}.Defaults()
@@ -70,32 +66,6 @@ func runBenchTrain(ctx context.Context, env *cliEnv, args []string) error {
 	if *asJSON {
 		return json.NewEncoder(env.stdout).Encode(res)
 	}
-	writeTrainBench(env, res)
+	res.WriteText(env.stdout)
 	return nil
-}
-
-// benchTrain times PPO steps on device and, with compare, on the other
-// device too, after checking the two against each other from the same
-// start: scores before any update, the first update's loss and gradient
-// norm (same parameters on both), and scores after it.
-func writeTrainBench(env *cliEnv, r train.StepBench) {
-	fmt.Fprintf(env.stdout, "model %s (%s): %d sequences, %d tokens, %d trained\n", r.Model, r.Arch, r.Sequences, r.Tokens, r.Trained)
-	fmt.Fprintf(env.stdout, "%-5s %-8s PPO step %9.2f ms median of %d (min %.2f), %10.0f tokens/s, %d CPU threads\n",
-		r.Device, r.Backend, r.StepMSMedian, r.Steps, r.StepMSMin, r.TokensPerS, r.Threads)
-	if r.CompareDevice == "" {
-		return
-	}
-	fmt.Fprintf(env.stdout, "%-5s %-8s PPO step %9.2f ms median of %d (min %.2f): %s is %.2f× as fast\n",
-		r.CompareDevice, r.CompareBackend, r.CompareStepMSMedian, r.Steps, r.CompareStepMSMin, r.Device, r.Speedup)
-	fmt.Fprintf(env.stdout, "largest |%s − %s|:\n", r.Device, r.CompareDevice)
-	for _, d := range []struct {
-		name string
-		v    *float64
-	}{
-		{"logprobs", r.DiffLogprobs}, {"reference logprobs", r.DiffRefLogprobs},
-		{"loss (first update)", r.DiffLoss}, {"gradient norm (first update)", r.DiffGradNorm},
-		{"logprobs after the update", r.DiffLogprobsAfter}, {"values after the update", r.DiffValuesAfter},
-	} {
-		fmt.Fprintf(env.stdout, "  %-30s %.3g\n", d.name, *d.v)
-	}
 }

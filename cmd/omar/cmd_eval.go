@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/internal/cliflag"
+	"github.com/omar-selfplay/omar/internal/progress"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/players"
@@ -22,14 +21,14 @@ func init() {
 }
 
 // bindEval binds omar eval's option flags to the arena's config.
-func bindEval(f *optionFlags[arena.Config]) {
+func bindEval(f *cliflag.OptionFlags[arena.Config]) {
 	type C = arena.Config
 	f.String("model", "base model (GGUF) of base and adapter: players (default: the built-in model)", func(c *C) *string { return &c.Model })
 	f.Strings("players", "players, comma-separated: base, adapter:PATH, model:PATH, scripted:NAME, ollama:NAME (default base)", func(c *C) *[]string { return &c.Players })
 	f.Strings("opponents", "opponents, same forms as --players (default scripted:naive,scripted:strategic, or the games' own scripts where they have neither, e.g. scripted:heuristic)", func(c *C) *[]string { return &c.Opponents })
 	f.Func("env", "environments, comma-separated (see omar envs; default craigslist)", func(c *C, v string) error {
 		c.Envs = nil
-		for _, name := range splitList(v) {
+		for _, name := range cliflag.List(v) {
 			c.Envs = append(c.Envs, arena.Env{Name: name})
 		}
 		return nil
@@ -58,17 +57,17 @@ func bindEval(f *optionFlags[arena.Config]) {
 func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "eval")
 	config := fs.String("config", "", "YAML config (flags override it)")
-	of := newOptionFlags(fs, arena.DefaultConfig())
+	of := cliflag.NewOptionFlags(fs, arena.DefaultConfig())
 	bindEval(of)
-	alias(env, fs, "ctx", "context")
-	alias(env, fs, "records", "write-records")
+	cliflag.Alias(fs, "ctx", "context", env.stderr)
+	cliflag.Alias(fs, "records", "write-records", env.stderr)
 	params := fs.String("params", "", "game parameters as JSON, given to every environment, e.g. '{\"structured_only\":true}'")
 	scenarios := fs.String("scenarios", "", "curated (a game's curated set where it has one; the default) or seeds")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q", fs.Args())
+		return cliflag.Usagef("unexpected arguments %q", fs.Args())
 	}
 	cfg := arena.DefaultConfig()
 	cfg.LlamaLib = llamaLibEnv()
@@ -80,19 +79,12 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	if err := of.Apply(&cfg); err != nil {
 		return err
 	}
-	if slices.Equal(cfg.Opponents, arena.DefaultConfig().Opponents) {
-		// Games without the naive and strategic scripts get their own.
-		var names []string
-		for _, e := range cfg.Envs {
-			names = append(names, e.Name)
-		}
-		cfg.Opponents = arena.DefaultOpponents(names)
-	}
+	cfg.FitOpponents()
 	for i := range cfg.Envs {
 		if *params != "" {
 			var p engine.Params
 			if err := json.Unmarshal([]byte(*params), &p); err != nil {
-				return usagef("--params: %v", err)
+				return cliflag.Usagef("--params: %v", err)
 			}
 			cfg.Envs[i].Params = p
 		}
@@ -101,41 +93,30 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	}
 	if ps, qs, err := cfg.Specs(); err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	} else if cfg.Model == "" && players.NeedsModel(ps, qs) {
 		if cfg.Model, err = builtin.CacheFile(); err != nil {
 			return err
 		}
 	}
-	if cfg.Model != "" && builtin.Is(cfg.Model) {
-		// The built-in model (or a run directory's copy of it) plays the
-		// negotiation games in the mode it learnt them in, unless
-		// --params or the config say otherwise.
-		for i := range cfg.Envs {
-			if cfg.Envs[i].Params == nil {
-				cfg.Envs[i].Params = loop.BuiltinEnvParams(cfg.Envs[i].Name)
-			}
-		}
-	}
-	var bar *progress
+	loop.WithBuiltinParams(cfg.Model, cfg.Envs)
+	var bar *progress.Bar
 	played := 0
 	hooks := arena.Hooks{
 		Start: func(total, done int) {
 			if done > 0 {
 				fmt.Fprintf(env.stderr, "resuming: %d of %d episodes already in %s\n", done, total, cfg.Out)
 			}
-			bar = newProgress(env, total-done, "eval")
+			bar = progress.New(env.stderr, env.interactive, total-done, "eval")
 		},
-		Episode: func(arena.Result) { played++; bar.add(1) },
+		Episode: func(arena.Result) { played++; bar.Add(1) },
 	}
 	start := time.Now()
 	rep, lineup, err := cfg.Run(ctx, hooks, env.stderr)
-	if bar != nil {
-		bar.finish()
-	}
+	bar.Finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) && cfg.Out != "" {
 			return fmt.Errorf("interrupted after %d episodes; run the same command again to resume from %s: %w", played, cfg.Out, err)
@@ -143,39 +124,9 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer lineup.Close()
-	if err := printEvalEnd(env, rep, cfg.Out); err != nil {
+	if err := rep.Brief(env.stdout, cfg.Out); err != nil {
 		return err
 	}
 	lineup.WriteCost(env.stderr, played, time.Since(start).Seconds())
 	return nil
-}
-
-// printEvalEnd prints a short, aligned summary (each player's means, and
-// each player against the reference) and where the full report is; with
-// no --out directory to hold it, the full Markdown report itself.
-func printEvalEnd(env *cliEnv, rep *arena.Report, out string) error {
-	if out == "" {
-		return rep.Markdown(env.stdout)
-	}
-	if err := rep.Means(env.stdout); err != nil {
-		return err
-	}
-	if len(rep.Players) > 1 {
-		fmt.Fprintln(env.stdout)
-		if err := rep.Summary(env.stdout); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(env.stdout, "\nfull report: %s (and report.json, reward.svg)\n", filepath.Join(out, "report.md"))
-	return nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for part := range strings.SplitSeq(s, ",") {
-		if p := strings.TrimSpace(part); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

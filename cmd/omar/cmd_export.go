@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/omar-selfplay/omar/export"
+	"github.com/omar-selfplay/omar/internal/cliflag"
+	"github.com/omar-selfplay/omar/internal/progress"
 )
 
 func init() {
@@ -32,7 +34,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q", fs.Args())
+		return cliflag.Usagef("unexpected arguments %q", fs.Args())
 	}
 	opts, err := f.options()
 	if err != nil {
@@ -47,11 +49,11 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 		defer file.Close()
 		in = file
 	}
-	bar := newProgress(env, -1, "export")
+	bar := progress.New(env.stderr, env.interactive, -1, "export")
 	shown := 0
 	opts.Progress = func(st export.Stats) {
-		bar.describe(fmt.Sprintf("export: %s", st.Kind))
-		bar.add(st.Records - shown)
+		bar.Describe(fmt.Sprintf("export: %s", st.Kind))
+		bar.Add(st.Records - shown)
 		shown = st.Records
 	}
 	opts.Warn = func(err error) { fmt.Fprintf(env.stderr, "warning: %s: %v\n", f.in, err) }
@@ -65,15 +67,11 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	} else {
 		err = export.WriteFile(f.out, write)
 	}
-	bar.finish()
+	bar.Finish()
 	if err != nil {
 		return err
 	}
-	what := "rows"
-	if opts.Format == export.Chat {
-		what = "conversations"
-	}
-	fmt.Fprintf(env.stderr, "omar export: %d %s → %d %s in %s\n", st.Records, st.Kind, st.Rows, what, f.out)
+	fmt.Fprintf(env.stderr, "omar export: %s in %s\n", st.Summary(opts.Format), f.out)
 	return nil
 }
 
@@ -82,25 +80,25 @@ func (f exportFlags) options() (export.Options, error) {
 	var opts export.Options
 	switch {
 	case f.in == "":
-		return opts, usagef("no input: pass --in episodes.jsonl or --in trajectories.jsonl")
+		return opts, cliflag.Usagef("no input: pass --in episodes.jsonl or --in trajectories.jsonl")
 	case f.out == "":
-		return opts, usagef("no output: pass --out FILE")
+		return opts, cliflag.Usagef("no output: pass --out FILE")
 	case f.format == "":
-		return opts, usagef("no format: pass --format parquet or --format chat")
+		return opts, cliflag.Usagef("no format: pass --format parquet or --format chat")
 	case f.rowGroupRows < 1:
-		return opts, usagef("--row-group-rows %d < 1", f.rowGroupRows)
+		return opts, cliflag.Usagef("--row-group-rows %d < 1", f.rowGroupRows)
 	}
 	var err error
 	if opts.Format, err = export.ParseFormat(f.format); err != nil {
-		return opts, usagef("--format: %v", err)
+		return opts, cliflag.Usagef("--format: %v", err)
 	}
 	if opts.Kind, err = export.ParseKind(f.kind); err != nil {
-		return opts, usagef("--kind: %v", err)
+		return opts, cliflag.Usagef("--kind: %v", err)
 	}
 	opts.RowGroupRows, opts.MaxLegal = f.rowGroupRows, f.maxLegal
 	opts = opts.Defaults()
 	if err := opts.Validate(); err != nil {
-		return opts, usagef("%v", err)
+		return opts, cliflag.Usagef("%v", err)
 	}
 	return opts, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/gbnf"
 	"github.com/omar-selfplay/omar/inference/llama"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/players"
 )
 
@@ -44,13 +45,13 @@ func (f *llamaFlags) bind(fs interface {
 
 func (f *llamaFlags) options() (llama.Options, error) {
 	if f.model == "" {
-		return llama.Options{}, fmt.Errorf("--model is required: %w", errUsage)
+		return llama.Options{}, fmt.Errorf("--model is required: %w", cliflag.ErrUsage)
 	}
 	be := players.Backend{LlamaLib: f.lib, Threads: f.threads, ThreadsBatch: f.threadsBatch, GPULayers: f.gpuLayers,
 		KVCache: f.kv, FlashAttention: f.flashAttn}
 	o, err := be.Llama(f.model, "", llama.Options{}.Defaults().Parallel, f.ctx, "")
 	if err != nil {
-		return o, fmt.Errorf("%w: %w", err, errUsage)
+		return o, fmt.Errorf("%w: %w", err, cliflag.ErrUsage)
 	}
 	return o, nil
 }
@@ -72,13 +73,13 @@ func runGenerate(ctx context.Context, env *cliEnv, args []string) error {
 	stop := fs.String("stop", "", "stop string")
 	asJSON := fs.Bool("json", false, "print the response (tokens, logprobs) as JSON")
 	adapter := fs.String("adapter", "", "LoRA adapter GGUF to apply (e.g. adapter.gguf of an omar selfplay or sft run)")
-	alias(env, fs, "ctx", "context")
-	alias(env, fs, "temp", "temperature")
+	cliflag.Alias(fs, "ctx", "context", env.stderr)
+	cliflag.Alias(fs, "temp", "temperature", env.stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q: %w", fs.Args(), errUsage)
+		return fmt.Errorf("unexpected arguments %q: %w", fs.Args(), cliflag.ErrUsage)
 	}
 	o, err := lf.options()
 	if err != nil {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"sync"
 
 	"github.com/omar-selfplay/omar/inference/ollama"
+	"github.com/omar-selfplay/omar/internal/cliflag"
+	"github.com/omar-selfplay/omar/internal/progress"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/sotopia"
@@ -57,10 +57,10 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "judge")
 	var f judgeFlags
 	f.bind(fs)
-	alias(env, fs, "o", "out")
+	cliflag.Alias(fs, "o", "out", env.stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(env.stderr, "usage: omar judge --model JUDGE.gguf [flags] EPISODES.jsonl...\n       omar judge --ollama-model NAME [--ollama URL] [flags] EPISODES.jsonl...\n\nRescores recorded sotopia_v1 episodes (engine records, one per line) with an LLM judge and writes them back with the new outcome. A GGUF judge is grammar-constrained; an Ollama judge gets the same JSON as a JSON schema (its format). Invalid replies are retried. Records of other environments are copied unchanged.")
-		printFlags(env.stderr, fs)
+		cliflag.Print(env.stderr, fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -68,10 +68,10 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 	jc := loop.JudgeOptions{Model: f.model, Ollama: f.ollama, OllamaModel: f.ollamaModel, Context: f.context}
 	if fs.NArg() == 0 || f.model == "" && f.ollamaModel == "" {
 		fs.Usage()
-		return fmt.Errorf("need --model or --ollama-model, and at least one episodes file: %w", errUsage)
+		return fmt.Errorf("need --model or --ollama-model, and at least one episodes file: %w", cliflag.ErrUsage)
 	}
 	if err := jc.Validate(); err != nil {
-		return fmt.Errorf("%w (--model, --ollama-model): %w", err, errUsage)
+		return fmt.Errorf("%w (--model, --ollama-model): %w", err, cliflag.ErrUsage)
 	}
 	f.opts.Label = f.label
 	o := loop.RescoreOptions{Judge: jc, Parallel: f.parallel, Sotopia: f.opts, Log: env.stderr,
@@ -86,11 +86,13 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 		defer file.Close()
 		w = file
 	}
-	var prog *judgeProgress
-	sum, err := loop.Rescore(ctx, o, fs.Args(), w, func(n int) { prog = newJudgeProgress(env, n) }, func() { prog.done() })
-	if prog != nil {
-		prog.finish()
-	}
+	// Episodes take seconds to minutes each on a CPU: off a terminal, a
+	// line every tenth of them.
+	var prog *progress.Counter
+	sum, err := loop.Rescore(ctx, o, fs.Args(), w, func(n int) {
+		prog = progress.NewCounter(env.stderr, env.interactive, n, "judging", "judged", "episodes")
+	}, func() { prog.Done() })
+	prog.Finish()
 	if err != nil {
 		return err
 	}
@@ -99,34 +101,4 @@ func runJudge(ctx context.Context, env *cliEnv, args []string) error {
 		return w.(*os.File).Close()
 	}
 	return nil
-}
-
-// judgeProgress reports judged episodes, which take seconds to minutes
-// each on a CPU: a bar on a terminal, otherwise a line every tenth of the
-// episodes (at least every 50). done is safe for concurrent use.
-type judgeProgress struct {
-	*progress
-	w            io.Writer
-	total, every int
-	mu           sync.Mutex
-	n            int
-}
-
-func newJudgeProgress(env *cliEnv, total int) *judgeProgress {
-	p := &judgeProgress{progress: newProgress(env, total, "judging"), total: total, every: min(max(total/10, 1), 50)}
-	if !env.interactive {
-		p.w = env.stderr
-		fmt.Fprintf(p.w, "judging %d episodes\n", total)
-	}
-	return p
-}
-
-func (p *judgeProgress) done() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.n++
-	p.add(1)
-	if p.w != nil && (p.n%p.every == 0 || p.n == p.total) {
-		fmt.Fprintf(p.w, "judged %d/%d episodes\n", p.n, p.total)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/judge"
 	"github.com/omar-selfplay/omar/judge/judgetest"
 	"github.com/omar-selfplay/omar/llamacpp/llamatest"
@@ -31,7 +32,7 @@ func TestJudgeNeedsOneBackend(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			env := &cliEnv{stdout: &out, stderr: &errb}
-			if err := runJudge(context.Background(), env, tt.args); !errors.Is(err, errUsage) {
+			if err := runJudge(context.Background(), env, tt.args); !errors.Is(err, cliflag.ErrUsage) {
 				t.Errorf("got %v, want a usage error", err)
 			}
 		})
@@ -325,20 +326,9 @@ func TestJudgeCommandTinyModel(t *testing.T) {
 	}
 }
 
-// TestJudgeProgressAndContext: without a terminal the judge prints a line
-// every tenth of the episodes; its default context shrinks to the judge
+// TestJudgeContext: the judge's default context shrinks to the judge
 // model's training context.
-func TestJudgeProgressAndContext(t *testing.T) {
-	var errb bytes.Buffer
-	p := newJudgeProgress(&cliEnv{stderr: &errb}, 25)
-	for range 25 {
-		p.done()
-	}
-	p.finish()
-	want := "judging 25 episodes\njudged 2/25 episodes\njudged 4/25 episodes\n"
-	if got := errb.String(); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "judged 24/25 episodes\njudged 25/25 episodes\n") || strings.Count(got, "\n") != 14 {
-		t.Errorf("progress lines:\n%s\nwant the first %q, one every 2 episodes and the last", got, want)
-	}
+func TestJudgeContext(t *testing.T) {
 	dir := t.TempDir()
 	short := filepath.Join(dir, "short.gguf")
 	if err := model.WriteFile(short, model.Options{Arch: "llama", Preset: "tiny", Seed: 1, ContextLength: 1024}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/omar-selfplay/omar/gguf"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/model"
 )
 
@@ -28,7 +29,7 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if len(args) == 0 {
 		fmt.Fprintln(env.stderr, modelUsage)
-		return usagef("want 'omar model init|default|info [flags]'")
+		return cliflag.Usagef("want 'omar model init|default|info [flags]'")
 	}
 	switch args[0] {
 	case "init":
@@ -38,7 +39,7 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 	case "default":
 		return runModelDefault(ctx, env, args[1:])
 	}
-	return usagef("unknown subcommand %q, want init, default or info", args[0])
+	return cliflag.Usagef("unknown subcommand %q, want init, default or info", args[0])
 }
 
 func runModelInit(env *cliEnv, args []string) error {
@@ -53,40 +54,38 @@ func runModelInit(env *cliEnv, args []string) error {
 	ctxLen := fs.Int("context", 0, "context length to record (0: the shape's or preset's)")
 	typ := fs.String("type", "f32", "storage type of the weight matrices: f32, f16 or q8_0")
 	f16 := fs.Bool("f16", false, "store weight matrices as F16 (same as --type f16)")
-	alias(env, fs, "ctx", "context")
+	cliflag.Alias(fs, "ctx", "context", env.stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *out == "" || fs.NArg() > 0 {
-		return usagef("need --out and no positional arguments")
+		return cliflag.Usagef("need --out and no positional arguments")
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	opts := model.Options{Shape: *shape, Layers: *layers, Seed: *seed, ContextLength: *ctxLen}
 	if *shape != "" {
 		if set["arch"] || set["preset"] {
-			return usagef("--shape sets the architecture and size: give no --arch or --preset with it")
+			return cliflag.Usagef("--shape sets the architecture and size: give no --arch or --preset with it")
 		}
 	} else {
 		opts.Arch, opts.Preset = *arch, *preset
 	}
-	switch t := strings.ToLower(*typ); {
-	case *f16 && set["type"] && t != "f16":
-		return usagef("--f16 and --type %s: give one", *typ)
-	case *f16 || t == "f16":
-		opts.Type = gguf.F16
-	case t == "f32":
-		opts.Type = gguf.F32
-	case t == "q8_0":
-		opts.Type = gguf.Q8_0
-	default:
-		return usagef("--type %q: want f32, f16 or q8_0", *typ)
+	if *f16 {
+		if set["type"] && !strings.EqualFold(*typ, "f16") {
+			return cliflag.Usagef("--f16 and --type %s: give one", *typ)
+		}
+		*typ = "f16"
+	}
+	var err error
+	if opts.Type, err = model.ParseType(*typ); err != nil {
+		return cliflag.Usagef("--type %q: want f32, f16 or q8_0", *typ)
 	}
 	if *shape != "" {
 		// An unknown or unsupported shape is reported before the tokenizer
 		// is read (a large file, perhaps of a refused model too).
 		if _, err := model.FindShape(*shape); err != nil {
-			return usageError{err}
+			return cliflag.Usage(err)
 		}
 	}
 	if *tokDir != "" {
@@ -98,28 +97,16 @@ func runModelInit(env *cliEnv, args []string) error {
 	}
 	opts = opts.Defaults()
 	if err := opts.Validate(); err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	}
 	c, err := opts.Config()
 	if err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	}
 	if err := model.WriteFile(*out, opts); err != nil {
 		return err
 	}
-	what := c.Arch + " " + opts.Preset
-	if opts.Shape != "" {
-		what = "the " + opts.Shape + " shape (" + c.Arch + ")"
-		if opts.Layers > 0 {
-			what += fmt.Sprintf(" with %d layers", opts.Layers)
-		}
-	}
-	tokenizer := "generated tokenizer"
-	if opts.Tokenizer != nil {
-		tokenizer = "tokenizer of " + *tokDir + " (pre-tokenizer " + opts.Tokenizer.Pre + ")"
-	}
-	fmt.Fprintf(env.stdout, "wrote %s: %s, %s parameters, %v weights, vocabulary %d, %s, context %d, seed %d\n",
-		*out, what, model.Count(uint64(c.Params())), opts.Type, c.VocabSize, tokenizer, c.ContextLength, opts.Seed)
+	fmt.Fprintf(env.stdout, "wrote %s: %s\n", *out, opts.Summary(c, *tokDir))
 	return nil
 }
 
@@ -131,7 +118,7 @@ func runModelInfo(env *cliEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("want 'omar model info [flags] FILE.gguf'")
+		return cliflag.Usagef("want 'omar model info [flags] FILE.gguf'")
 	}
 	f, err := gguf.Open(fs.Arg(0))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/omar-selfplay/omar/gguf"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 )
 
 func TestModelInitInfo(t *testing.T) {
@@ -82,8 +83,8 @@ func TestModelInfoErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %q, want it to mention %q", err, tt.want)
 			}
-			if errors.Is(err, errUsage) != tt.use {
-				t.Errorf("usage error: got %v, want %v", errors.Is(err, errUsage), tt.use)
+			if errors.Is(err, cliflag.ErrUsage) != tt.use {
+				t.Errorf("usage error: got %v, want %v", errors.Is(err, cliflag.ErrUsage), tt.use)
 			}
 			var fe *gguf.FormatError
 			if tt.name == "truncated" && !errors.As(err, &fe) {

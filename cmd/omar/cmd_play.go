@@ -5,30 +5,19 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/omar-selfplay/omar/envs"
-	"github.com/omar-selfplay/omar/loop"
+	"github.com/omar-selfplay/omar/sotopia"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/internal/progress"
 )
 
 func init() {
 	register(command{name: "play", summary: "play episodes with scripted agents and write episode records", run: runPlay})
-}
-
-// playConfig is the YAML config of omar play; flags override it.
-type playConfig struct {
-	Env        string         `yaml:"env"`
-	Params     map[string]any `yaml:"params"`
-	Agents     []string       `yaml:"agents"`
-	Episodes   int            `yaml:"episodes"`
-	Seed       uint64         `yaml:"seed"`
-	Out        string         `yaml:"out"`
-	Parallel   int            `yaml:"parallel"`
-	MaxRetries *int           `yaml:"max_retries"`
 }
 
 func runPlay(ctx context.Context, env *cliEnv, args []string) error {
@@ -45,9 +34,9 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q", fs.Args())
+		return cliflag.Usagef("unexpected arguments %q", fs.Args())
 	}
-	cfg := playConfig{Agents: []string{"scripted"}, Episodes: 1, Seed: 1, Parallel: 4}
+	cfg := engine.DefaultScriptedConfig()
 	if *configPath != "" {
 		if err := decodeYAMLFile(*configPath, &cfg); err != nil {
 			return err
@@ -71,7 +60,7 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		case "params":
 			cfg.Params = nil
 			if err := json.Unmarshal([]byte(*params), &cfg.Params); err != nil {
-				perr = usagef("--params: %v", err)
+				perr = cliflag.Usagef("--params: %v", err)
 			}
 		}
 	})
@@ -79,24 +68,15 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 		return perr
 	}
 	if cfg.Env == "" {
-		return usagef("no environment: pass --env (see omar envs)")
+		return cliflag.Usagef("no environment: pass --env (see omar envs)")
 	}
 	g, err := envs.Find(cfg.Env)
 	if err != nil {
 		return err
 	}
-	for i := range cfg.Agents {
-		cfg.Agents[i] = strings.TrimSpace(cfg.Agents[i])
-	}
-	if cfg.Agents, err = seatAgents(g, cfg.Params, cfg.Agents); err != nil {
-		return usageError{err}
-	}
-	run := engine.ScriptedRun{Game: g, Agents: cfg.Agents, Params: cfg.Params, Episodes: cfg.Episodes, Seed: cfg.Seed, Parallel: cfg.Parallel, Options: engine.DefaultOptions()}
-	if cfg.MaxRetries != nil {
-		run.Options.MaxRetries = *cfg.MaxRetries
-	}
-	if err := run.Validate(); err != nil {
-		return usageError{err}
+	run, err := cfg.Run(g)
+	if err != nil {
+		return cliflag.Usage(err)
 	}
 
 	// Records go out whole lines at a time; a failed write (a full disk)
@@ -111,21 +91,21 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	if isSotopia(g) {
+	if sotopia.Named(g.ID()) {
 		fmt.Fprintf(env.stderr, "warning: %s scores goals with an LLM judge, which omar play does not run: every seat's reward is 0 here; score the records with 'omar judge --model JUDGE.gguf --out judged.jsonl %s' (or --ollama-model NAME)\n", g.ID(), outOrPlaceholder(cfg.Out))
 	}
 
-	bar := newProgress(env, cfg.Episodes, "playing "+g.ID())
+	bar := progress.New(env.stderr, env.interactive, cfg.Episodes, "playing "+g.ID())
 	sum := engine.NewSummary()
 	err = engine.PlayScripted(ctx, run, func(rec *engine.Record) error {
-		bar.add(1)
+		bar.Add(1)
 		sum.Add(rec)
 		if w == nil {
 			return nil
 		}
 		return w.Write(rec)
 	})
-	bar.finish()
+	bar.Finish()
 	if w != nil {
 		if cerr := w.Close(); err == nil {
 			err = cerr
@@ -145,46 +125,9 @@ func runPlay(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-// isSotopia reports whether g is SOTOPIA, whose rewards come from an LLM
-// judge that omar play does not run.
-func isSotopia(g engine.Game) bool {
-	name, _ := engine.SplitID(g.ID())
-	return name == "sotopia"
-}
-
 func outOrPlaceholder(out string) string {
 	if out == "" || out == "-" {
 		return "EPISODES.jsonl"
 	}
 	return out
-}
-
-// seatAgents reads play's agents: key=agent pairs as selfplay takes them
-// (engine.AgentFor; unnamed seats play the game's default script), or
-// else policy names, one for every seat or one per seat in order. It
-// returns the policy names by seat order.
-func seatAgents(g engine.Game, params engine.Params, list []string) ([]string, error) {
-	if !slices.ContainsFunc(list, func(s string) bool { return strings.Contains(s, "=") }) {
-		return list, nil
-	}
-	pairs, err := loop.ParseAgents(strings.Join(list, ","))
-	if err != nil {
-		return nil, err
-	}
-	seats, err := g.Seats(params)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(seats))
-	for i, s := range seats {
-		a, ok := engine.AgentFor(pairs, engine.Seat{Index: i, Name: s.Name, Role: s.Role})
-		switch {
-		case !ok:
-			a = "scripted"
-		case !engine.IsScripted(a):
-			return nil, fmt.Errorf("agents: %s=%s: omar play seats scripted policies only (scripted or scripted:NAME)", s.Name, a)
-		}
-		names[i] = a
-	}
-	return names, nil
 }

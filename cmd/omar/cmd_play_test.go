@@ -104,7 +104,7 @@ func TestEnvs(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	var infos []envInfo
+	var infos []envs.Entry
 	if err := json.Unmarshal([]byte(stdout), &infos); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestPlayStalledWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := &countingGame{Game: casino}
-	cfg := playConfig{Env: "casino", Agents: []string{"scripted"}, Episodes: 500, Seed: 1, Parallel: 4}
+	cfg := engine.ScriptedConfig{Env: "casino", Agents: []string{"scripted"}, Episodes: 500, Seed: 1, Parallel: 4}
 	release := make(chan struct{})
 	var peak int64
 	done := make(chan error, 1)

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/recipes"
 )
@@ -26,7 +27,7 @@ func runRecipe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if len(args) == 0 || args[0] != "cascade" && args[0] != "distill" {
 		fmt.Fprintln(env.stderr, recipeUsage)
-		return usagef("want 'omar recipe cascade|distill [flags]'")
+		return cliflag.Usagef("want 'omar recipe cascade|distill [flags]'")
 	}
 	fs := newFlags(env, "recipe "+args[0])
 	config := fs.String("config", "", "recipe config (YAML)")
@@ -38,12 +39,12 @@ func runRecipe(ctx context.Context, env *cliEnv, args []string) error {
 	dir := *out
 	if *resume != "" {
 		if *out != "" && *out != *resume {
-			return usagef("--resume continues a recipe in its own directory: no --out")
+			return cliflag.Usagef("--resume continues a recipe in its own directory: no --out")
 		}
 		dir = *resume
 	}
 	if dir == "" || fs.NArg() > 0 {
-		return usagef("need --out DIR (or --resume DIR) and no positional arguments")
+		return cliflag.Usagef("need --out DIR (or --resume DIR) and no positional arguments")
 	}
 	resumeHint := fmt.Errorf("interrupted; continue with: omar recipe %s --resume %s", args[0], dir)
 	stage := func(r *loop.Run) {
@@ -54,7 +55,7 @@ func runRecipe(ctx context.Context, env *cliEnv, args []string) error {
 	if args[0] == "distill" {
 		var o recipes.DistillOptions
 		if o, err = recipes.Config(dir, *config, *resume != "", recipes.DefaultDistill()); err != nil {
-			return usageError{err}
+			return cliflag.Usage(err)
 		}
 		o.Run.Rollout.LlamaLib = cmp.Or(o.Run.Rollout.LlamaLib, llamaLibEnv())
 		var rs []recipes.DistillEnvResult
@@ -65,7 +66,7 @@ func runRecipe(ctx context.Context, env *cliEnv, args []string) error {
 	} else {
 		var o recipes.CascadeOptions
 		if o, err = recipes.Config(dir, *config, *resume != "", recipes.DefaultCascade()); err != nil {
-			return usageError{err}
+			return cliflag.Usage(err)
 		}
 		o.Run.Rollout.LlamaLib = cmp.Or(o.Run.Rollout.LlamaLib, llamaLibEnv())
 		var rs []recipes.CascadeStageResult

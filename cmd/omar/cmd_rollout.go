@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
+	"github.com/omar-selfplay/omar/internal/cliflag"
+	"github.com/omar-selfplay/omar/internal/progress"
 	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
-	"github.com/omar-selfplay/omar/runfiles"
 )
 
 func init() {
@@ -22,14 +22,14 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "rollout")
 	config := fs.String("config", "", "YAML config file (flags override it)")
 	out := fs.String("out", "traj", "output directory")
-	of := newOptionFlags(fs, loop.RolloutOptions{}.Defaults())
+	of := cliflag.NewOptionFlags(fs, loop.RolloutOptions{}.Defaults())
 	bindRollout(of, func(o *loop.RolloutOptions) *loop.RolloutOptions { return o })
 	of.Int("first-episode", "index of the first episode (its seeds derive from it)", func(o *loop.RolloutOptions) *int { return &o.FirstEpisode })
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), errUsage)
+		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), cliflag.ErrUsage)
 	}
 	o := loop.RolloutOptions{}.Defaults()
 	if *config != "" {
@@ -44,27 +44,17 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 		o.LlamaLib = llamaLibEnv()
 	}
 	if o.Env == "" {
-		return fmt.Errorf("no environment: set env in the config or --env: %w", errUsage)
+		return fmt.Errorf("no environment: set env in the config or --env: %w", cliflag.ErrUsage)
 	}
-	bar := newProgress(env, o.Episodes, "rollout "+o.Env)
-	rep, err := loop.Rollout(ctx, o, *out, func(done, total int) { bar.add(1) })
-	bar.finish()
+	bar := progress.New(env.stderr, env.interactive, o.Episodes, "rollout "+o.Env)
+	rep, err := loop.Rollout(ctx, o, *out, func(done, total int) { bar.Add(1) })
+	bar.Finish()
 	if err != nil {
 		return err
 	}
-	st := rep.Stats
-	fmt.Fprintf(env.stdout, "%d episodes of %s, %d trajectories, %d generated tokens in %.1fs (%.0f tok/s, %.1f sequences per decode step)\n",
-		st.Episodes, rep.Env, rep.Trajectories, st.GeneratedTokens, st.Wall.Seconds(), st.TokensPerSecond(), rep.Occupancy)
-	for _, r := range rep.Tally.Roles() {
-		fmt.Fprintf(env.stdout, "  mean reward %-12s %.3f\n", r, rep.Tally.RoleReward(r))
-	}
-	if g := rep.Degenerate; g != nil {
-		fmt.Fprintf(env.stdout, "  degenerate turns %d of %d (%.1f%%) %s\n", g.Flagged, g.Turns, 100*g.Rate(), g)
-	}
+	rep.WriteSummary(env.stdout, *out)
 	if rep.ScheduleBypasses > 0 {
 		fmt.Fprintf(env.stderr, "omar rollout: warning: %d requests from outside the episodes' decode schedule were decoded out of turn; this rollout may not be reproducible to the bit\n", rep.ScheduleBypasses)
 	}
-	fmt.Fprintf(env.stdout, "wrote %s, %s and %s\n", filepath.Join(*out, runfiles.TrajectoriesFile),
-		filepath.Join(*out, runfiles.EpisodesFile), filepath.Join(*out, "stats.json"))
 	return nil
 }

@@ -4,20 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/omar-selfplay/omar/advantage"
-	"github.com/omar-selfplay/omar/arena"
 	"github.com/omar-selfplay/omar/cluster"
-	"github.com/omar-selfplay/omar/internal/eta"
+	"github.com/omar-selfplay/omar/internal/cliflag"
+	"github.com/omar-selfplay/omar/internal/progress"
 	"github.com/omar-selfplay/omar/internal/strictyaml"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/runfiles"
@@ -29,7 +25,7 @@ func init() {
 }
 
 // bindSelfplay binds omar selfplay's option flags.
-func bindSelfplay(f *optionFlags[loop.Options]) {
+func bindSelfplay(f *cliflag.OptionFlags[loop.Options]) {
 	bindRollout(f, func(o *loop.Options) *loop.RolloutOptions { return &o.Rollout })
 	f.Int("iterations", "iterations (overrides the config)", func(o *loop.Options) *int { return &o.Iterations })
 	f.String("tensorboard", "also write each iteration's metrics as TensorBoard event files into this directory (relative: inside the run directory, e.g. "+runfiles.TensorBoardDir+"; logging.tensorboard)", func(o *loop.Options) *string { return &o.Logging.TensorBoard })
@@ -42,15 +38,7 @@ func bindSelfplay(f *optionFlags[loop.Options]) {
 	f.Strings("lora-modules", "adapted matrices, comma-separated (attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up,ffn_down)", func(o *loop.Options) *[]string { return &o.Train.LoRAModules })
 	f.Int("ppo-epochs", "PPO epochs per iteration", func(o *loop.Options) *int { return &o.Train.Epochs })
 	f.String("device", "trainer device: cpu or cuda", func(o *loop.Options) *string { return &o.Train.Device })
-	f.Func("eval-temperature", "sampling temperature of the held-out evaluations and the before/after table (0: greedy; default the rollouts')", func(o *loop.Options, v string) error {
-		t, err := strconv.ParseFloat(v, 32)
-		if err != nil {
-			return numErr(err)
-		}
-		t32 := float32(t)
-		o.Eval.Temperature = &t32
-		return nil
-	})
+	f.OptionalFloat32("eval-temperature", "sampling temperature of the held-out evaluations and the before/after table (0: greedy; default the rollouts')", func(o *loop.Options) **float32 { return &o.Eval.Temperature })
 }
 
 // resumable are the flags a resumed run may take: it must be the same run,
@@ -64,13 +52,13 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	out := fs.String("out", "", "run directory (default runs/selfplay-<time>)")
 	overwrite := fs.Bool("overwrite", false, "start afresh in an --out directory that holds a previous run (its files are replaced)")
 	ui := fs.String("ui", "", "serve a live training dashboard on this address, e.g. 127.0.0.1:8090 (its secret: $"+serveSecretEnv+", else drawn and printed)")
-	of := newOptionFlags(fs, loop.Options{}.Defaults())
+	of := cliflag.NewOptionFlags(fs, loop.Options{}.Defaults())
 	bindSelfplay(of)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), errUsage)
+		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), cliflag.ErrUsage)
 	}
 	o := loop.Options{}.Defaults()
 	dir, mode := *out, loop.Fresh
@@ -90,7 +78,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 			bad = append(bad, "--config/--overwrite/--out")
 		}
 		if len(bad) > 0 {
-			return fmt.Errorf("--resume continues a run with its own config and directory; %s cannot change it: %w", strings.Join(bad, ", "), errUsage)
+			return fmt.Errorf("--resume continues a run with its own config and directory; %s cannot change it: %w", strings.Join(bad, ", "), cliflag.ErrUsage)
 		}
 		dir, mode = *resume, loop.Resume
 		if o, err = loop.ReadConfig(dir); err != nil {
@@ -114,7 +102,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		var prev *loop.PreviousRunError
 		if errors.As(err, &prev) {
-			return fmt.Errorf("%w: %w", err, errUsage)
+			return fmt.Errorf("%w: %w", err, cliflag.ErrUsage)
 		}
 		return err
 	}
@@ -133,11 +121,7 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	if *ui != "" {
 		feed := web.NewRunFeed(run.Path(""))
 		feed.Start(run.Options().Iterations)
-		run.Hooks.Chain(loop.Hooks{
-			Phase:     feed.Phase,
-			Episode:   feed.Episode,
-			Iteration: func(m *runfiles.Metrics) { feed.Iteration(m.Iteration) },
-		})
+		run.Hooks.Chain(loop.Hooks{Phase: feed.Phase, Episode: feed.Episode, Iteration: feed.Iteration})
 		d, err := web.ServeDashboard(feed, *ui, os.Getenv(serveSecretEnv))
 		if err != nil {
 			return err
@@ -161,120 +145,44 @@ func runSelfplay(ctx context.Context, env *cliEnv, args []string) error {
 	case err != nil:
 		return err
 	}
-	return printRunEnd(ctx, env, run, dir)
-}
-
-// printRunEnd prints the end of a completed run: the held-out summary
-// before → after when the run evaluates, and every file it wrote.
-func printRunEnd(ctx context.Context, env *cliEnv, run *loop.Run, dir string) error {
-	compared := false
-	if run.Options().Eval.Every > 0 {
-		fmt.Fprintln(env.stdout)
-		rep, err := run.Compare(ctx, arena.Hooks{})
-		if err == nil {
-			compared, err = true, rep.Summary(env.stdout)
-		}
-		if err != nil && ctx.Err() == nil { // an interrupt skips the table: the run is complete
-			return err
-		}
-	}
-	fmt.Fprintf(env.stdout, "\ndone: %d iterations in %s\n", run.State().Iteration, dir)
-	files := [][2]string{
-		{"metrics", run.Path(runfiles.MetricsFile)},
-		{"reward plot", run.Path(runfiles.RewardPlot)},
-		{"adapter", run.Path(runfiles.AdapterFile)},
-		{"model", run.Path(runfiles.ModelFile)},
-		{"episodes", run.Path(runfiles.EpisodesFile)},
-		{"checkpoint", run.Path(runfiles.CheckpointDir)},
-	}
-	if run.Options().Eval.Every > 0 {
-		files = append(files, [2]string{"best", run.Path(runfiles.BestDir)})
-	}
-	if tb := run.Options().Logging.TensorBoard; tb != "" {
-		if !filepath.IsAbs(tb) {
-			tb = run.Path(tb)
-		}
-		files = append(files, [2]string{"tensorboard", tb})
-	}
-	if compared {
-		files = append(files, [2]string{"full report", filepath.Join(run.Path(runfiles.CompareDir), "report.md")},
-			[2]string{"its picture", filepath.Join(run.Path(runfiles.CompareDir), "reward.svg")})
-	}
-	for _, f := range files {
-		if _, err := os.Stat(f[1]); err == nil {
-			fmt.Fprintf(env.stdout, "  %-12s %s\n", f[0], f[1])
-		}
-	}
-	return nil
+	return run.WriteEnd(ctx, env.stdout)
 }
 
 // attachSelfplay prints a line per iteration, redraws the reward plot and,
 // on a terminal, shows a progress bar.
 func attachSelfplay(run *loop.Run, env *cliEnv) {
 	total := run.Options().Iterations
-	var est eta.Estimator
-	// left is the estimated time left during iteration it (or after it,
-	// when done), counting the evaluations still to play.
-	left := func(it int, done bool) string {
-		iters, evals := total-it, run.EvalsAfter(it-1)
-		if done {
-			evals = run.EvalsAfter(it)
-		} else {
-			iters-- // the current one's remaining phases are counted apart
-		}
-		d, ok := est.Left(time.Now(), max(0, iters), evals)
-		if !ok {
-			return "eta measuring"
-		}
-		return "eta " + d.Round(time.Second).String()
-	}
-	var bar *progressbar.ProgressBar
-	if env.interactive {
-		bar = iterationBar(run, env.stderr)
-	}
+	left := run.TimeLeft()
+	// The bar shows the elapsed time: its description carries the time
+	// left, which counts evaluations as a prediction from iterations
+	// alone would not.
+	bar := progress.NewElapsed(env.stderr, env.interactive, total, "selfplay")
+	bar.Set(run.State().Iteration)
 	phase := ""
 	run.Hooks.Phase = func(it int, name string) {
-		est.Enter(name, time.Now())
-		if phase = name; bar != nil {
-			bar.Describe(fmt.Sprintf("iteration %d: %s · %s", it, name, left(it, false)))
-		}
+		left.Enter(name)
+		phase = name
+		bar.Describe(fmt.Sprintf("iteration %d: %s · %s", it, name, left.Label(it, false)))
 	}
-	if bar != nil {
+	if bar.Drawn() {
 		run.Hooks.Episode = func(it, done, n int) {
-			bar.Describe(fmt.Sprintf("iteration %d: %s %d/%d episodes · %s", it, phase, done, n, left(it, false)))
+			bar.Describe(fmt.Sprintf("iteration %d: %s %d/%d episodes · %s", it, phase, done, n, left.Label(it, false)))
 		}
 	}
 	run.Hooks.Iteration = func(m *runfiles.Metrics) {
-		est.Finish(time.Now())
+		left.Finish()
 		line := m.Line(total)
 		if m.Iteration < total {
-			line += "  " + left(m.Iteration, true)
+			line += "  " + left.Label(m.Iteration, true)
 		}
-		if bar != nil {
-			bar.Describe(fmt.Sprintf("iteration %d: reward %.3f · %s", m.Iteration, m.RewardMean, left(m.Iteration, true)))
-			bar.Set(m.Iteration)
-			// The summary line goes to stdout next; the bar is drawn
-			// again by its next update.
-			bar.Clear()
-		}
+		bar.Describe(fmt.Sprintf("iteration %d: reward %.3f · %s", m.Iteration, m.RewardMean, left.Label(m.Iteration, true)))
+		bar.Set(m.Iteration)
+		// The summary line goes to stdout next; the bar is drawn again by
+		// its next update.
+		bar.Clear()
 		fmt.Fprintln(env.stdout, line)
 		if err := run.PlotReward(); err != nil {
 			fmt.Fprintf(env.stderr, "selfplay: reward plot: %v\n", err)
 		}
 	}
-}
-
-// iterationBar shows an iteration bar on w; its description carries the
-// phase and the time left (attachSelfplay), which counts evaluations as
-// the bar's own prediction from iterations alone would not.
-func iterationBar(run *loop.Run, w io.Writer) *progressbar.ProgressBar {
-	bar := progressbar.NewOptions(run.Options().Iterations,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("selfplay"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionClearOnFinish(),
-	)
-	bar.Set(run.State().Iteration)
-	return bar
 }

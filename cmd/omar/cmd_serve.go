@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"syscall"
 	"time"
 
-	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/engine/remote"
 	"github.com/omar-selfplay/omar/envs"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/loop"
-	"github.com/omar-selfplay/omar/model/builtin"
 	"github.com/omar-selfplay/omar/players"
 	"github.com/omar-selfplay/omar/proxy"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -62,7 +59,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q", fs.Args())
+		return cliflag.Usagef("unexpected arguments %q", fs.Args())
 	}
 	if err := servedReply(fs, rf, *replyFrom, &so.Seat.Reply, &so.Context); err != nil {
 		return err
@@ -80,14 +77,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var err error
 	if so.Players, err = players.ParseList(*playerList); err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	}
 	if err := so.Validate(); err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	}
-	if so.Model != "" && builtin.Is(so.Model) {
-		so.ModelParams = builtinParams(so.API.Catalog)
-	}
+	so.ModelParams = loop.BuiltinParamsByGame(so.Model, so.API.Catalog)
 	if err := checkHTTP(env, ho, so.API.MaxWait); err != nil {
 		return err
 	}
@@ -127,45 +122,20 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		defer closer.Close()
 		handler = h
 	}
-	hs := web.NewHTTPServer(handler, *ho)
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(web.Listener(ln, *ho)) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			return err
-		}
-		return nil
-	}
-}
-
-// connsForFiles is how many connections fit the process's open-file
-// limit, keeping 64 descriptors for models, records and logs; 0 when the
-// limit is unknown or too small to matter. A cap above it would let idle
-// clients take the last descriptors and the server refuse everyone.
-func connsForFiles() int {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > 1<<30 {
-		return 0
-	}
-	return max(int(lim.Cur)-64, 16)
+	return web.ServeUntil(ctx, ln, handler, *ho)
 }
 
 // servedReply sets how served model seats reply: the reply settings of
 // the run in dir (its rollout; "" none), then the reply flags given. The
 // run's context becomes the seats' unless --context was given.
-func servedReply(fs *flag.FlagSet, rf *optionFlags[selfplay.Reply], dir string, reply *selfplay.Reply, context *int) error {
+func servedReply(fs *flag.FlagSet, rf *cliflag.OptionFlags[selfplay.Reply], dir string, reply *selfplay.Reply, context *int) error {
 	if dir != "" {
 		run, err := loop.ReadConfig(dir)
 		if err != nil {
 			return err
 		}
 		*reply = run.Rollout.Reply
-		if !flagGiven(fs, "context") {
+		if !cliflag.Given(fs, "context") {
 			*context = run.Rollout.Context
 		}
 	}
@@ -186,9 +156,9 @@ func bindHTTP(fs *flag.FlagSet) *web.HTTPOptions {
 
 // bindServedReply binds --reply-from and the flags of served model seats'
 // reply settings (def: without flags).
-func bindServedReply(fs *flag.FlagSet, def selfplay.Reply) (*string, *optionFlags[selfplay.Reply]) {
+func bindServedReply(fs *flag.FlagSet, def selfplay.Reply) (*string, *cliflag.OptionFlags[selfplay.Reply]) {
 	from := fs.String("reply-from", "", "run directory whose reply settings (its config.yaml's rollout: max_tokens, max_legal, trace, chat_template, thinking, sampling) served model seats use, so they play as the policy trained; the flags below override it")
-	rf := newOptionFlags(fs, def)
+	rf := cliflag.NewOptionFlags(fs, def)
 	rf.Int("max-tokens", "longest model reply in tokens", func(r *selfplay.Reply) *int { return &r.MaxTokens })
 	rf.Int("max-legal", "list a notification's legal replies in the prompt when it has at most this many (0: the default, 8; -1: never): the policy's training setting, rollout.max_legal", func(r *selfplay.Reply) *int { return &r.MaxLegal })
 	rf.String("trace", "reply trace of model seats: tom, or none (the policy's training setting, rollout.trace)", func(r *selfplay.Reply) *string { return &r.Trace })
@@ -198,32 +168,17 @@ func bindServedReply(fs *flag.FlagSet, def selfplay.Reply) (*string, *optionFlag
 	return from, rf
 }
 
-// builtinParams are the parameters the built-in model learnt each game of
-// catalog in: the page's play form starts from them, not the games'
-// defaults.
-func builtinParams(catalog []engine.Game) map[string]engine.Params {
-	out := map[string]engine.Params{}
-	for _, g := range catalog {
-		if p := loop.BuiltinEnvParams(g.ID()); p != nil {
-			name, _ := engine.SplitID(g.ID())
-			out[name] = p
-		}
-	}
-	return out
-}
-
 // checkHTTP checks the HTTP options against the long-poll and lowers the
 // connection cap to what the open-file limit allows.
 func checkHTTP(env *cliEnv, ho *web.HTTPOptions, maxWait time.Duration) error {
 	if ho.WriteTimeout > 0 && ho.WriteTimeout <= maxWait {
-		return usagef("--write-timeout %v must exceed --max-wait %v, or every long-poll would be cut", ho.WriteTimeout, maxWait)
+		return cliflag.Usagef("--write-timeout %v must exceed --max-wait %v, or every long-poll would be cut", ho.WriteTimeout, maxWait)
 	}
 	if err := ho.Validate(); err != nil {
-		return usageError{err}
+		return cliflag.Usage(err)
 	}
-	if n := connsForFiles(); n > 0 && ho.MaxConns > n {
-		fmt.Fprintf(env.stderr, "omar serve: --max-conns %d lowered to %d to fit the open-file limit\n", ho.MaxConns, n)
-		ho.MaxConns = n
+	if was := ho.FitOpenFiles(); was > 0 {
+		fmt.Fprintf(env.stderr, "omar serve: --max-conns %d lowered to %d to fit the open-file limit\n", was, ho.MaxConns)
 	}
 	return nil
 }

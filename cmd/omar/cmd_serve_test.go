@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/engine/remote"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/loop"
 	"github.com/omar-selfplay/omar/runfiles"
 	"github.com/omar-selfplay/omar/selfplay"
@@ -104,7 +105,7 @@ func TestServeSecret(t *testing.T) {
 	}
 	t.Run("short secret", func(t *testing.T) {
 		err := runServe(context.Background(), &cliEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, []string{"--addr", "127.0.0.1:0", "--secret", "abc"})
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "secret of 3 bytes") {
+		if !errors.Is(err, cliflag.ErrUsage) || !strings.Contains(err.Error(), "secret of 3 bytes") {
 			t.Errorf("got %v, want a usage error about the secret's length", err)
 		}
 	})
@@ -156,7 +157,7 @@ func TestServeWebFlags(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"--players", "nonsense"}, {"--run", filepath.Join(dir, "missing")}} {
-		if err := runServe(context.Background(), &cliEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, append([]string{"--addr", "127.0.0.1:0"}, args...)); !errors.Is(err, errUsage) {
+		if err := runServe(context.Background(), &cliEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, append([]string{"--addr", "127.0.0.1:0"}, args...)); !errors.Is(err, cliflag.ErrUsage) {
 			t.Errorf("%v: got %v, want a usage error", args, err)
 		}
 	}
@@ -301,7 +302,7 @@ func TestServeClosesSlowAndIdleClients(t *testing.T) {
 	})
 	t.Run("write timeout below max wait", func(t *testing.T) {
 		err := runServe(context.Background(), &cliEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, []string{"--addr", "127.0.0.1:0", "--write-timeout", "10s"})
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--max-wait") {
+		if !errors.Is(err, cliflag.ErrUsage) || !strings.Contains(err.Error(), "--max-wait") {
 			t.Errorf("got %v, want a usage error naming --max-wait", err)
 		}
 	})
@@ -412,7 +413,7 @@ func TestServedReply(t *testing.T) {
 	} {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		ctxLen := fs.Int("context", 2048, "")
-		rf := newOptionFlags(fs, web.SeatOptions{}.Defaults().Reply)
+		rf := cliflag.NewOptionFlags(fs, web.SeatOptions{}.Defaults().Reply)
 		rf.Int("max-tokens", "", func(r *selfplay.Reply) *int { return &r.MaxTokens })
 		rf.String("trace", "", func(r *selfplay.Reply) *string { return &r.Trace })
 		if err := fs.Parse(tt.args); err != nil {

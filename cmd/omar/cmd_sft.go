@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/omar-selfplay/omar/bc"
+	"github.com/omar-selfplay/omar/internal/cliflag"
+	"github.com/omar-selfplay/omar/internal/progress"
 )
 
 func init() {
@@ -13,7 +15,7 @@ func init() {
 }
 
 // bindSFT binds omar sft's flags to its options.
-func bindSFT(f *optionFlags[bc.SFTOptions]) {
+func bindSFT(f *cliflag.OptionFlags[bc.SFTOptions]) {
 	d := bc.SFTOptions{}.Defaults()
 	f.String("model", "base model GGUF (F32/F16/BF16; llama, qwen2 or qwen3)", func(o *bc.SFTOptions) *string { return &o.Model })
 	f.String("data", "trajectories JSONL (omar rollout/selfplay output): the policy's generated tokens are learnt", func(o *bc.SFTOptions) *string { return &o.Data })
@@ -47,13 +49,13 @@ func bindSFT(f *optionFlags[bc.SFTOptions]) {
 // turns are context only), the supervised warm-up before RL.
 func runSFT(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "sft")
-	of := newOptionFlags(fs, bc.SFTOptions{}.Defaults())
+	of := cliflag.NewOptionFlags(fs, bc.SFTOptions{}.Defaults())
 	bindSFT(of)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), errUsage)
+		return fmt.Errorf("unexpected arguments %v: %w", fs.Args(), cliflag.ErrUsage)
 	}
 	o := bc.SFTOptions{}.Defaults()
 	if err := of.Apply(&o); err != nil {
@@ -63,23 +65,21 @@ func runSFT(ctx context.Context, env *cliEnv, args []string) error {
 		o.Train.LibDir = llamaLibEnv()
 	}
 	if o.Model == "" || o.Data == "" && len(o.Records) == 0 {
-		return fmt.Errorf("--model and --data or --records are required: %w", errUsage)
+		return fmt.Errorf("--model and --data or --records are required: %w", cliflag.ErrUsage)
 	}
-	var bar *progress
+	var bar *progress.Bar
 	start := time.Now()
 	res, err := bc.SFT(ctx, o, bc.SFTHooks{
-		Start: func(steps int) { bar = newProgress(env, steps, "sft") },
+		Start: func(steps int) { bar = progress.New(env.stderr, env.interactive, steps, "sft") },
 		Step: func(loss float64) {
-			bar.add(1)
-			bar.describe(fmt.Sprintf("sft loss %.3f", loss))
+			bar.Add(1)
+			bar.Describe(fmt.Sprintf("sft loss %.3f", loss))
 		},
 		Epoch: func(epoch int, loss float64, steps int) {
 			fmt.Fprintf(env.stdout, "epoch %d: mean loss %.4f over %d steps\n", epoch, loss, steps)
 		},
 	})
-	if bar != nil {
-		bar.finish()
-	}
+	bar.Finish()
 	if err != nil {
 		if res.Saved {
 			fmt.Fprintf(env.stderr, "sft: interrupted; adapter after %d steps written to %s\n", res.Steps, o.Out)

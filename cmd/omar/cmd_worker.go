@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/omar-selfplay/omar/cluster"
+	"github.com/omar-selfplay/omar/internal/cliflag"
 )
 
 func init() {
@@ -33,7 +34,7 @@ func runWorker(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if o.URL == "" || fs.NArg() > 0 {
-		return usagef("omar worker --nats URL [--name NAME]: a server URL and no arguments")
+		return cliflag.Usagef("omar worker --nats URL [--name NAME]: a server URL and no arguments")
 	}
 	err := cluster.Work(ctx, o)
 	if ctx.Err() != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/omar-selfplay/omar/internal/cliflag"
 	"github.com/omar-selfplay/omar/loop"
 )
 
@@ -58,7 +59,7 @@ func commandFlags(t *testing.T) map[string]*flag.FlagSet {
 			switch {
 			case env.flags != nil:
 				out[full] = env.flags
-			case errors.Is(err, errUsage):
+			case errors.Is(err, cliflag.ErrUsage):
 				t.Fatalf("omar %s -h: %v (a command with subcommands needs an entry in subcommands)", full, err)
 			}
 		}
@@ -86,15 +87,8 @@ func flagsDoc(sets map[string]*flag.FlagSet) string {
 	sort.Strings(names)
 	for _, n := range names {
 		fmt.Fprintf(&b, "\n## omar %s\n\n| flag | default | meaning |\n|---|---|---|\n", n)
-		var fl []*flag.Flag
-		sets[n].VisitAll(func(f *flag.Flag) {
-			if !isAlias(f) {
-				fl = append(fl, f)
-			}
-		})
-		sort.Slice(fl, func(i, j int) bool { return fl[i].Name < fl[j].Name })
-		for _, f := range fl {
-			d := flagDefault(f)
+		for _, f := range cliflag.Shown(sets[n]) {
+			d := cliflag.Default(f)
 			if d != "" {
 				d = "`" + d + "`"
 			}
@@ -129,7 +123,7 @@ func TestFlagVocabulary(t *testing.T) {
 	sets := commandFlags(t)
 	for n, fs := range sets {
 		fs.VisitAll(func(f *flag.Flag) {
-			if slices.Contains(retired, f.Name) && !isAlias(f) {
+			if slices.Contains(retired, f.Name) && !cliflag.IsAlias(f) {
 				t.Errorf("omar %s shows --%s: the vocabulary's name is another (docs/flags.md)", n, f.Name)
 			}
 		})
@@ -141,30 +135,15 @@ func TestFlagVocabulary(t *testing.T) {
 			continue
 		}
 		old, cur := fs.Lookup(r[1]), fs.Lookup(r[2])
-		if old == nil || cur == nil || !isAlias(old) {
+		if old == nil || cur == nil || !cliflag.IsAlias(old) {
 			t.Errorf("omar %s: --%s should be a hidden alias of --%s", r[0], r[1], r[2])
 		}
 	}
 	var b bytes.Buffer
-	printFlags(&b, sets["selfplay"])
+	cliflag.Print(&b, sets["selfplay"])
 	for _, want := range []string{"--iterations", fmt.Sprintf("(default %d)", loop.Options{}.Defaults().Iterations)} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("omar selfplay -h lacks %q:\n%s", want, b.String())
 		}
-	}
-}
-
-// TestFlagAlias: an old spelling sets the new flag and says so.
-func TestFlagAlias(t *testing.T) {
-	var errb bytes.Buffer
-	env := &cliEnv{stdout: &bytes.Buffer{}, stderr: &errb}
-	fs := newFlags(env, "x")
-	n := fs.Int("context", 1, "tokens")
-	alias(env, fs, "ctx", "context")
-	if err := fs.Parse([]string{"--ctx", "7"}); err != nil || *n != 7 {
-		t.Fatalf("--ctx 7: %v, context %d", err, *n)
-	}
-	if !strings.Contains(errb.String(), "--ctx is now --context") {
-		t.Errorf("no note: %q", errb.String())
 	}
 }

@@ -188,15 +188,15 @@ declare -- commit="abc1234"
 `)
 			write("steps.tsv", "step\tstatus\tseconds\toutput\tnote\ndecode-gpu\tok\t20\tdecode-gpu.txt\t\n")
 			var dec strings.Builder
-			writeDecodeHeader(&dec)
+			llama.WriteDecodeHeader(&dec)
 			for _, p := range []int{1, 8, 32, 128} {
 				ratio := 1.0
 				if p == 32 {
 					ratio = tc.ratio32
 				}
 				// 1 s of raw decoding; the backend's time gives the ratio.
-				writeDecodeRow(&dec, llama.DecodeBench{Parallel: p, BackendTokens: int64(128 * p), RawTokens: int64(128 * p),
-					RawTime: time.Second, BackendTime: time.Duration(float64(time.Second) / ratio)})
+				llama.DecodeBench{Parallel: p, BackendTokens: int64(128 * p), RawTokens: int64(128 * p),
+					RawTime: time.Second, BackendTime: time.Duration(float64(time.Second) / ratio)}.WriteRow(&dec)
 			}
 			write("decode-gpu.txt", dec.String())
 			jsonOf := func(r train.StepBench) string {

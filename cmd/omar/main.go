@@ -8,16 +8,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"golang.org/x/term"
 	"io"
 	"os"
-	"os/signal"
 	"sort"
-	"strings"
-	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/omar-selfplay/omar/internal/cliflag"
+	"github.com/omar-selfplay/omar/internal/interrupt"
 )
 
 // command is one subcommand. run receives the arguments after the
@@ -50,58 +50,15 @@ func register(c command) {
 	commands[c.name] = c
 }
 
-// errUsage marks errors after which the usage text helps (exit status 2).
-// It is a marker, not a message: wrap it last ("…: %w") or build the error
-// with usagef, and main prints the message without it.
-var errUsage = errors.New("usage")
-
-// usageError is an error that is a usage error (errors.Is(err, errUsage))
-// without the marker in its text.
-type usageError struct{ err error }
-
-func (e usageError) Error() string        { return e.err.Error() }
-func (e usageError) Unwrap() error        { return e.err }
-func (e usageError) Is(target error) bool { return target == errUsage }
-
-// usagef formats a usage error.
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
-
-// errorText is err's message for the user: without the trailing marker
-// of errors wrapped as "…: %w", errUsage.
-func errorText(err error) string {
-	return strings.TrimSuffix(err.Error(), ": "+errUsage.Error())
-}
-
 // isHelp reports whether args ask for a command's help rather than run it.
 func isHelp(args []string) bool {
 	return len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help")
 }
 
 func main() {
-	ctx := interruptContext(os.Stderr)
+	ctx := interrupt.Context(os.Stderr, "omar")
 	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, interactive: isTerminal(os.Stderr)}
 	os.Exit(runMain(ctx, env, os.Args[1:]))
-}
-
-// interruptContext is cancelled by the first interrupt or SIGTERM, which
-// lets a command stop at its next safe point: a training run finishes the
-// update in progress and writes its checkpoint, which for a large model
-// can take minutes. The second signal gets the default action and ends
-// the process at once; a training run then resumes from its last
-// checkpoint, whose files are written atomically.
-func interruptContext(w io.Writer) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		s := <-sig
-		signal.Stop(sig) // no handler left: the next signal terminates
-		fmt.Fprintf(w, "\nomar: %v: stopping at the next safe point (again to quit at once)\n", s)
-		cancel()
-	}()
-	return ctx
 }
 
 func runMain(ctx context.Context, env *cliEnv, args []string) int {
@@ -118,25 +75,8 @@ func runMain(ctx context.Context, env *cliEnv, args []string) int {
 		usage(env.stderr)
 		return 2
 	}
-	if err := c.run(ctx, env, args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			if env.flags != nil {
-				fmt.Fprintf(env.stderr, "Usage of omar %s:\n", c.name)
-				printFlags(env.stderr, env.flags)
-			}
-			return 0
-		}
-		if env.flags != nil && isFlagError(err) {
-			fmt.Fprintf(env.stderr, "omar %s: %s%s\nRun 'omar %s -h' for its flags.\n", c.name, err, suggestFlag(env.flags, err), c.name)
-			return 2
-		}
-		fmt.Fprintf(env.stderr, "omar %s: %s\n", c.name, errorText(err))
-		if errors.Is(err, errUsage) {
-			return 2
-		}
-		return 1
-	}
-	return 0
+	err := c.run(ctx, env, args[1:])
+	return cliflag.Report(env.stderr, "omar "+c.name, env.flags, err)
 }
 
 func usage(w io.Writer) {

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -71,26 +69,5 @@ func TestHelpAndUsageErrors(t *testing.T) {
 				t.Errorf("stderr lists flags after an error:\n%s", errb.String())
 			}
 		})
-	}
-}
-
-func TestUsageError(t *testing.T) {
-	for _, tc := range []struct {
-		err       error
-		text      string
-		wantUsage bool
-	}{
-		{usagef("bad %d", 3), "bad 3", true},
-		{fmt.Errorf("bad: %w", errUsage), "bad", true},
-		{fmt.Errorf("outer: %w", usagef("inner")), "outer: inner", true},
-		{errors.New("plain: usage of memory"), "plain: usage of memory", false},
-		{errors.New("disk full"), "disk full", false},
-	} {
-		if got := errorText(tc.err); got != tc.text {
-			t.Errorf("errorText(%q) = %q, want %q", tc.err, got, tc.text)
-		}
-		if got := errors.Is(tc.err, errUsage); got != tc.wantUsage {
-			t.Errorf("errors.Is(%q, errUsage) = %v, want %v", tc.err, got, tc.wantUsage)
-		}
 	}
 }

@@ -3,6 +3,7 @@ package llama
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/omar-selfplay/omar/inference"
@@ -34,6 +35,18 @@ func (d DecodeBench) RawRate() float64 { return float64(d.RawTokens) / d.RawTime
 // Ratio is BackendRate / RawRate: the cost of batching, sampling and
 // bookkeeping over bare decoding (1 = free).
 func (d DecodeBench) Ratio() float64 { return d.BackendRate() / d.RawRate() }
+
+// WriteDecodeHeader and WriteRow print BenchDecode's results as a table,
+// which scripts/gpu-check.sh reads (the ratio is the fourth column). Fixed
+// widths rather than a tabwriter: rows print as they finish.
+func WriteDecodeHeader(w io.Writer) {
+	fmt.Fprintf(w, "%8s %14s %12s %7s %14s %12s %13s\n", "parallel", "backend tok/s", "raw tok/s", "ratio", "backend tokens", "raw tokens", "decode share")
+}
+
+// WriteRow prints d as a row of WriteDecodeHeader's table.
+func (d DecodeBench) WriteRow(w io.Writer) {
+	fmt.Fprintf(w, "%8d %14.0f %12.0f %7.3f %14d %12d %13.3f\n", d.Parallel, d.BackendRate(), d.RawRate(), d.Ratio(), d.BackendTokens, d.RawTokens, d.BackendDecodeShare)
+}
 
 // BenchDecode measures generation throughput with parallel concurrent
 // requests of promptTokens each, generating newTokens each (end-of-

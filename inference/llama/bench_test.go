@@ -3,7 +3,9 @@ package llama
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkDecode reports the backend's and the raw loop's generation rate
@@ -60,4 +62,19 @@ func TestBenchDecodeChunked(t *testing.T) {
 			t.Error("got no error, want one")
 		}
 	})
+}
+
+// TestDecodeTable: the table's fourth column is the ratio, which
+// scripts/gpu-check.sh reads.
+func TestDecodeTable(t *testing.T) {
+	var b strings.Builder
+	WriteDecodeHeader(&b)
+	DecodeBench{Parallel: 8, BackendTokens: 1000, BackendTime: 2 * time.Second, RawTokens: 1000, RawTime: time.Second, BackendDecodeShare: 0.9}.WriteRow(&b)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines:\n%s", len(lines), b.String())
+	}
+	if row := strings.Fields(lines[1]); len(row) != 7 || row[0] != "8" || row[3] != "0.500" || row[6] != "0.900" {
+		t.Errorf("row %q, want parallel 8, ratio 0.500 in the fourth column, decode share 0.900", lines[1])
+	}
 }

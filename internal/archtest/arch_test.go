@@ -30,6 +30,8 @@ var layers = map[string]int{
 	// internal/jsonl).
 	"engine": 1, "llamacpp": 1, "model": 1, "internal/strictyaml": 1, "runfiles": 1,
 	"judge/judgetest": 1, // the judge's fake Ollama, over ollamatest
+	// Option flags with --set over strict YAML.
+	"internal/cliflag": 2,
 	// Environments' shared parts and the inference seam.
 	"engine/remote": 2, "engine/enginetest": 2, "games/negotiation": 2, "games/sealedbid": 2,
 	"werewolf": 2, "sotopia": 2, "inference": 2, "llamacpp/llamatest": 2,

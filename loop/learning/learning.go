@@ -9,10 +9,12 @@ package learning
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/engine"
@@ -169,6 +171,48 @@ type Result struct {
 	// rock–paper–scissors, its equilibrium value).
 	Optimum float64 `json:"optimum"`
 	Points  []Point `json:"points"`
+}
+
+// Grid is a run of base for every test bed × estimator × model × seed,
+// in that order, each validated.
+func Grid(base Options, envs, estimators, models []string, seeds []uint64) ([]Options, error) {
+	var runs []Options
+	for _, e := range envs {
+		for _, est := range estimators {
+			for _, m := range models {
+				for _, s := range seeds {
+					o := base
+					o.Env, o.Estimator, o.Model, o.Seed = e, est, m, s
+					if err := o.Validate(); err != nil {
+						return nil, err
+					}
+					runs = append(runs, o)
+				}
+			}
+		}
+	}
+	return runs, nil
+}
+
+// WriteHeader writes the header of a table of runs, a row each (WriteRow).
+func WriteHeader(w io.Writer) {
+	fmt.Fprintf(w, "%-16s %-12s %-8s %4s  %-8s %s\n", "env", "estimator", "model", "seed", "figure", "by iteration")
+}
+
+// WriteRow writes r as a row of WriteHeader's table: the run's options
+// and its figure iteration by iteration, the fraction of the optimum (for
+// rock–paper–scissors the exploitability).
+func (r *Result) WriteRow(w io.Writer) {
+	figure, vals := "fraction", make([]string, len(r.Points))
+	for i, p := range r.Points {
+		v := p.Fraction
+		if p.Moves != nil {
+			figure, v = "exploit", p.Exploitability
+		}
+		vals[i] = fmt.Sprintf("%.2f", v)
+	}
+	o := r.Options
+	fmt.Fprintf(w, "%-16s %-12s %-8s %4d  %-8s %s\n", o.Env, o.Estimator, o.Model, o.Seed, figure, strings.Join(vals, " "))
 }
 
 // Optimum returns the optimal expected reward of the test bed env under

@@ -193,3 +193,34 @@ func TestSampledProbs(t *testing.T) {
 		t.Errorf("iteration 2: sampled %v, first %v; want 0.1, 0.1", pts[1].SampledProb, pts[1].FirstProb)
 	}
 }
+
+// TestGrid: a run per test bed × estimator × model × seed, in that order;
+// an invalid one is refused.
+func TestGrid(t *testing.T) {
+	base := Options{}.Defaults()
+	runs, err := Grid(base, []string{"testbed_bandit", "testbed_rps"}, []string{advantage.Default}, []string{"tiny"}, []uint64{1, 2})
+	if err != nil || len(runs) != 4 {
+		t.Fatalf("got %d runs, %v; want 4", len(runs), err)
+	}
+	if r := runs[1]; r.Env != "testbed_bandit" || r.Seed != 2 || r.Iterations != base.Iterations {
+		t.Errorf("second run %+v, want the bandit with seed 2 and the base's iterations", r)
+	}
+	if _, err := Grid(base, []string{"casino"}, []string{advantage.Default}, []string{"tiny"}, []uint64{1}); err == nil || !strings.Contains(err.Error(), "casino") {
+		t.Errorf("a grid over a game that is not a test bed: %v", err)
+	}
+}
+
+// TestTableRow: a row shows the fraction of the optimum by iteration, or
+// for rock–paper–scissors the exploitability.
+func TestTableRow(t *testing.T) {
+	o := Options{}.Defaults()
+	var b strings.Builder
+	WriteHeader(&b)
+	(&Result{Options: o, Points: []Point{{Fraction: 0.5}, {Fraction: 0.75}}}).WriteRow(&b)
+	o.Env = "testbed_rps"
+	(&Result{Options: o, Points: []Point{{Moves: &[3]float64{1, 0, 0}, Exploitability: 1}}}).WriteRow(&b)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[1], "fraction 0.50 0.75") || !strings.HasSuffix(lines[2], "exploit  1.00") {
+		t.Errorf("got\n%s", b.String())
+	}
+}

@@ -1,4 +1,4 @@
-package main
+package interrupt
 
 import (
 	"bufio"
@@ -12,13 +12,13 @@ import (
 	"time"
 )
 
-// TestInterruptTwice runs a child process that waits on interruptContext
+// TestInterruptTwice runs a child process that waits on Context
 // and then keeps working, as a training run finishing its update does:
 // the first SIGINT cancels the context and says so, the second ends the
 // process at once.
 func TestInterruptTwice(t *testing.T) {
 	if os.Getenv("OMAR_TEST_INTERRUPT_CHILD") == "1" {
-		ctx := interruptContext(os.Stdout)
+		ctx := Context(os.Stdout, "prog")
 		fmt.Println("ready")
 		<-ctx.Done()
 		fmt.Println("cancelled")
@@ -66,7 +66,7 @@ func TestInterruptTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := await("cancelled")
-	if !strings.Contains(strings.Join(seen, "\n"), "omar: interrupt: stopping at the next safe point (again to quit at once)") {
+	if !strings.Contains(strings.Join(seen, "\n"), "prog: interrupt: stopping at the next safe point (again to quit at once)") {
 		t.Errorf("the first interrupt was not announced: %q", seen)
 	}
 	start := time.Now()
