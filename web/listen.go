@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -173,4 +174,19 @@ func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+// WriteBanner writes what omar serve says once it listens on addr: the
+// routes, and how to get the secret. A secret the operator chose (given)
+// is not echoed, as it may end up in a log; a drawn one must be, or
+// nobody could create an episode. env names the variable that holds a
+// chosen secret.
+func WriteBanner(w io.Writer, addr, secret string, given bool, env string) {
+	fmt.Fprintf(w, "omar serve: listening on http://%s (web page /ui/; POST /v1/episodes; GET /v1/episodes/{id}/events; POST /v1/episodes/{id}/actions)\n", addr)
+	if given {
+		fmt.Fprintln(w, "omar serve: creating and listing episodes needs the secret given by --secret or $"+env+" (Authorization: Bearer …)")
+		return
+	}
+	fmt.Fprintf(w, "omar serve: secret for creating and listing episodes (Authorization: Bearer …): %s\n", secret)
+	fmt.Fprintf(w, "omar serve: web page with the secret: http://%s/ui/#secret=%s\n", addr, secret)
 }

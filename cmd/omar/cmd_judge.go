@@ -51,6 +51,7 @@ func (f *judgeFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&f.opts.MaxTokens, "max-tokens", 0, "cap on judge reply tokens (0: the grammar's bound)")
 	fs.BoolVar(&f.opts.Extra, "extra", false, "also score the five OMAR metrics (compromise, persuasion, …)")
 	fs.BoolVar(&f.opts.Process, "process", false, "also compute the per-turn process reward (one completion per turn)")
+	fs.StringVar(&f.opts.StageWeights, "stage-weights", f.opts.StageWeights, "the process reward's stage weights: proposed (by the judge, sanitised) or fixed (the stage table, the ablation)")
 }
 
 func runJudge(ctx context.Context, env *cliEnv, args []string) error {

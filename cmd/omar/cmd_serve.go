@@ -54,6 +54,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	policy := fs.String("policy", "", "policy model (GGUF) also served on OpenAI-compatible /v1/chat/completions and /v1/completions; calls are recorded for training (docs/proxy.md)")
 	policyAdapter := fs.String("policy-adapter", "", "LoRA adapter of --policy")
 	policyKey := fs.String("policy-key", "", "bearer token the proxy's completion calls need (default: $"+policyKeyEnv+", else none: open to whoever reaches the server)")
+	var po proxy.PolicyOptions // forwarding to a teacher; its key is $OMAR_FORWARD_KEY (a flag would show in ps)
+	fs.StringVar(&po.Forward, "policy-forward", "", "with --policy: answer chat calls by this OpenAI-compatible endpoint (a teacher), recorded with the policy's template and tokenizer (docs/proxy.md)")
+	fs.StringVar(&po.ForwardModel, "policy-forward-model", "", "the model name sent to --policy-forward")
 	ho := bindHTTP(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -99,22 +102,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
 		fmt.Fprintf(env.stderr, "warning: listening on %s, which is not a loopback address\n", ln.Addr())
 	}
-	fmt.Fprintf(env.stdout, "omar serve: listening on http://%s (web page /ui/; POST /v1/episodes; GET /v1/episodes/{id}/events; POST /v1/episodes/{id}/actions)\n", ln.Addr())
-	// A secret the operator chose is not echoed (it may be in a log); a
-	// drawn one must be, or nobody could create an episode.
-	if given {
-		fmt.Fprintln(env.stdout, "omar serve: creating and listing episodes needs the secret given by --secret or $"+serveSecretEnv+" (Authorization: Bearer …)")
-	} else {
-		fmt.Fprintf(env.stdout, "omar serve: secret for creating and listing episodes (Authorization: Bearer …): %s\n", srv.Secret())
-		fmt.Fprintf(env.stdout, "omar serve: web page with the secret: http://%s/ui/#secret=%s\n", ln.Addr(), srv.Secret())
-	}
+	web.WriteBanner(env.stdout, ln.Addr().String(), srv.Secret(), given, serveSecretEnv)
 	var handler http.Handler = srv
 	if *policy != "" {
 		if *policyKey == "" {
 			*policyKey = os.Getenv(policyKeyEnv)
 		}
-		po := proxy.PolicyOptions{Model: *policy, Adapter: *policyAdapter, Backend: so.Backend,
-			Slots: so.Slots, Context: so.Context, MaxTokens: so.Seat.MaxTokens, APIKey: *policyKey}
+		po.Model, po.Adapter, po.Backend, po.Slots, po.Context = *policy, *policyAdapter, so.Backend, so.Slots, so.Context
+		po.MaxTokens, po.APIKey, po.ForwardKey = so.Seat.MaxTokens, *policyKey, os.Getenv("OMAR_FORWARD_KEY")
 		h, closer, err := proxy.Mount(po, "http://"+ln.Addr().String(), srv.Secret(), srv, env.stdout)
 		if err != nil {
 			return err

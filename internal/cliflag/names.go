@@ -176,3 +176,16 @@ func Uints(s string) ([]uint64, error) {
 	}
 	return out, nil
 }
+
+// Float32 is a flag.Func setter of *p: a float32 flag for the flag
+// package, which has none.
+func Float32(p *float32) func(string) error {
+	return func(s string) error {
+		v, err := strconv.ParseFloat(s, 32)
+		if err != nil {
+			return numErr(err)
+		}
+		*p = float32(v)
+		return nil
+	}
+}
