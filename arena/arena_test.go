@@ -595,7 +595,7 @@ func checkRecords(t *testing.T, dir string, want int) {
 				seat = j
 			}
 		}
-		if r.Seed != res.Seed || seat < 0 || r.Seats[seat].Agent != res.Player || r.Outcome.Rewards[seat] != res.Reward {
+		if r.Seed != uint64(res.Seed) || seat < 0 || r.Seats[seat].Agent != res.Player || r.Outcome.Rewards[seat] != res.Reward {
 			t.Errorf("record %d (seed %d, seats %+v, rewards %v) does not match result %+v", i, r.Seed, r.Seats, r.Outcome.Rewards, res)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // Files an evaluation writes in its directory.
@@ -31,8 +32,8 @@ type Result struct {
 	OpponentVersion string `json:"opponent_version,omitempty"`
 	// Episode counts from 0 within the pairing; every pairing of an
 	// environment plays the same deal in its episode k.
-	Episode int    `json:"episode"`
-	Seed    uint64 `json:"seed"`
+	Episode int        `json:"episode"`
+	Seed    seeds.JSON `json:"seed"` // a decimal string in JSON, exact in JavaScript; numbers still read
 	// Scenario is the curated scenario's id, when the game names it.
 	Scenario string `json:"scenario,omitempty"`
 	// Reward is the mean terminal reward of the player's seats,
@@ -65,7 +66,7 @@ type resultKey struct {
 func newResult(rec *engine.Record, side Side, e *env, p, o Player, episode int) Result {
 	r := Result{
 		Env: e.Name, Side: side.Name, Player: p.Name, PlayerVersion: p.Version,
-		Opponent: o.Name, OpponentVersion: o.Version, Episode: episode, Seed: rec.Seed,
+		Opponent: o.Name, OpponentVersion: o.Version, Episode: episode, Seed: seeds.JSON(rec.Seed),
 		Result: rec.Outcome.Result, Metrics: rec.Outcome.Metrics,
 	}
 	var sc struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/omar-selfplay/omar/games/sealedbid"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/inference/scripted"
+	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 	"github.com/omar-selfplay/omar/werewolf"
 	"github.com/parquet-go/parquet-go"
@@ -143,7 +144,7 @@ func syntheticTrajectories(n int) []selfplay.Trajectory {
 	var out []selfplay.Trajectory
 	for i := range n {
 		t := selfplay.Trajectory{
-			Env: "werewolf_v1", Episode: i / 3, Seed: rng.Uint64(), Scenario: fmt.Sprintf("werewolf_v1#%d", i/3),
+			Env: "werewolf_v1", Episode: i / 3, Seed: seeds.JSON(rng.Uint64()), Scenario: fmt.Sprintf("werewolf_v1#%d", i/3),
 			Seat: i % 3, SeatName: fmt.Sprintf("p%d", i%3+1), Role: []string{"werewolf", "seer", "villager"}[i%3],
 			Agent: "llama:tiny.gguf", Segment: i % 2, Reward: rng.Float64()*2 - 1, ShapedTurns: i%4 == 0,
 		}

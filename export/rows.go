@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -95,7 +96,7 @@ type EventRow struct {
 // numbers that do not fit the schema's 32-bit columns.
 func NewTrajectoryRow(t *selfplay.Trajectory) (TrajectoryRow, error) {
 	row := TrajectoryRow{
-		Env: t.Env, Episode: int64(t.Episode), Seed: t.Seed, Scenario: t.Scenario,
+		Env: t.Env, Episode: int64(t.Episode), Seed: uint64(t.Seed), Scenario: t.Scenario,
 		SeatName: t.SeatName, Role: t.Role, Team: t.Team, Agent: t.Agent,
 		Tokens: t.Tokens, Mask: t.Mask, Logprobs: t.Logprobs, RawLogprobs: t.RawLogprobs,
 		TurnRewards: t.TurnRewards, Reward: t.Reward, ShapedTurns: t.ShapedTurns, TurnFlags: t.TurnFlags,
@@ -131,7 +132,7 @@ func NewTrajectoryRow(t *selfplay.Trajectory) (TrajectoryRow, error) {
 // Trajectory converts a row back to the trajectory it was made from.
 func (r *TrajectoryRow) Trajectory() selfplay.Trajectory {
 	t := selfplay.Trajectory{
-		Env: r.Env, Episode: int(r.Episode), Seed: r.Seed, Scenario: r.Scenario,
+		Env: r.Env, Episode: int(r.Episode), Seed: seeds.JSON(r.Seed), Scenario: r.Scenario,
 		Seat: int(r.Seat), SeatName: r.SeatName, Role: r.Role, Team: r.Team, Agent: r.Agent,
 		Segment: int(r.Segment),
 		Tokens:  nonNil(r.Tokens), Mask: selfplay.Mask(nonNil(r.Mask)),

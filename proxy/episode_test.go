@@ -161,7 +161,7 @@ func TestProxyEpisodeTrains(t *testing.T) {
 		if tr.Segment != 0 || len(tr.TurnEnds) < 2 {
 			t.Errorf("seat %d: segment %d with %d turns: want every turn in one stream", tr.Seat, tr.Segment, len(tr.TurnEnds))
 		}
-		if tr.Env != "craigslist_v1" || tr.Seed != seed || tr.Role == "" || tr.Generated() == 0 {
+		if tr.Env != "craigslist_v1" || uint64(tr.Seed) != seed || tr.Role == "" || tr.Generated() == 0 {
 			t.Errorf("seat %d: env %q seed %d role %q, %d generated tokens", tr.Seat, tr.Env, tr.Seed, tr.Role, tr.Generated())
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 )
 
@@ -250,7 +251,7 @@ func (s *session) trajectories(reward float64, episodeIndex int) []selfplay.Traj
 			}
 		}
 		if tie := s.tie; tie != nil {
-			t.Env, t.Seed, t.Seat, t.SeatName = tie.Env, tie.Seed, tie.Seat, tie.SeatName
+			t.Env, t.Seed, t.Seat, t.SeatName = tie.Env, seeds.JSON(tie.Seed), tie.Seat, tie.SeatName
 			t.Scenario = fmt.Sprintf("%s@%d", tie.Env, tie.Seed)
 			t.Role = tie.Role
 			if t.Role == "" {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // Player is a policy: a backend and, for a token-level backend, its
@@ -54,7 +55,7 @@ type modelSeat struct {
 
 func newModelSeat(run *episodeRun, p *Player, s engine.Seat, keep bool) *modelSeat {
 	o := StreamOptions{Reply: run.opts.Reply, Stop: run.opts.Stop, Key: fmt.Sprintf("%s/e%d/s%d", run.key, run.index, s.Index), Seed: run.samplingSeed}
-	head := Trajectory{Env: run.env, Episode: run.index, Seed: run.seed, Scenario: run.scenario}
+	head := Trajectory{Env: run.env, Episode: run.index, Seed: seeds.JSON(run.seed), Scenario: run.scenario}
 	st := newSeatStream(p, s, o, head, keep)
 	st.stats = run.stats
 	return &modelSeat{stream: st, run: run, player: p, seat: s, keep: keep}

@@ -10,6 +10,7 @@ import (
 	"github.com/omar-selfplay/omar/engine"
 	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/internal/jsonl"
+	"github.com/omar-selfplay/omar/seeds"
 )
 
 // Trajectory is one seat's token stream of one episode (one segment of it
@@ -21,16 +22,16 @@ import (
 // there); those ids are exactly the sampled ids, never a re-tokenisation of
 // decoded text.
 type Trajectory struct {
-	Env      string `json:"env"`
-	Episode  int    `json:"episode"`  // index of the episode in the run
-	Seed     uint64 `json:"seed"`     // the episode's seed
-	Scenario string `json:"scenario"` // scenario id: env + seed, the GRPO group key with Role
-	Seat     int    `json:"seat"`
-	SeatName string `json:"seat_name"`
-	Role     string `json:"role"`
-	Team     string `json:"team,omitempty"`
-	Agent    string `json:"agent"`   // the label of the policy that played the seat
-	Segment  int    `json:"segment"` // 0 unless the stream was restarted
+	Env      string     `json:"env"`
+	Episode  int        `json:"episode"`  // index of the episode in the run
+	Seed     seeds.JSON `json:"seed"`     // the episode's seed, a decimal string in JSON (exact in JavaScript; numbers still read)
+	Scenario string     `json:"scenario"` // scenario id: env + seed, the GRPO group key with Role
+	Seat     int        `json:"seat"`
+	SeatName string     `json:"seat_name"`
+	Role     string     `json:"role"`
+	Team     string     `json:"team,omitempty"`
+	Agent    string     `json:"agent"`   // the label of the policy that played the seat
+	Segment  int        `json:"segment"` // 0 unless the stream was restarted
 
 	Tokens []int32 `json:"tokens"`
 	Mask   Mask    `json:"mask"`
