@@ -396,9 +396,10 @@ func playOne(ctx context.Context, o Options, w work) (Result, *engine.Record, er
 		return Result{}, nil, fmt.Errorf("arena: %s %s %s vs %s: %w", c.env.Name, c.side.Name, c.player.Name, c.opponent.Name, err)
 	}
 	var rec *engine.Record
+	var tom map[int]selfplay.ToMScores
 	start := time.Now()
 	_, err = r.Run(ctx, FirstEpisode+w.episode, 1, func(res *selfplay.EpisodeResult) error {
-		rec = res.Record
+		rec, tom = res.Record, res.ToM
 		return nil
 	})
 	if err != nil {
@@ -407,7 +408,9 @@ func playOne(ctx context.Context, o Options, w work) (Result, *engine.Record, er
 	if rec == nil {
 		return Result{}, nil, fmt.Errorf("arena: %s episode %d: no record after %v", c.env.Name, w.episode, time.Since(start))
 	}
-	return newResult(rec, c.side, c.env, c.player, c.opponent, w.episode), rec, nil
+	res := newResult(rec, c.side, c.env, c.player, c.opponent, w.episode)
+	res.ToM = newToMResult(rec, c.side, tom)
+	return res, rec, nil
 }
 
 // seedOf is the deal seed of held-out episode k: what a selfplay runner

@@ -67,6 +67,8 @@ type Cell struct {
 	// Metrics are the means of the outcomes' metrics, as the game names
 	// them (per-role ones carry the role: opening_buyer, agent_1/goal).
 	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// ToM are the means of the player's theory-of-mind trace scores.
+	ToM *ToMCell `json:"tom,omitempty"`
 }
 
 // Difference is the paired difference Player − Than of mean rewards.
@@ -280,6 +282,7 @@ func makeCell(b bootstrap, tag string, sl slotKey, player string, rs []Result, s
 		c.InvalidRate = float64(invalid) / float64(decisions)
 		c.DefaultedRate = float64(defaulted) / float64(decisions)
 	}
+	c.ToM = tomCell(b, tag, rs)
 	if len(sums) > 0 {
 		c.Metrics = map[string]float64{}
 		for k, s := range sums {

@@ -50,6 +50,9 @@ type Result struct {
 	Defaulted int `json:"defaulted"`
 	// Metrics are the outcome's metrics (behaviour, probes, judge scores).
 	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// ToM are the player's theory-of-mind trace scores (Options.Trace
+	// "tom"; arena/tom.go), absent where not measured.
+	ToM *ToMResult `json:"tom,omitempty"`
 }
 
 // key identifies the pairing episode a result belongs to.

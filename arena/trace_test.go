@@ -2,6 +2,7 @@ package arena
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/omar-selfplay/omar/inference"
@@ -28,15 +29,33 @@ func TestTrace(t *testing.T) {
 	}{{"", true}, {selfplay.TraceToM, false}} {
 		o := scriptedOptions(2, Env{Name: "craigslist", Params: map[string]any{"structured_only": true}})
 		o.Trace, o.MaxTokens, o.Grammar = tc.trace, 64, false
-		invalid := 0
-		_, err := Evaluate(context.Background(), o, "", []Player{p}, []Player{scriptedPlayer("naive")}, Hooks{
-			Episode: func(r Result) { invalid += r.Invalid },
+		invalid, inferred := 0, 0
+		rep, err := Evaluate(context.Background(), o, "", []Player{p}, []Player{scriptedPlayer("naive")}, Hooks{
+			Episode: func(r Result) {
+				invalid += r.Invalid
+				if r.ToM != nil && r.ToM.InferAccuracy != nil && r.ToM.InferExact == nil {
+					inferred++
+				}
+			},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := invalid > 0; got != tc.wantInvalid {
 			t.Errorf("trace %q: %d invalid replies, want invalid %v", tc.trace, invalid, tc.wantInvalid)
+		}
+		// The seller knows the buyer's target price: its INFER line is
+		// scored (a price has no order of issues: no exact score).
+		var md strings.Builder
+		if err := rep.Markdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		traced := tc.trace != ""
+		if got := inferred > 0; got != traced {
+			t.Errorf("trace %q: %d results with an INFER score, want some %v", tc.trace, inferred, traced)
+		}
+		if got := strings.Contains(md.String(), "## Theory of mind"); got != traced {
+			t.Errorf("trace %q: report has a theory-of-mind section %v, want %v", tc.trace, got, traced)
 		}
 	}
 }

@@ -65,11 +65,36 @@ func InferAccuracy(line string, p engine.Preferences) float64 {
 // issueOrderScore is the pairwise agreement of the line's order of first
 // mention with the issues' values.
 func issueOrderScore(line string, issues []engine.Issue) float64 {
+	agree, pairs := issueOrderPairs(line, issues)
+	if pairs == 0 {
+		return 0
+	}
+	return float64(agree) / float64(pairs)
+}
+
+// InferExact is the exact-match companion of InferAccuracy's issue part:
+// 1 when the line's order of first mention is the counterpart's order of
+// its issues, else 0. Issues the counterpart values the same may be named
+// in either order, and the least valued ones may go unnamed (unnamed
+// issues tie last); any other unnamed issue, or two named in the wrong
+// order, misses. It is 1 exactly where the pairwise score is 1. ok is
+// false where there is no order to name (fewer than two issues of
+// different value: price games).
+func InferExact(line string, p engine.Preferences) (float64, bool) {
+	agree, pairs := issueOrderPairs(line, p.Issues)
+	if pairs == 0 {
+		return 0, false
+	}
+	return b2f(agree == pairs), true
+}
+
+// issueOrderPairs counts the pairs of issues of different value (pairs)
+// and those the line's order of first mention gets right (agree).
+func issueOrderPairs(line string, issues []engine.Issue) (agree, pairs int) {
 	pos := make([]int, len(issues))
 	for i, is := range issues {
 		pos[i] = firstMention(line, is.Names)
 	}
-	pairs, agree := 0, 0
 	for i := range issues {
 		for j := i + 1; j < len(issues); j++ {
 			vi, vj := issues[i].Value, issues[j].Value
@@ -86,10 +111,7 @@ func issueOrderScore(line string, issues []engine.Issue) float64 {
 			}
 		}
 	}
-	if pairs == 0 {
-		return 0
-	}
-	return float64(agree) / float64(pairs)
+	return agree, pairs
 }
 
 // firstMention is the byte offset of the first whole-word mention of any

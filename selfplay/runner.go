@@ -152,6 +152,10 @@ type EpisodeResult struct {
 	Record       *engine.Record
 	Trajectories []Trajectory
 	Wall         time.Duration
+	// ToM are the theory-of-mind trace scores of the episode's model
+	// seats by seat index, played-only ones included (an evaluated
+	// player); nil without the trace.
+	ToM map[int]ToMScores
 }
 
 // Runner plays episodes of one game with one policy on every policy seat.
@@ -463,7 +467,9 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 			kind = r.opts.agentFor(s)
 		}
 		if p := r.players[kind]; p != nil {
-			return newModelSeat(run, p, s, false), p.Label, nil
+			ms := newModelSeat(run, p, s, false)
+			seats = append(seats, ms)
+			return ms, p.Label, nil
 		}
 		switch {
 		case kind == AgentPolicy || kind == AgentFrozen:
@@ -501,19 +507,23 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 		}
 	}
 	for _, ms := range seats {
+		tom, traced := r.tomScores(rec, ms)
+		if traced {
+			if res.ToM == nil {
+				res.ToM = map[int]ToMScores{}
+			}
+			res.ToM[ms.seat.Index] = tom
+		}
 		if !ms.keep {
 			continue
 		}
 		reward := rec.Outcome.Rewards[ms.seat.Index]
-		acc, scored := r.inferScore(rec, ms)
-		if scored {
-			reward += r.opts.InferReward * acc
+		if tom.Infer != nil {
+			reward += r.opts.InferReward * *tom.Infer
 		}
 		trajs := ms.trajectories(reward)
-		if scored {
-			for k := range trajs {
-				trajs[k].InferAccuracy = &acc
-			}
+		for k := range trajs {
+			trajs[k].setToM(tom)
 		}
 		if ms.seat.Index < len(shaped) {
 			if !creditTurns(trajs, shaped[ms.seat.Index], acked) {
@@ -531,28 +541,6 @@ func (r *Runner) play(ctx context.Context, i int, key string, gen generator) (*E
 		res.Trajectories[k].meta = nil
 	}
 	return res, nil
-}
-
-// inferScore is seat ms's INFER accuracy in rec when it plays the
-// theory-of-mind trace and the scenario knows its counterpart's
-// preferences (two-seat games: the other seat). It is measured with the
-// INFER reward off too, so runs with and without it compare.
-func (r *Runner) inferScore(rec *engine.Record, ms *modelSeat) (float64, bool) {
-	sc, ok := rec.Scenario.(engine.PreferenceScenario)
-	if r.opts.Trace != TraceToM || !ok || len(rec.Seats) != 2 {
-		return 0, false
-	}
-	p, ok := sc.Preferences(1 - ms.seat.Index)
-	if !ok {
-		return 0, false
-	}
-	var texts []string
-	for _, t := range ms.stream.allSegments() {
-		for _, m := range t.meta {
-			texts = append(texts, m.text)
-		}
-	}
-	return inferAccuracy(texts, p), true
 }
 
 // release tells the backends that keep state per key (inference.Releaser)

@@ -51,6 +51,11 @@ type SeatStream struct {
 	lastEOG  int32  // the EOG token that ended the last reply, or -1
 	traj     *Trajectory
 	segments []*Trajectory
+
+	// traced are the turns of every segment, kept or not, under the
+	// theory-of-mind trace only: its scores read a played-only seat's
+	// replies too (an evaluated player), and nothing else needs them.
+	traced []turnMeta
 }
 
 // StreamOptions say how a SeatStream plays its seat.
@@ -295,10 +300,14 @@ func (s *SeatStream) record(t engine.Turn, r turnReply, maxTok int) (string, err
 		tr.TurnEnds = append(tr.TurnEnds, len(tr.Tokens)-len(r.tokens)+end)
 		tr.TurnRewards = append(tr.TurnRewards, 0)
 		tr.PolicyVersions = append(tr.PolicyVersions, r.last.PolicyVersion)
-		tr.meta = append(tr.meta, turnMeta{
+		m := turnMeta{
 			notification: t.Notification, text: text, stop: r.last.Stop, maxTokens: maxTok,
 			eog: s.lastEOG >= 0 && end == len(r.tokens)-1,
-		})
+		}
+		tr.meta = append(tr.meta, m)
+		if s.opts.Trace == TraceToM {
+			s.traced = append(s.traced, m)
+		}
 	}
 	return text, nil
 }

@@ -58,6 +58,13 @@ type Trajectory struct {
 	// counterpart's preferences, nil otherwise; with Options.InferReward
 	// Reward includes its bonus.
 	InferAccuracy *float64 `json:"infer_accuracy,omitempty"`
+	// InferExact, AnticipateAccuracy and AnticipateExact are the seat's
+	// other theory-of-mind trace scores (ToMScores: InferExact,
+	// Anticipate, AnticipateExact), measured only; nil where not
+	// measured.
+	InferExact         *float64 `json:"infer_exact,omitempty"`
+	AnticipateAccuracy *float64 `json:"anticipate_accuracy,omitempty"`
+	AnticipateExact    *float64 `json:"anticipate_exact,omitempty"`
 	// PolicyVersions[k] is the policy version that produced turn k.
 	PolicyVersions []int `json:"policy_versions"`
 	// TurnFlags[k] are the reasons a turn guard flagged turn k as
@@ -265,4 +272,21 @@ func ReadTrajectories(r io.Reader) ([]Trajectory, error) {
 		}
 		out = append(out, t)
 	}
+}
+
+// setToM records the seat's theory-of-mind trace scores; each trajectory
+// gets its own copies, as the scores' pointers are shared otherwise.
+func (t *Trajectory) setToM(s ToMScores) {
+	t.InferAccuracy = cloneScore(s.Infer)
+	t.InferExact = cloneScore(s.InferExact)
+	t.AnticipateAccuracy = cloneScore(s.Anticipate)
+	t.AnticipateExact = cloneScore(s.AnticipateExact)
+}
+
+func cloneScore(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

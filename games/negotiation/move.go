@@ -188,6 +188,28 @@ func ParseAssignments(s string, keys []string) (map[string]string, error) {
 	return out, nil
 }
 
+// ReadTerms reads the key=value pairs of terms the way ParseAssignments
+// does (spaces around "=", thousands separators, keys lower-case) but
+// checks them against no game's keys and skips what it cannot read: a
+// predicted move is scored term by term, so a partly right one must still
+// be read. A repeated key keeps its first value.
+func ReadTerms(s string) map[string]string {
+	s = equalsRE.ReplaceAllString(s, "=")
+	for thousandsRE.MatchString(s) {
+		s = thousandsRE.ReplaceAllString(s, "$1$2")
+	}
+	out := map[string]string{}
+	for _, f := range strings.FieldsFunc(s, func(c rune) bool { return c == ' ' || c == '\t' || c == ',' || c == ';' }) {
+		if m := assignRE.FindStringSubmatch(f); m != nil {
+			k := strings.ToLower(m[1])
+			if _, dup := out[k]; !dup {
+				out[k] = m[2]
+			}
+		}
+	}
+	return out
+}
+
 func exampleTerms(keys []string) string {
 	parts := make([]string, len(keys))
 	for i, k := range keys {

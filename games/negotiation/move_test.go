@@ -1,6 +1,7 @@
 package negotiation
 
 import (
+	"maps"
 	"strings"
 	"testing"
 )
@@ -232,5 +233,21 @@ func TestDisclosure(t *testing.T) {
 	}
 	if StatesValue([]string{"I want 3 books"}, "book", 3) {
 		t.Errorf("a count before the name counted as a value")
+	}
+}
+
+func TestReadTerms(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want map[string]string
+	}{
+		{"book=1 hat=2 ball=0", map[string]string{"book": "1", "hat": "2", "ball": "0"}},
+		{"Salary = 80,000; days=5", map[string]string{"salary": "80000", "days": "5"}},
+		{"book=1 and some words hat=2 book=3", map[string]string{"book": "1", "hat": "2"}},
+		{"nothing here", map[string]string{}},
+	} {
+		if got := ReadTerms(tc.in); !maps.Equal(got, tc.want) {
+			t.Errorf("ReadTerms(%q) = %v, want %v", tc.in, got, tc.want)
+		}
 	}
 }
