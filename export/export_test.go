@@ -152,8 +152,8 @@ func syntheticTrajectories(n int) []selfplay.Trajectory {
 			t.Team = "werewolves"
 		}
 		if i%2 == 0 {
-			acc := rng.Float64()
-			t.InferAccuracy = &acc
+			acc, exact, ant, antExact := rng.Float64(), float64(i%4/2), rng.Float64(), float64(i%3%2)
+			t.InferAccuracy, t.InferExact, t.AnticipateAccuracy, t.AnticipateExact = &acc, &exact, &ant, &antExact
 		}
 		turns := 1 + rng.IntN(4)
 		for k := range turns {

@@ -24,27 +24,31 @@ import (
 // TrajectoryRow is one row of a trajectories Parquet file: one
 // selfplay.Trajectory, token streams as lists.
 type TrajectoryRow struct {
-	Env            string     `parquet:"env,dict"`
-	Episode        int64      `parquet:"episode"`
-	Seed           uint64     `parquet:"seed"`
-	Scenario       string     `parquet:"scenario,dict"`
-	Seat           int32      `parquet:"seat"`
-	SeatName       string     `parquet:"seat_name,dict"`
-	Role           string     `parquet:"role,dict"`
-	Team           string     `parquet:"team,dict"`
-	Agent          string     `parquet:"agent,dict"`
-	Segment        int32      `parquet:"segment"`
-	Tokens         []int32    `parquet:"tokens,list"`
-	Mask           []bool     `parquet:"mask,list"`
-	Logprobs       []float32  `parquet:"logprobs,list"`
-	RawLogprobs    []float32  `parquet:"raw_logprobs,list"`
-	TurnEnds       []int32    `parquet:"turn_ends,list"`
-	TurnRewards    []float64  `parquet:"turn_rewards,list"`
-	Reward         float64    `parquet:"reward"`
-	ShapedTurns    bool       `parquet:"shaped_turns"`
-	InferAccuracy  *float64   `parquet:"infer_accuracy,optional"`
-	PolicyVersions []int32    `parquet:"policy_versions,list"`
-	TurnFlags      [][]string `parquet:"turn_flags,optional,list" parquet-element:",list"`
+	Env           string    `parquet:"env,dict"`
+	Episode       int64     `parquet:"episode"`
+	Seed          uint64    `parquet:"seed"`
+	Scenario      string    `parquet:"scenario,dict"`
+	Seat          int32     `parquet:"seat"`
+	SeatName      string    `parquet:"seat_name,dict"`
+	Role          string    `parquet:"role,dict"`
+	Team          string    `parquet:"team,dict"`
+	Agent         string    `parquet:"agent,dict"`
+	Segment       int32     `parquet:"segment"`
+	Tokens        []int32   `parquet:"tokens,list"`
+	Mask          []bool    `parquet:"mask,list"`
+	Logprobs      []float32 `parquet:"logprobs,list"`
+	RawLogprobs   []float32 `parquet:"raw_logprobs,list"`
+	TurnEnds      []int32   `parquet:"turn_ends,list"`
+	TurnRewards   []float64 `parquet:"turn_rewards,list"`
+	Reward        float64   `parquet:"reward"`
+	ShapedTurns   bool      `parquet:"shaped_turns"`
+	InferAccuracy *float64  `parquet:"infer_accuracy,optional"`
+	// The other theory-of-mind trace scores (selfplay.ToMScores).
+	InferExact         *float64   `parquet:"infer_exact,optional"`
+	AnticipateAccuracy *float64   `parquet:"anticipate_accuracy,optional"`
+	AnticipateExact    *float64   `parquet:"anticipate_exact,optional"`
+	PolicyVersions     []int32    `parquet:"policy_versions,list"`
+	TurnFlags          [][]string `parquet:"turn_flags,optional,list" parquet-element:",list"`
 }
 
 // EpisodeRow is one row of an episodes Parquet file: one engine.Record.
@@ -101,10 +105,8 @@ func NewTrajectoryRow(t *selfplay.Trajectory) (TrajectoryRow, error) {
 		Tokens: t.Tokens, Mask: t.Mask, Logprobs: t.Logprobs, RawLogprobs: t.RawLogprobs,
 		TurnRewards: t.TurnRewards, Reward: t.Reward, ShapedTurns: t.ShapedTurns, TurnFlags: t.TurnFlags,
 	}
-	if t.InferAccuracy != nil {
-		a := *t.InferAccuracy
-		row.InferAccuracy = &a
-	}
+	row.InferAccuracy, row.InferExact = score(t.InferAccuracy), score(t.InferExact)
+	row.AnticipateAccuracy, row.AnticipateExact = score(t.AnticipateAccuracy), score(t.AnticipateExact)
 	var err error
 	if row.Seat, err = int32Of("seat", t.Seat); err != nil {
 		return row, err
@@ -140,10 +142,8 @@ func (r *TrajectoryRow) Trajectory() selfplay.Trajectory {
 		TurnEnds: ints(r.TurnEnds), TurnRewards: nonNil(r.TurnRewards), Reward: r.Reward,
 		ShapedTurns: r.ShapedTurns, PolicyVersions: ints(r.PolicyVersions),
 	}
-	if r.InferAccuracy != nil {
-		a := *r.InferAccuracy
-		t.InferAccuracy = &a
-	}
+	t.InferAccuracy, t.InferExact = score(r.InferAccuracy), score(r.InferExact)
+	t.AnticipateAccuracy, t.AnticipateExact = score(r.AnticipateAccuracy), score(r.AnticipateExact)
 	if r.TurnFlags != nil {
 		t.TurnFlags = make([][]string, len(r.TurnFlags))
 		for k, f := range r.TurnFlags {
@@ -334,4 +334,14 @@ func nonNil[T any](vs []T) []T {
 		return []T{}
 	}
 	return vs
+}
+
+// score copies an optional score, so a row and its trajectory share no
+// memory.
+func score(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
