@@ -49,6 +49,11 @@ type Options struct {
 	// differences, the transfer matrix); "" picks "base" when a player is
 	// named so, else the first player.
 	Reference string `yaml:"reference"`
+	// Trained names the environments each player was trained on (player
+	// name → environment names or ids); the report then gives such a
+	// player's change against the reference in-domain and off-domain
+	// (DomainTransfer). It changes no episode played.
+	Trained map[string][]string `yaml:"trained_on"`
 }
 
 // Env is one environment of an evaluation.
@@ -128,6 +133,7 @@ func (o Options) Validate() error {
 	if !(o.Confidence > 0.5 && o.Confidence < 1) {
 		errs = append(errs, fmt.Errorf("confidence %v: want 0.5 < c < 1", o.Confidence))
 	}
+	errs = append(errs, o.validTrained()...)
 	if err := o.runnerOptions().Validate(); err != nil {
 		errs = append(errs, err)
 	}
