@@ -163,17 +163,19 @@ func TestTrainedValidate(t *testing.T) {
 	tests := []struct {
 		name    string
 		trained map[string][]string
+		count   int
 		err     string
 	}{
 		{name: "catalogue env", trained: map[string][]string{"tuned": {"casino", "dealornodeal_v1"}}},
 		{name: "evaluated env", trained: map[string][]string{"tuned": {"craigslist"}}},
 		{name: "unknown env", trained: map[string][]string{"tuned": {"chess"}}, err: "trained_on tuned"},
 		{name: "no player", trained: map[string][]string{"": {"casino"}}, err: "without a name"},
+		{name: "negative count", count: -1, err: "scenario_count -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := scriptedOptions(4, Env{Name: "craigslist"})
-			o.Trained = tt.trained
+			o.Trained, o.ScenarioCount = tt.trained, tt.count
 			err := o.Validate()
 			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 				t.Errorf("got %v, want %q", err, tt.err)
