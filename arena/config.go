@@ -34,6 +34,9 @@ type Config struct {
 	// JudgeModel (a GGUF) or JudgeOllama scores SOTOPIA episodes.
 	JudgeModel  string `yaml:"judge_model"`
 	JudgeOllama string `yaml:"judge_ollama"`
+	// Protocol names an evaluation protocol that fixes episodes, scenarios
+	// and opponents (Preset; "" keeps them as given).
+	Protocol string `yaml:"protocol"`
 }
 
 // DefaultConfig is omar eval without flags: the base model against the
@@ -129,6 +132,13 @@ func (c Config) Validate() error {
 	if err := c.Options.Validate(); err != nil {
 		return err
 	}
+	// Preset is idempotent: on a copy it finds what was set against the
+	// protocol after it was applied (--scenarios seeds).
+	p := c
+	p.Envs = slices.Clone(c.Envs)
+	if err := Preset(c.Protocol, &p); err != nil {
+		return err
+	}
 	sotopiaEnv := false
 	for _, e := range c.Envs {
 		if sotopia.Named(e.Name) {
@@ -169,11 +179,14 @@ func (c Config) Specs() (ps, opponents []players.Spec, err error) {
 	return ps, opponents, nil
 }
 
-// Run opens c's players on shared backends (c.Backend), gives SOTOPIA its
+// Run applies c's protocol (Preset), opens c's players on shared backends (c.Backend), gives SOTOPIA its
 // judge, evaluates and writes the reports into c.Out (when set). warn
 // receives notes for the user (a SOTOPIA run without a judge). The lineup
 // is returned open for the caller's statistics; close it.
 func (c *Config) Run(ctx context.Context, h Hooks, warn io.Writer) (*Report, *players.Lineup, error) {
+	if err := Preset(c.Protocol, c); err != nil {
+		return nil, nil, err
+	}
 	if err := c.Validate(); err != nil {
 		return nil, nil, err
 	}

@@ -380,7 +380,7 @@ func scheduler(todo []work) inference.Scheduler {
 func playOne(ctx context.Context, o Options, w work) (Result, *engine.Record, error) {
 	c := w.cell
 	ro := o.runnerOptions()
-	ro.Params = c.env.params
+	ro.Params = c.env.episodeParams(o.ScenarioCount, w.episode)
 	ro.Agents = c.side.Agents(c.player.Agent(), c.opponent.Agent())
 	ro.KeyPrefix = "arena" + strconv.Itoa(c.index) + "/"
 	for _, p := range []Player{c.player, c.opponent} {

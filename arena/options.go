@@ -49,6 +49,16 @@ type Options struct {
 	// differences, the transfer matrix); "" picks "base" when a player is
 	// named so, else the first player.
 	Reference string `yaml:"reference"`
+	// Trained names the environments each player was trained on (player
+	// name → environment names or ids); the report then gives such a
+	// player's change against the reference in-domain and off-domain
+	// (DomainTransfer). It changes no episode played.
+	Trained map[string][]string `yaml:"trained_on"`
+	// ScenarioCount, where an environment plays a curated set, plays
+	// scenario k mod ScenarioCount in held-out episode k (a protocol of n
+	// scenarios × trials: Episodes = n·trials); 0 (the default) plays
+	// scenario seed mod the set's size.
+	ScenarioCount int `yaml:"scenario_count"`
 }
 
 // Env is one environment of an evaluation.
@@ -128,6 +138,10 @@ func (o Options) Validate() error {
 	if !(o.Confidence > 0.5 && o.Confidence < 1) {
 		errs = append(errs, fmt.Errorf("confidence %v: want 0.5 < c < 1", o.Confidence))
 	}
+	if o.ScenarioCount < 0 {
+		errs = append(errs, fmt.Errorf("scenario_count %d < 0", o.ScenarioCount))
+	}
+	errs = append(errs, o.validTrained()...)
 	if err := o.runnerOptions().Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -188,6 +202,12 @@ func (o Options) resolve() ([]*env, error) {
 		if _, err := g.NewEpisode(seedOf(o.Seed, 0), r.params); err != nil {
 			return nil, fmt.Errorf("arena: env %s: %w", e.Name, err)
 		}
+		if o.ScenarioCount > 0 {
+			// The last scenario the protocol plays must exist in every set.
+			if _, err := g.NewEpisode(seedOf(o.Seed, 0), r.episodeParams(o.ScenarioCount, o.ScenarioCount-1)); err != nil {
+				return nil, fmt.Errorf("arena: env %s: scenario_count %d: %w", e.Name, o.ScenarioCount, err)
+			}
+		}
 		sides, err := Sides(g, r.params, e.Sides)
 		if err != nil {
 			return nil, fmt.Errorf("arena: env %s: %w", e.Name, err)
@@ -196,6 +216,24 @@ func (o Options) resolve() ([]*env, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// episodeParams are the parameters of held-out episode k: with a
+// scenario count n and a curated set (and no scenario chosen in the
+// parameters), scenario k mod n, so that n·t episodes play each of the
+// first n scenarios t times, with other sampling seeds every time.
+func (e *env) episodeParams(n, k int) engine.Params {
+	if n <= 0 || !e.curated {
+		return e.params
+	}
+	if _, ok := e.params["scenario"]; ok {
+		return e.params
+	}
+	q := engine.Params{"scenario": k % n}
+	for key, v := range e.params {
+		q[key] = v
+	}
+	return q
 }
 
 // withCurated returns p with the game's curated scenario set selected

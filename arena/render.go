@@ -61,7 +61,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	for _, c := range r.Cells {
 		m.cells[[4]string{c.Env, c.Side, c.Opponent, c.Player}] = c
 	}
-	for _, section := range []func(*strings.Builder){m.header, m.means, m.differences, m.ratings, m.transfer, m.outcomes, m.tom, m.behaviour} {
+	for _, section := range []func(*strings.Builder){m.header, m.means, m.differences, m.ratings, m.transfer, m.domains, m.outcomes, m.tom, m.behaviour} {
 		section(&m.b)
 	}
 	_, err := io.WriteString(w, m.b.String())

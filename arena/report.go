@@ -32,6 +32,9 @@ type Report struct {
 	// Ratings are Bradley–Terry ratings of the players (two or more).
 	Ratings  []Rating  `json:"ratings,omitempty"`
 	Transfer *Transfer `json:"transfer,omitempty"`
+	// Domains are the trained players' in-domain and off-domain changes
+	// (Options.Trained).
+	Domains []DomainTransfer `json:"domains,omitempty"`
 }
 
 // EnvInfo describes one environment of a report.
@@ -223,6 +226,7 @@ func newReport(o Options, es []*env, players, opponents []Player, results []Resu
 		rep.Ratings = ratings(b, rep.Players, slots, episodes)
 	}
 	rep.Transfer = transfer(b, rep, es, players, slots, paired, episodes)
+	rep.Domains = domains(b, o.Trained, rep, es, slots, paired)
 	return rep
 }
 

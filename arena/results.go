@@ -158,6 +158,8 @@ type conditions struct {
 	MaxLegal   int    `json:"max_legal,omitempty"`
 	Trace      string `json:"trace,omitempty"`
 	MaxRetries int    `json:"max_retries"`
+	// ScenarioCount is left out at 0, its default, for the same reason.
+	ScenarioCount int `json:"scenario_count,omitempty"`
 }
 
 func (o Options) conditions() conditions {
@@ -165,6 +167,7 @@ func (o Options) conditions() conditions {
 		Seed: o.Seed, Envs: o.Envs, MaxTokens: o.MaxTokens, Context: o.Context, MinReplyTokens: o.MinReplyTokens,
 		Temperature: o.Sampling.Temperature, TopK: o.Sampling.TopK, TopP: o.Sampling.TopP, MinP: o.Sampling.MinP,
 		Grammar: o.Grammar, MaxLegal: o.MaxLegal, Trace: o.Trace, MaxRetries: o.MaxRetries,
+		ScenarioCount: o.ScenarioCount,
 	}
 }
 

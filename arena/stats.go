@@ -51,34 +51,56 @@ func (b bootstrap) mean(tag string, xs []float64) Estimate {
 // the same, whatever its episode count), resampling episodes within each
 // stratum. Empty strata are left out.
 func (b bootstrap) strata(tag string, strata [][]float64) Estimate {
-	var ss [][]float64
+	return b.groups(tag, [][][]float64{strata})
+}
+
+// groups estimates the mean over groups of each group's mean of its
+// strata's means (every environment weighs the same, whatever its number
+// of slots), resampling episodes within each stratum. Empty strata, and
+// groups left empty, are left out. One group is strata, draw for draw.
+func (b bootstrap) groups(tag string, groups [][][]float64) Estimate {
+	var gs [][][]float64
 	n := 0
-	for _, s := range strata {
-		if len(s) > 0 {
-			ss = append(ss, s)
-			n += len(s)
+	for _, g := range groups {
+		var ss [][]float64
+		for _, s := range g {
+			if len(s) > 0 {
+				ss = append(ss, s)
+				n += len(s)
+			}
+		}
+		if len(ss) > 0 {
+			gs = append(gs, ss)
 		}
 	}
-	if len(ss) == 0 {
+	if len(gs) == 0 {
 		return Estimate{} // N 0: nothing to estimate
 	}
 	point := 0.0
-	for _, s := range ss {
-		point += meanOf(s)
+	for _, ss := range gs {
+		sum := 0.0
+		for _, s := range ss {
+			sum += meanOf(s)
+		}
+		point += sum / float64(len(ss))
 	}
-	point /= float64(len(ss))
+	point /= float64(len(gs))
 	rng := b.rng(tag)
 	stats := make([]float64, b.resamples)
 	for k := range stats {
 		total := 0.0
-		for _, s := range ss {
-			sum := 0.0
-			for range s {
-				sum += s[rng.IntN(len(s))]
+		for _, ss := range gs {
+			group := 0.0
+			for _, s := range ss {
+				sum := 0.0
+				for range s {
+					sum += s[rng.IntN(len(s))]
+				}
+				group += sum / float64(len(s))
 			}
-			total += sum / float64(len(s))
+			total += group / float64(len(ss))
 		}
-		stats[k] = total / float64(len(ss))
+		stats[k] = total / float64(len(gs))
 	}
 	lo, hi := percentiles(stats, (1-b.confidence)/2)
 	return Estimate{Mean: point, Lo: min(lo, point), Hi: max(hi, point), N: n}

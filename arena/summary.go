@@ -62,6 +62,12 @@ func (r *Report) Summary(w io.Writer) error {
 		if all != nil {
 			fmt.Fprintf(tw, "  all\t\t\t\t%s\n", all.Diff.signed())
 		}
+		for _, d := range r.Domains {
+			if d.Player == p && d.Than == r.Reference {
+				fmt.Fprintf(tw, "  in-domain\t\t\t\t%s\n", d.In.signed())
+				fmt.Fprintf(tw, "  off-domain\t\t\t\t%s\n", d.Out.signed())
+			}
+		}
 	}
 	return tw.Flush()
 }

@@ -210,14 +210,16 @@ func GapProbabilities(g, rho []float64, s GapSampling) []float64 {
 // DistillEnvResult is one environment of the distillation's report:
 // held-out mean rewards of the base model, the specialist and the
 // student, and the share of the specialist's gain the student recovered,
-// (student − base) / (specialist − base) (nil when the specialist gained
-// less than sampling.delta: its gain is not told from noise).
+// the gap closure (student − base) / (specialist − base) (nil when the
+// specialist gained less than sampling.delta: its gain is not told from
+// noise), and that closure clipped to [0, 1].
 type DistillEnvResult struct {
 	Env        string   `json:"env"`
 	Base       float64  `json:"base"`
 	Specialist float64  `json:"specialist"`
 	Student    float64  `json:"student"`
 	Recovered  *float64 `json:"recovered"`
+	Clipped    *float64 `json:"clipped"`
 }
 
 // DistillStep is one line of distill.jsonl.
@@ -297,7 +299,7 @@ func Distill(ctx context.Context, o DistillOptions, dir string, stage func(*loop
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.MarshalIndent(after, "", "  ")
+	b, err := json.MarshalIndent(NewDistillReport(after), "", "  ")
 	if err != nil {
 		return nil, err
 	}
@@ -485,11 +487,8 @@ func (d *distillation) evaluate(ctx context.Context, student bool) ([]DistillEnv
 		}
 		by, _ := loop.MeanRewardBy(rep.Cells, func(c arena.Cell) string { return c.Player })
 		r := DistillEnvResult{Env: t.Env, Base: by["base"], Specialist: by["specialist"], Student: by["student"]}
-		// A share of a gain below δ (or of a loss) is noise over noise.
-		if gain := r.Specialist - r.Base; gain >= d.o.Sampling.Delta && gain > 0 {
-			rec := (r.Student - r.Base) / gain
-			r.Recovered = &rec
-		}
+		r.Recovered = gapClosure(r.Base, r.Specialist, r.Student, d.o.Sampling.Delta)
+		r.Clipped = clip01(r.Recovered)
 		out = append(out, r)
 	}
 	return out, nil
@@ -648,19 +647,26 @@ func (d *distillation) queryTeacher(ctx context.Context, adapter, key string, s 
 
 // DistillTable writes the distillation's report as a table: held-out
 // reward of the base model, the specialist and the student per
-// environment, and the share of the specialist's gain recovered.
+// environment, the share of the specialist's gain recovered (the gap
+// closure) and that share clipped to [0, 1]; the last row is their means
+// over the environments that have one (NewDistillReport).
 func DistillTable(w io.Writer, rs []DistillEnvResult) {
 	if len(rs) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "| env | base | specialist | student | gain recovered |\n|---|---|---|---|---|")
-	for _, r := range rs {
-		rec := "n/a (gain < δ)"
-		if r.Recovered != nil {
-			rec = fmt.Sprintf("%.0f%%", 100**r.Recovered)
+	pct := func(c *float64, none string) string {
+		if c == nil {
+			return none
 		}
-		fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f | %s |\n", r.Env, r.Base, r.Specialist, r.Student, rec)
+		return fmt.Sprintf("%.0f%%", 100**c)
 	}
+	fmt.Fprintln(w, "| env | base | specialist | student | gain recovered | clipped |\n|---|---|---|---|---|---|")
+	for _, r := range rs {
+		fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f | %s | %s |\n", r.Env, r.Base, r.Specialist, r.Student,
+			pct(r.Recovered, "n/a (gain < δ)"), pct(r.Clipped, "n/a"))
+	}
+	rep := NewDistillReport(rs)
+	fmt.Fprintf(w, "| **mean of %d** | | | | %s | %s |\n", rep.Closed, pct(rep.GapClosure, "n/a"), pct(rep.ClippedGapClosure, "n/a"))
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -152,10 +152,14 @@ func TestDistillTable(t *testing.T) {
 	half := .5
 	var b strings.Builder
 	DistillTable(&b, []DistillEnvResult{
-		{Env: "casino", Base: .4, Specialist: .5, Student: .45, Recovered: &half},
+		{Env: "casino", Base: .4, Specialist: .5, Student: .45, Recovered: &half, Clipped: &half},
 		{Env: "craigslist", Base: .15, Specialist: .14, Student: .16},
 	})
-	for _, want := range []string{"| casino | 0.400 | 0.500 | 0.450 | 50% |", "| craigslist | 0.150 | 0.140 | 0.160 | n/a (gain < δ) |"} {
+	for _, want := range []string{
+		"| casino | 0.400 | 0.500 | 0.450 | 50% | 50% |",
+		"| craigslist | 0.150 | 0.140 | 0.160 | n/a (gain < δ) | n/a |",
+		"| **mean of 1** | | | | 50% | 50% |",
+	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
@@ -163,6 +167,64 @@ func TestDistillTable(t *testing.T) {
 	b.Reset()
 	if DistillTable(&b, nil); b.Len() != 0 {
 		t.Errorf("no results: got %q, want nothing", b.String())
+	}
+}
+
+// TestGapClosure: per environment (student − base) / (specialist − base),
+// n/a below δ, clipped to [0, 1]; overall the mean of the closures and the
+// mean of the clipped ones.
+func TestGapClosure(t *testing.T) {
+	const delta = .03
+	type env struct{ base, specialist, student float64 }
+	tests := []struct {
+		name          string
+		envs          []env
+		closures      []any // per env: a float64, or nil for n/a
+		clipped       []any
+		mean, meanClp any
+	}{
+		{name: "half and whole", envs: []env{{.25, .75, .5}, {0, .5, .5}},
+			closures: []any{.5, 1.0}, clipped: []any{.5, 1.0}, mean: .75, meanClp: .75},
+		// Past the specialist (1.5) and below the base (−0.5): the plain mean
+		// lets one make up for the other, the clipped one does not.
+		{name: "past and below", envs: []env{{0, .5, .75}, {.5, .75, .375}},
+			closures: []any{1.5, -.5}, clipped: []any{1.0, 0.0}, mean: .5, meanClp: .5},
+		{name: "past and half", envs: []env{{0, .5, .75}, {.25, .75, .5}},
+			closures: []any{1.5, .5}, clipped: []any{1.0, .5}, mean: 1.0, meanClp: .75},
+		// A gain below δ, a loss, a gain of ~0: n/a, left out of the means.
+		{name: "n/a left out", envs: []env{{.5, .52, .6}, {.5, .25, .5}, {.5, .5 + 1e-12, .5}, {0, .5, .125}},
+			closures: []any{nil, nil, nil, .25}, clipped: []any{nil, nil, nil, .25}, mean: .25, meanClp: .25},
+		{name: "none", envs: []env{{.5, .5, .5}}, closures: []any{nil}, clipped: []any{nil}, mean: nil, meanClp: nil},
+	}
+	val := func(p *float64) any {
+		if p == nil {
+			return nil
+		}
+		return *p
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var rs []DistillEnvResult
+			for i, e := range tt.envs {
+				r := DistillEnvResult{Base: e.base, Specialist: e.specialist, Student: e.student}
+				r.Recovered = gapClosure(e.base, e.specialist, e.student, delta)
+				r.Clipped = clip01(r.Recovered)
+				if got := val(r.Recovered); got != tt.closures[i] {
+					t.Errorf("env %d: closure %v, want %v", i, got, tt.closures[i])
+				}
+				if got := val(r.Clipped); got != tt.clipped[i] {
+					t.Errorf("env %d: clipped %v, want %v", i, got, tt.clipped[i])
+				}
+				rs = append(rs, r)
+			}
+			rep := NewDistillReport(rs)
+			if got := val(rep.GapClosure); got != tt.mean {
+				t.Errorf("gap closure %v, want %v", got, tt.mean)
+			}
+			if got := val(rep.ClippedGapClosure); got != tt.meanClp {
+				t.Errorf("clipped gap closure %v, want %v", got, tt.meanClp)
+			}
+		})
 	}
 }
 

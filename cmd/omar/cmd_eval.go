@@ -43,6 +43,7 @@ func bindEval(f *cliflag.OptionFlags[arena.Config]) {
 	f.Int("max-legal", "list a notification's legal replies in the prompt when it has at most this many (0: the default, 8; -1: never): the policy's training setting, rollout.max_legal", func(c *C) *int { return &c.MaxLegal })
 	f.String("trace", "reply trace of model players: tom, or none (the policy's training setting, rollout.trace)", func(c *C) *string { return &c.Trace })
 	f.Bool("write-records", "also write every played episode's record to the --out directory's episodes.jsonl", func(c *C) *bool { return &c.Records })
+	f.String("protocol", "evaluation protocol: paper (10 curated scenarios × 3 opponents × 5 trials; see docs/evaluation.md)", func(c *C) *string { return &c.Protocol })
 	f.String("reference", "player the others are compared with (default: base, else the first)", func(c *C) *string { return &c.Reference })
 	f.Int("bootstrap", "bootstrap resamples per interval (default 1000)", func(c *C) *int { return &c.Bootstrap })
 	f.String("ollama-host", "Ollama server of ollama: players and --judge-ollama", func(c *C) *string { return &c.OllamaHost })
@@ -79,7 +80,9 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	if err := of.Apply(&cfg); err != nil {
 		return err
 	}
-	cfg.FitOpponents()
+	if err := cfg.ApplyProtocol(); err != nil {
+		return cliflag.Usage(err)
+	}
 	for i := range cfg.Envs {
 		if *params != "" {
 			var p engine.Params
