@@ -24,3 +24,22 @@ func TestTrajectorySeedJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestReadTrajectoriesTorn: a torn last line (a killed writer) is skipped
+// and the whole lines before it read; a bad line in the middle is an error
+// naming its line.
+func TestReadTrajectoriesTorn(t *testing.T) {
+	b, err := json.Marshal(Trajectory{Env: "x_v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := string(b) + "\n"
+	ts, err := ReadTrajectories(strings.NewReader(good + good + `{"env":"x_v1","tok`))
+	if err != nil || len(ts) != 2 {
+		t.Errorf("torn last line: %d trajectories, %v; want 2 and no error", len(ts), err)
+	}
+	_, err = ReadTrajectories(strings.NewReader(good + "{\"env\":\n" + good))
+	if err == nil || !strings.Contains(err.Error(), "trajectories:2:") {
+		t.Errorf("a bad middle line: %v; want an error naming line 2", err)
+	}
+}

@@ -1,6 +1,7 @@
 package selfplay
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -253,25 +254,32 @@ func (tw *TrajectoryWriter) Write(t *Trajectory) error {
 // Flush writes buffered lines.
 func (tw *TrajectoryWriter) Flush() error { return tw.w.Flush() }
 
-// ReadTrajectories reads a JSONL file of trajectories and validates each.
+// ReadTrajectories reads a JSONL file of trajectories, one per line, and
+// validates each. An unterminated last line that is not JSON is what a
+// killed writer leaves: it is skipped, as the trajectories before it are
+// whole (jsonl.Read); a bad line anywhere else is an error naming it.
 func ReadTrajectories(r io.Reader) ([]Trajectory, error) {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
 	var out []Trajectory
-	for line := 1; ; line++ {
+	_, err := jsonl.Read(r, "trajectories", 0, func(l jsonl.Line) error {
+		dec := json.NewDecoder(bytes.NewReader(l.Bytes))
+		dec.DisallowUnknownFields()
 		var t Trajectory
-		err := dec.Decode(&t)
-		if errors.Is(err, io.EOF) {
-			return out, nil
+		if err := dec.Decode(&t); err != nil {
+			return err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("selfplay: trajectory %d: %w", line, err)
+		if dec.More() {
+			return errors.New("more than one JSON value on the line")
 		}
 		if err := t.Validate(); err != nil {
-			return nil, fmt.Errorf("selfplay: trajectory %d: %w", line, err)
+			return err
 		}
 		out = append(out, t)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("selfplay: %w", err)
 	}
+	return out, nil
 }
 
 // setToM records the seat's theory-of-mind trace scores; each trajectory

@@ -265,7 +265,7 @@ type Sequence struct {
 	// Weights scale each masked token's loss (nil: 1 each); the
 	// minibatch's loss is the mean under these weights. Behaviour cloning
 	// uses them to train on the prompt tokens too, at a fraction of a
-	// reply token's weight (loop.BuiltinOptions.PromptWeight).
+	// reply token's weight (bc.BuildOptions.PromptWeight).
 	Weights []float32
 }
 
