@@ -11,7 +11,7 @@ import (
 )
 
 // goldenFullFile pins the full-parameter trainer's numerics: the built-in
-// model is rebuilt byte for byte from its recipe (loop.DefaultBuiltin), so
+// model is rebuilt byte for byte from its recipe (bc.DefaultBuild), so
 // any change of what a full step computes changes that model and must be
 // deliberate.
 const goldenFullFile = "testdata/golden_full.json"
