@@ -171,6 +171,13 @@ func syntheticTrajectories(n int) []selfplay.Trajectory {
 				t.RawLogprobs = append(t.RawLogprobs, -rng.Float32()*6)
 			}
 			t.TurnEnds = append(t.TurnEnds, len(t.Tokens)-1)
+			if i%3 == 1 {
+				if t.Allowed == nil {
+					t.Allowed = map[int]inference.AllowedTokens{}
+				}
+				last := t.Tokens[len(t.Tokens)-1]
+				t.Allowed[len(t.Tokens)-1] = inference.AllowedTokens{IDs: []int32{last, last + 1}, LogMass: -rng.Float32()}
+			}
 			t.TurnRewards = append(t.TurnRewards, rng.NormFloat64())
 			t.PolicyVersions = append(t.PolicyVersions, i/4+k)
 		}

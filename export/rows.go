@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/omar-selfplay/omar/engine"
+	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/seeds"
 	"github.com/omar-selfplay/omar/selfplay"
 )
@@ -49,6 +52,16 @@ type TrajectoryRow struct {
 	AnticipateExact    *float64   `parquet:"anticipate_exact,optional"`
 	PolicyVersions     []int32    `parquet:"policy_versions,list"`
 	TurnFlags          [][]string `parquet:"turn_flags,optional,list" parquet-element:",list"`
+	// Allowed are the recorded grammar sets (selfplay.Trajectory.Allowed),
+	// by increasing position.
+	Allowed []AllowedRow `parquet:"allowed,list"`
+}
+
+// AllowedRow is the grammar's set at one position of a TrajectoryRow.
+type AllowedRow struct {
+	Pos     int32   `parquet:"pos"`
+	IDs     []int32 `parquet:"ids,list"`
+	LogMass float32 `parquet:"log_mass"`
 }
 
 // EpisodeRow is one row of an episodes Parquet file: one engine.Record.
@@ -120,6 +133,10 @@ func NewTrajectoryRow(t *selfplay.Trajectory) (TrajectoryRow, error) {
 	if row.PolicyVersions, err = int32sOf("policy_versions", t.PolicyVersions); err != nil {
 		return row, err
 	}
+	for _, i := range slices.Sorted(maps.Keys(t.Allowed)) {
+		a := t.Allowed[i]
+		row.Allowed = append(row.Allowed, AllowedRow{Pos: int32(i), IDs: a.IDs, LogMass: a.LogMass})
+	}
 	if t.TurnFlags != nil {
 		// A flagged-nothing turn is an empty list, never null: copy so
 		// that nil inner slices of the input do not leak through.
@@ -144,6 +161,12 @@ func (r *TrajectoryRow) Trajectory() selfplay.Trajectory {
 	}
 	t.InferAccuracy, t.InferExact = score(r.InferAccuracy), score(r.InferExact)
 	t.AnticipateAccuracy, t.AnticipateExact = score(r.AnticipateAccuracy), score(r.AnticipateExact)
+	for _, a := range r.Allowed {
+		if t.Allowed == nil {
+			t.Allowed = map[int]inference.AllowedTokens{}
+		}
+		t.Allowed[int(a.Pos)] = inference.AllowedTokens{IDs: nonNil(a.IDs), LogMass: a.LogMass}
+	}
 	if r.TurnFlags != nil {
 		t.TurnFlags = make([][]string, len(r.TurnFlags))
 		for k, f := range r.TurnFlags {

@@ -157,6 +157,29 @@ type Response struct {
 	// position i under the raw softmax (RawLogprobs' distribution), most
 	// likely first; nil when none were asked for.
 	TopLogprobs [][]TokenLogprob
+	// Allowed[i] is the set of tokens the request's grammar allowed at
+	// position i, recorded where it held at most MaxRecordedAllowed
+	// tokens (a move menu, a number); its IDs are nil elsewhere (free
+	// text, no grammar). Nil when the backend records none. A trainer
+	// renormalises over it to train the distribution the token was
+	// sampled from (docs/learning.md#grammar-logprobs).
+	Allowed []AllowedTokens
+}
+
+// MaxRecordedAllowed is the largest grammar-allowed set a backend records
+// in Response.Allowed: structured moves allow a handful of tokens per
+// position, free text nearly the whole vocabulary.
+const MaxRecordedAllowed = 256
+
+// AllowedTokens is the set of tokens a grammar allowed at one sampled
+// position.
+type AllowedTokens struct {
+	// IDs are the allowed tokens in increasing order (nil: not recorded).
+	IDs []int32 `json:"ids"`
+	// LogMass is the log of the set's probability under the model's
+	// untempered softmax, log Σ_{a∈IDs} π(a): RawLogprobs[i] − LogMass is
+	// the sampled token's log-probability renormalised over the set.
+	LogMass float32 `json:"log_mass"`
 }
 
 // Backend generates continuations. Generate is safe for concurrent use:

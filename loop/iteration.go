@@ -305,9 +305,10 @@ func (r *Run) score(ctx context.Context, it int, m *runfiles.Metrics, b *batch, 
 	var nGen int
 	for j := range b.keep {
 		t, sc := b.item(j), &b.scores[j]
+		sampled := t.SampledLogprobs(r.opts.Train.OverGrammar())
 		for k, on := range t.Mask {
 			if on {
-				gap += math.Abs(float64(t.RawLogprobs[k] - sc.Logprobs[k]))
+				gap += math.Abs(float64(sampled[k] - sc.Logprobs[k]))
 				kl += float64(sc.Logprobs[k] - sc.RefLogprobs[k])
 				vsum += float64(sc.Values[k])
 				nGen++
@@ -337,7 +338,7 @@ func (r *Run) estimate(m *runfiles.Metrics, b *batch) error {
 	current := r.swapper.PolicyVersion() + r.versionOffset
 	for j := range b.seqs {
 		s, sc := &b.seqs[j], &b.scores[j]
-		s.OldLogprobs, s.OldValues, s.RefLogprobs = oldLogprobs(b.item(j), sc.Logprobs, current), sc.Values, sc.RefLogprobs
+		s.OldLogprobs, s.OldValues, s.RefLogprobs = oldLogprobs(b.item(j), sc.Logprobs, current, r.opts.Train.OverGrammar()), sc.Values, sc.RefLogprobs
 		s.Advantages, s.Returns = adv.Advantages[j], adv.Returns[j]
 		for k, on := range s.Mask {
 			if on {

@@ -97,7 +97,7 @@ func TestOldLogprobs(t *testing.T) {
 		{nil, scored},
 	} {
 		tr := &selfplay.Trajectory{PolicyVersions: tc.versions, RawLogprobs: raw}
-		if got := oldLogprobs(tr, scored, 3); &got[0] != &tc.want[0] {
+		if got := oldLogprobs(tr, scored, 3, false); &got[0] != &tc.want[0] {
 			t.Errorf("versions %v: got %v, want %v", tc.versions, got, tc.want)
 		}
 	}

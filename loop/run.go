@@ -596,7 +596,7 @@ func Sequences(trajs []selfplay.Trajectory) (seqs []train.Sequence, kept []int) 
 			continue
 		}
 		kept = append(kept, i)
-		seqs = append(seqs, train.Sequence{Tokens: t.Tokens, Mask: t.Mask})
+		seqs = append(seqs, train.Sequence{Tokens: t.Tokens, Mask: t.Mask, Allowed: t.AllowedIDs()})
 	}
 	return seqs, kept
 }
@@ -606,11 +606,12 @@ func Sequences(trajs []selfplay.Trajectory) (seqs []train.Sequence, kept []int) 
 // played it, and the logprobs the sampler computed when an older policy
 // did (a cluster run with staleness > 0), so the importance ratio is taken
 // against the policy the tokens came from. The sampler's raw logprobs are
-// the untempered ones, like the trainer's.
-func oldLogprobs(t *selfplay.Trajectory, scored []float32, current int) []float32 {
+// the untempered ones, like the trainer's (renormalised over the grammar's
+// sets with overGrammar, as the trainer's then are).
+func oldLogprobs(t *selfplay.Trajectory, scored []float32, current int, overGrammar bool) []float32 {
 	for _, v := range t.PolicyVersions {
 		if v != current {
-			return t.RawLogprobs
+			return t.SampledLogprobs(overGrammar)
 		}
 	}
 	return scored

@@ -200,6 +200,12 @@ func (s *SeatStream) appendTokens(ids []int32, generated bool, lp, raw []float32
 // context.
 func (s *SeatStream) appendReply(r turnReply) {
 	tr := s.traj
+	for i, a := range r.allowed {
+		if tr.Allowed == nil {
+			tr.Allowed = map[int]inference.AllowedTokens{}
+		}
+		tr.Allowed[len(tr.Tokens)+i] = a
+	}
 	tr.Tokens = append(tr.Tokens, r.tokens...)
 	tr.Mask = append(tr.Mask, r.gen...)
 	tr.Logprobs = append(tr.Logprobs, r.lp...)

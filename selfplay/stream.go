@@ -265,7 +265,7 @@ func (s *SeatStream) sample(ctx context.Context, req inference.Request, moveGram
 	}
 	var r turnReply
 	resp, err := send(ctx, req)
-	r.add(resp.Tokens, true, resp.Logprobs, resp.RawLogprobs)
+	r.addResponse(resp)
 	r.last, r.reused = resp, resp.ReusedTokens
 	return r, err
 }

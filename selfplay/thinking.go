@@ -144,7 +144,10 @@ type turnReply struct {
 	gen    []bool // sampled (and trained) tokens
 	lp     []float32
 	raw    []float32
-	last   inference.Response // the last response (stop reason, version)
+	// allowed are the grammar's recorded sets by index in tokens
+	// (inference.Response.Allowed).
+	allowed map[int]inference.AllowedTokens
+	last    inference.Response // the last response (stop reason, version)
 	reused int
 }
 
@@ -160,6 +163,21 @@ func (r *turnReply) add(ids []int32, gen bool, lp, raw []float32) {
 			b = raw[i]
 		}
 		r.lp, r.raw = append(r.lp, a), append(r.raw, b)
+	}
+}
+
+// addResponse adds a response's sampled tokens with their logprobs and
+// recorded grammar sets.
+func (r *turnReply) addResponse(resp inference.Response) {
+	at := len(r.tokens)
+	r.add(resp.Tokens, true, resp.Logprobs, resp.RawLogprobs)
+	for i, a := range resp.Allowed {
+		if a.IDs != nil && i < len(resp.Tokens) {
+			if r.allowed == nil {
+				r.allowed = map[int]inference.AllowedTokens{}
+			}
+			r.allowed[at+i] = a
+		}
 	}
 }
 
@@ -183,7 +201,7 @@ func (s *SeatStream) think(ctx context.Context, req inference.Request, moveGramm
 	if err != nil {
 		return out, err
 	}
-	out.add(resp.Tokens, true, resp.Logprobs, resp.RawLogprobs)
+	out.addResponse(resp)
 	out.last, out.reused = resp, resp.ReusedTokens
 	n := len(resp.Tokens)
 	if n > 0 && s.player.Tokenizer.EOG(resp.Tokens[n-1]) {
@@ -222,7 +240,7 @@ func (s *SeatStream) think(ctx context.Context, req inference.Request, moveGramm
 	if err != nil {
 		return out, err
 	}
-	out.add(resp.Tokens, true, resp.Logprobs, resp.RawLogprobs)
+	out.addResponse(resp)
 	out.last, out.reused = resp, out.reused+resp.ReusedTokens
 	return out, nil
 }
@@ -256,6 +274,7 @@ func (s *SeatStream) maskReasoning(r *turnReply) error {
 	}
 	for i := range lo {
 		r.gen[i], r.lp[i], r.raw[i] = false, 0, 0
+		delete(r.allowed, i)
 	}
 	return nil
 }

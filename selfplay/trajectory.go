@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/omar-selfplay/omar/advantage"
 	"github.com/omar-selfplay/omar/engine"
@@ -41,6 +42,12 @@ type Trajectory struct {
 	Logprobs []float32 `json:"logprobs"`
 	// RawLogprobs are the untempered model log-probabilities, 0 off the mask.
 	RawLogprobs []float32 `json:"raw_logprobs"`
+	// Allowed are the sets of tokens the reply's grammar allowed, by index
+	// in Tokens, at the generated positions where the backend recorded
+	// one (inference.Response.Allowed: small sets only). With the
+	// trainer's logprobs over "grammar" they are the distribution the
+	// token is trained under (docs/learning.md#grammar-logprobs).
+	Allowed map[int]inference.AllowedTokens `json:"allowed,omitempty"`
 	// TurnEnds[k] is the index in Tokens of the last generated token of
 	// turn k (the end-of-turn token when generation stopped there).
 	TurnEnds []int `json:"turn_ends"`
@@ -172,7 +179,56 @@ func (t *Trajectory) Validate() error {
 			return fmt.Errorf("selfplay: trajectory %s seat %d: masked token %d after the last turn end", t.Scenario, t.Seat, i)
 		}
 	}
+	return t.validateAllowed()
+}
+
+// validateAllowed checks that every recorded grammar set is at a generated
+// position, increasing, and holds the token sampled there: a trainer
+// renormalising over a set without it would train on a token of
+// probability 0.
+func (t *Trajectory) validateAllowed() error {
+	for i, a := range t.Allowed {
+		if i < 0 || i >= len(t.Tokens) || !t.Mask[i] {
+			return fmt.Errorf("selfplay: trajectory %s seat %d: a grammar set at %d, not a generated token", t.Scenario, t.Seat, i)
+		}
+		if len(a.IDs) == 0 || !slices.IsSorted(a.IDs) {
+			return fmt.Errorf("selfplay: trajectory %s seat %d: the grammar set at %d is empty or unsorted", t.Scenario, t.Seat, i)
+		}
+		if _, ok := slices.BinarySearch(a.IDs, t.Tokens[i]); !ok {
+			return fmt.Errorf("selfplay: trajectory %s seat %d: token %d (id %d) is not in its grammar set", t.Scenario, t.Seat, i, t.Tokens[i])
+		}
+	}
 	return nil
+}
+
+// AllowedIDs returns the recorded grammar sets by position, nil without
+// any: train.Sequence.Allowed.
+func (t *Trajectory) AllowedIDs() map[int][]int32 {
+	if len(t.Allowed) == 0 {
+		return nil
+	}
+	out := make(map[int][]int32, len(t.Allowed))
+	for i, a := range t.Allowed {
+		out[i] = a.IDs
+	}
+	return out
+}
+
+// SampledLogprobs returns the sampler's untempered log-probabilities of the
+// generated tokens: RawLogprobs, or with overGrammar each renormalised
+// over its recorded grammar set (RawLogprobs − LogMass), what a trainer
+// computing logprobs over the grammar's sets recomputes.
+func (t *Trajectory) SampledLogprobs(overGrammar bool) []float32 {
+	if !overGrammar || len(t.Allowed) == 0 {
+		return t.RawLogprobs
+	}
+	out := slices.Clone(t.RawLogprobs)
+	for i, a := range t.Allowed {
+		if i >= 0 && i < len(out) {
+			out[i] -= a.LogMass
+		}
+	}
+	return out
 }
 
 // TurnSpans returns [start, end] (inclusive) of the generated tokens of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/omar-selfplay/omar/llamacpp"
@@ -52,23 +53,31 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		arch               string
 		zeroAdv            bool
 		value, kl, entropy float32
-		block              int // Trainer.attnBlock: 16 gives sequences of 33–64 tokens two blocks
+		block              int  // Trainer.attnBlock: 16 gives sequences of 33–64 tokens two blocks
+		grammar            bool // LogprobsOver "grammar", with allowed sets on half the trained tokens
 	}{
 		{name: "policy", arch: "llama"},
 		{name: "policy_qwen3", arch: "qwen3"},
 		{name: "policy_blocks", arch: "llama", block: 16},
 		{name: "value", arch: "llama", zeroAdv: true, value: 1},
 		{name: "kl_entropy", arch: "qwen2", zeroAdv: true, kl: 1, entropy: 0.5},
+		{name: "grammar", arch: "llama", kl: 1, entropy: 0.5, grammar: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := testOptions()
 			o.ValueCoef, o.KLCoef, o.EntropyCoef = tt.value, tt.kl, tt.entropy
+			if tt.grammar {
+				o.LogprobsOver = LogprobsOverGrammar
+			}
 			tr := newTrainer(t, tt.arch, o)
 			tr.attnBlock = tt.block
 			randomize(tr, 5, 0.05)
 			ctx := context.Background()
 			seqs := randomSeqs(17, 3, 20, 50, tr.Vocab())
+			if tt.grammar {
+				addAllowed(seqs, tr.Vocab(), 23)
+			}
 			values, lps, _, err := columns(tr.Evaluate(ctx, seqs))
 			if err != nil {
 				t.Fatal(err)
@@ -254,5 +263,90 @@ func TestLossValues(t *testing.T) {
 	}
 	if sums.Term(TermClipFrac) == 0 || sums.Term(TermKL) == 0 {
 		t.Errorf("clip fraction %g and KL %g should both be non-zero here", sums.Term(TermClipFrac), sums.Term(TermKL))
+	}
+}
+
+// addAllowed gives every other trained token of seqs an allowed set of 1–6
+// tokens holding it.
+func addAllowed(seqs []Sequence, vocab int, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 3))
+	for i := range seqs {
+		s := &seqs[i]
+		s.Allowed = map[int][]int32{}
+		for j, m := range s.Mask {
+			if !m || j == 0 || r.IntN(2) == 0 {
+				continue
+			}
+			set := []int32{s.Tokens[j]}
+			for range r.IntN(6) {
+				if id := int32(r.IntN(vocab)); !slices.Contains(set, id) {
+					set = append(set, id)
+				}
+			}
+			slices.Sort(set)
+			s.Allowed[j] = set
+		}
+	}
+}
+
+// TestGrammarLogprobs checks the renormalised logprobs against the
+// vocabulary ones: at a position with an allowed set A, log π_A(x) =
+// log π(x) − log Σ_{a∈A} π(a), with each π(a) measured by a sequence that
+// holds a at that position (the prefix, and so the distribution, is the
+// same).
+func TestGrammarLogprobs(t *testing.T) {
+	o := testOptions()
+	vocab := newTrainer(t, "qwen3", o)
+	randomize(vocab, 5, 0.05)
+	o.LogprobsOver = LogprobsOverGrammar
+	gram := newTrainer(t, "qwen3", o)
+	randomize(gram, 5, 0.05)
+	ctx := context.Background()
+	seqs := randomSeqs(31, 2, 24, 40, vocab.Vocab())
+	addAllowed(seqs, vocab.Vocab(), 7)
+	_, got, _, err := columns(gram.Evaluate(ctx, seqs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, full, _, err := columns(vocab.Evaluate(ctx, seqs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for i, s := range seqs {
+		for j, m := range s.Mask {
+			if !m || j == 0 {
+				continue
+			}
+			set := s.Allowed[j]
+			if set == nil {
+				if d := math.Abs(float64(got[i][j] - full[i][j])); d > 1e-4 {
+					t.Errorf("seq %d pos %d without a set: %g, vocabulary %g", i, j, got[i][j], full[i][j])
+				}
+				continue
+			}
+			var alts []Sequence
+			for _, a := range set {
+				alt := Sequence{Tokens: slices.Clone(s.Tokens[:j+1]), Mask: make([]bool, j+1)}
+				alt.Tokens[j], alt.Mask[j] = a, true
+				alts = append(alts, alt)
+			}
+			_, lps, _, err := columns(vocab.Evaluate(ctx, alts))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mass float64
+			for k := range alts {
+				mass += math.Exp(float64(lps[k][j]))
+			}
+			want := float64(full[i][j]) - math.Log(mass)
+			if d := math.Abs(float64(got[i][j]) - want); d > 1e-4 {
+				t.Errorf("seq %d pos %d, set %v: renormalised %g, want %g", i, j, set, got[i][j], want)
+			}
+			checked++
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("only %d positions with a set checked", checked)
 	}
 }

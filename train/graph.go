@@ -42,6 +42,9 @@ type built struct {
 	// Inputs of every graph: tokens, positions [N], the causal mask [T, T],
 	// the selected rows and their target indices [K].
 	tokens, pos, kqMask, sel, tgt llamacpp.Tensor
+	// allow [V, K] is 1 on the tokens each selected row may predict and
+	// 0 elsewhere (Options.LogprobsOver "grammar"); nil otherwise.
+	allow llamacpp.Tensor
 	// blocks are the query-row boundaries of the causal attention blocks
 	// (attnBlocks; nil: one T×T product), blockMask their masks and
 	// kqvZero the zeros their outputs are added into.
@@ -404,7 +407,19 @@ func (t *Trainer) tokenLogprob(ctx llamacpp.Context, b *built, hidden llamacpp.T
 		hsel = ctx.GetRows(hidden, b.sel) // [E, K]
 	}
 	logits = ctx.MulMat(t.w.output, hsel)
-	m := ctx.Scale(ctx.SumRows(logits), 1/float32(V)) // [1, K]
+	var m llamacpp.Tensor
+	if t.opts.OverGrammar() {
+		// Renormalised over each row's allowed set: the other logits are
+		// pushed to −10³⁰, whose exponential (and softmax) is exactly 0
+		// and whose product with a 0 probability is 0, not NaN; M is the
+		// mean of the allowed logits, so exp stays in range.
+		b.allow = ctx.NewTensor(llamacpp.TypeF32, V, int64(K))
+		llamacpp.SetInput(llamacpp.SetName(b.allow, "allow"))
+		m = ctx.Div(ctx.SumRows(ctx.Mul(logits, b.allow)), ctx.SumRows(b.allow))
+		logits = ctx.Add(logits, ctx.ScaleBias(b.allow, 1e30, -1e30))
+	} else {
+		m = ctx.Scale(ctx.SumRows(logits), 1/float32(V)) // [1, K]
+	}
 	// ADD, not SUB: ggml's SUB backward does not reduce a broadcast operand.
 	lse = ctx.Add(m, ctx.Log(ctx.SumRows(ctx.Exp(ctx.Add(logits, ctx.Scale(m, -1))))))
 	xt := ctx.GetRows(ctx.Reshape(logits, 1, V*int64(K)), b.tgt) // [1, K]

@@ -66,6 +66,15 @@ type Options struct {
 	// bonus (subtracted from the loss).
 	KLCoef      float32 `yaml:"kl_coef"`
 	EntropyCoef float32 `yaml:"entropy_coef"`
+	// LogprobsOver is the distribution whose log-probabilities every
+	// loss and score uses at a trained token: "vocabulary" ("" means the
+	// same) the model's softmax over the whole vocabulary; "grammar" the
+	// softmax renormalised over Sequence.Allowed where a position has
+	// one — the distribution the sampler drew from under a reply's
+	// grammar, so that PPO's ratio, the KL and the entropy are those of
+	// the sampled policy (docs/learning.md#grammar-logprobs). It adds a
+	// vocabulary-sized mask to each pass's logits.
+	LogprobsOver string `yaml:"logprobs_over"`
 	// TargetKL stops a Step early (before the update) when a minibatch's
 	// approximate KL between the behaviour policy (OldLogprobs) and the
 	// current one exceeds 1.5·TargetKL (0 = never).
@@ -136,6 +145,16 @@ type Options struct {
 	// are is a property of the machine.
 	LibDir string `yaml:"-"`
 }
+
+// Values of Options.LogprobsOver.
+const (
+	LogprobsOverVocabulary = "vocabulary"
+	LogprobsOverGrammar    = "grammar"
+)
+
+// OverGrammar reports whether logprobs are renormalised over the recorded
+// grammar sets (Options.LogprobsOver).
+func (o Options) OverGrammar() bool { return o.LogprobsOver == LogprobsOverGrammar }
 
 // AllModules are the matrices that can carry a LoRA adapter.
 var AllModules = []string{"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}
@@ -217,6 +236,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("train: loss aggregation %q (want token or sequence)", o.LossAggregation)
 	case o.Device != "cpu" && o.Device != "cuda":
 		return fmt.Errorf("train: device %q (want cpu or cuda)", o.Device)
+	case o.LogprobsOver != "" && o.LogprobsOver != LogprobsOverVocabulary && o.LogprobsOver != LogprobsOverGrammar:
+		return fmt.Errorf("train: logprobs_over %q (want %s or %s)", o.LogprobsOver, LogprobsOverVocabulary, LogprobsOverGrammar)
 	}
 	if o.Full {
 		if o.KLCoef != 0 {
@@ -256,6 +277,11 @@ type Sequence struct {
 	OldLogprobs []float32
 	// Advantages, Returns and OldValues feed the PPO losses (used where Mask).
 	Advantages, Returns, OldValues []float32
+	// Allowed are, by position, the tokens a grammar allowed where the
+	// sampler recorded them (nil elsewhere): with LogprobsOver "grammar"
+	// position i's logprob is renormalised over Allowed[i], which must
+	// hold Tokens[i].
+	Allowed map[int][]int32
 	// RefLogprobs are the base model's logprobs (adapter off; 0 where
 	// !Mask), for the KL penalty: Evaluate returns them. A Step computes
 	// them itself, with a no-grad pass, only for the sequences that lack
@@ -349,6 +375,23 @@ func (s Sequence) validate(i, nVocab, nCtx int) error {
 			if !(w >= 0) || math.IsInf(float64(w), 0) {
 				return fmt.Errorf("train: sequence %d: weight %g at %d, want a finite value ≥ 0", i, w, j)
 			}
+		}
+	}
+	for j, set := range s.Allowed {
+		if j < 1 || j >= n {
+			return fmt.Errorf("train: sequence %d: an allowed set at %d, outside positions 1..%d", i, j, n-1)
+		}
+		found := false
+		for _, id := range set {
+			if id < 0 || int(id) >= nVocab {
+				return fmt.Errorf("train: sequence %d: allowed token %d at %d outside the vocabulary (%d)", i, id, j, nVocab)
+			}
+			found = found || id == s.Tokens[j]
+		}
+		if !found {
+			// Renormalised over a set without it, the token would have
+			// probability 0 and a logprob of −10³⁰.
+			return fmt.Errorf("train: sequence %d: token %d at %d is not in its allowed set", i, s.Tokens[j], j)
 		}
 	}
 	if s.RefLogprobs != nil {

@@ -538,7 +538,11 @@ const logitsBudget = 2 << 30
 // maxSelected is the most output rows per pass: a 150k vocabulary allows
 // about 440.
 func (t *Trainer) maxSelected() int {
-	return int(max(logitsBudget/(int64(t.hp.nVocab)*4*8), 32))
+	n := int64(8)
+	if t.opts.OverGrammar() {
+		n = 12 // the allow mask, its product, the shifted logits and their gradient
+	}
+	return int(max(logitsBudget/(int64(t.hp.nVocab)*4*n), 32))
 }
 
 // plan groups the sequences idx into passes of similar length, each with at
@@ -688,6 +692,35 @@ func (t *Trainer) setTargets(b *built, seqs []Sequence, p pass) {
 	if b.tgt.Buffer != 0 { // an objective need not read Forward.Logprob
 		llamacpp.SetI32(b.tgt, tgt)
 	}
+	if b.allow != nil && b.allow.Buffer != 0 {
+		llamacpp.SetF32(b.allow, t.allowMask(b, seqs, p))
+	}
+}
+
+// allowMask is the allow input of pass p: per selected row, 1 on the
+// tokens of the predicted position's Sequence.Allowed set, or on every
+// token where it has none (padding rows included).
+func (t *Trainer) allowMask(b *built, seqs []Sequence, p pass) []float32 {
+	V := t.hp.nVocab
+	a := make([]float32, b.nSel*V)
+	for k := range b.nSel {
+		row := a[k*V : (k+1)*V]
+		var set []int32
+		if k < len(p.sel) {
+			si, q := p.rowOf(k)
+			set = seqs[si].Allowed[q+1]
+		}
+		if set == nil {
+			for i := range row {
+				row[i] = 1
+			}
+			continue
+		}
+		for _, id := range set {
+			row[id] = 1
+		}
+	}
+	return a
 }
 
 // setSelected writes the inputs of a last layer on the selected rows: each

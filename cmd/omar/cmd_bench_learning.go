@@ -30,6 +30,7 @@ func runBenchLearning(ctx context.Context, env *cliEnv, args []string) error {
 	lr := fs.Float64("lr", float64(d.LR), "LoRA and value-head learning rate")
 	fs.Func("entropy-coef", "the trainer's entropy bonus (train.entropy_coef; default 0)", cliflag.Float32(&d.EntropyCoef))
 	fs.Func("kl-coef", fmt.Sprintf("the trainer's KL(π‖π_base) penalty (train.kl_coef; default %g)", d.KLCoef), cliflag.Float32(&d.KLCoef))
+	fs.StringVar(&d.LogprobsOver, "logprobs-over", d.LogprobsOver, "the trainer's logprobs: vocabulary or grammar (train.logprobs_over)")
 	fs.Func("temperature", "sampling temperature of the rollouts (default 1)", cliflag.Float32(&d.Temperature))
 	lib := fs.String("llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
 	dir := fs.String("dir", "", "directory for the runs (default: a temporary one, removed after)")

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math"
+	"math/bits"
 	"sync"
 
+	"github.com/omar-selfplay/omar/inference"
 	"github.com/omar-selfplay/omar/llamacpp"
 )
 
@@ -196,4 +198,29 @@ func maskLogits(dst, logits []float32, mask []uint64) []float32 {
 		}
 	}
 	return dst
+}
+
+// allowedSet returns the tokens mask allows, with their log-mass under the
+// raw softmax (log-sum-exp rawLSE), when there are at most
+// inference.MaxRecordedAllowed of them; the zero value otherwise.
+func allowedSet(mask []uint64, logits []float32, rawLSE float64) inference.AllowedTokens {
+	n := 0
+	for _, w := range mask {
+		if n += bits.OnesCount64(w); n > inference.MaxRecordedAllowed {
+			return inference.AllowedTokens{}
+		}
+	}
+	ids := make([]int32, 0, n)
+	var sum float64
+	for w, word := range mask {
+		for word != 0 {
+			t := int32(w*64 + bits.TrailingZeros64(word))
+			word &= word - 1
+			if int(t) < len(logits) {
+				ids = append(ids, t)
+				sum += math.Exp(float64(logits[t]) - rawLSE)
+			}
+		}
+	}
+	return inference.AllowedTokens{IDs: ids, LogMass: float32(math.Log(sum))}
 }

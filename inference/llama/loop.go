@@ -66,6 +66,7 @@ type drawn struct {
 	none                bool                     // no candidate had any probability
 	err                 error                    // the draw failed: the request ends with it
 	top                 []inference.TokenLogprob // Request.TopLogprobs (toplogprobs.go)
+	allowed             inference.AllowedTokens  // the grammar's set when small (Response.Allowed)
 }
 
 func (j *job) finish(err error) {
@@ -866,6 +867,7 @@ func (b *Backend) draw(j *job, sc *scratch) {
 				return
 			}
 			j.grammar.sampler.Accept(tok)
+			d.allowed = allowedSet(mask, logits, rawLSE)
 		}
 		if j.chain != nil {
 			j.chain.Accept(tok)
@@ -898,6 +900,12 @@ func (b *Backend) record(j *job) {
 	r.RawLogprobs = append(r.RawLogprobs, d.rawLogprob)
 	if d.top != nil {
 		r.TopLogprobs = append(r.TopLogprobs, d.top)
+	}
+	if d.allowed.IDs != nil && r.Allowed == nil {
+		r.Allowed = make([]inference.AllowedTokens, len(r.Tokens)-1, cap(r.Tokens))
+	}
+	if r.Allowed != nil {
+		r.Allowed = append(r.Allowed, d.allowed)
 	}
 	b.stats.generated.Add(1)
 

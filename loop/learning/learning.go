@@ -53,6 +53,8 @@ type Options struct {
 	// KL(π‖π_base) penalty (train.Options); Temperature samples the
 	// rollouts.
 	EntropyCoef, KLCoef, Temperature float32
+	// LogprobsOver is the trainer's train.Options.LogprobsOver.
+	LogprobsOver string
 	// LlamaLib is the directory of the llama.cpp libraries.
 	LlamaLib string
 }
@@ -92,6 +94,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("learning: entropy coef %v, kl coef %v: want finite numbers ≥ 0", o.EntropyCoef, o.KLCoef)
 	case !(o.Temperature > 0) || o.Temperature > 10:
 		return fmt.Errorf("learning: temperature %v: want (0, 10]", o.Temperature)
+	case o.LogprobsOver != "" && o.LogprobsOver != train.LogprobsOverVocabulary && o.LogprobsOver != train.LogprobsOverGrammar:
+		return fmt.Errorf("learning: logprobs over %q: want %s or %s", o.LogprobsOver, train.LogprobsOverVocabulary, train.LogprobsOverGrammar)
 	}
 	return nil
 }
@@ -123,7 +127,7 @@ func (o Options) LoopOptions() loop.Options {
 	l.Rollout.Temperature = o.Temperature
 	l.Estimator = o.Estimator
 	l.Train.LR, l.Train.ValueLR = o.LR, o.LR
-	l.Train.EntropyCoef, l.Train.KLCoef = o.EntropyCoef, o.KLCoef
+	l.Train.EntropyCoef, l.Train.KLCoef, l.Train.LogprobsOver = o.EntropyCoef, o.KLCoef, o.LogprobsOver
 	// The trajectories give the probability the model put on what it
 	// sampled (Point.SampledProb).
 	l.SaveTrajectories = true
