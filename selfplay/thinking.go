@@ -148,7 +148,7 @@ type turnReply struct {
 	// (inference.Response.Allowed).
 	allowed map[int]inference.AllowedTokens
 	last    inference.Response // the last response (stop reason, version)
-	reused int
+	reused  int
 }
 
 func (r *turnReply) add(ids []int32, gen bool, lp, raw []float32) {
