@@ -66,6 +66,11 @@ type Options struct {
 	// bonus (subtracted from the loss).
 	KLCoef      float32 `yaml:"kl_coef"`
 	EntropyCoef float32 `yaml:"entropy_coef"`
+	// EntropyDecaySteps anneals the entropy bonus: each Step trains with
+	// EntropyCoef·max(0, 1 − s/EntropyDecaySteps), s the optimizer steps
+	// taken before it, so that a run explores first and converges after
+	// (0: a constant bonus). docs/learning.md#exploration.
+	EntropyDecaySteps int `yaml:"entropy_decay_steps"`
 	// LogprobsOver is the distribution whose log-probabilities every
 	// loss and score uses at a trained token: "vocabulary" ("" means the
 	// same) the model's softmax over the whole vocabulary; "grammar" the
@@ -152,6 +157,15 @@ const (
 	LogprobsOverGrammar    = "grammar"
 )
 
+// EntropyCoefAt is the entropy bonus's weight after step optimizer steps
+// (EntropyDecaySteps).
+func (o Options) EntropyCoefAt(step int) float32 {
+	if o.EntropyDecaySteps <= 0 {
+		return o.EntropyCoef
+	}
+	return o.EntropyCoef * float32(max(0, 1-float64(step)/float64(o.EntropyDecaySteps)))
+}
+
 // OverGrammar reports whether logprobs are renormalised over the recorded
 // grammar sets (Options.LogprobsOver).
 func (o Options) OverGrammar() bool { return o.LogprobsOver == LogprobsOverGrammar }
@@ -218,6 +232,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("train: value clip %g < 0", o.ValueClip)
 	case o.ValueCoef < 0 || o.KLCoef < 0 || o.EntropyCoef < 0:
 		return errors.New("train: loss coefficients must be >= 0")
+	case o.EntropyDecaySteps < 0:
+		return fmt.Errorf("train: entropy decay steps %d < 0", o.EntropyDecaySteps)
 	case o.TargetKL < 0:
 		return fmt.Errorf("train: target KL %g < 0", o.TargetKL)
 	case o.MaxGradNorm < 0:

@@ -2,6 +2,7 @@ package train
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -77,4 +78,36 @@ func FuzzLRFactor(f *testing.F) {
 			prev = f
 		}
 	})
+}
+
+// TestEntropyCoefAt: the bonus falls linearly to 0 at EntropyDecaySteps and
+// stays there; without a decay it is constant.
+func TestEntropyCoefAt(t *testing.T) {
+	for _, tc := range []struct {
+		coef        float32
+		decay, step int
+		want        float32
+	}{
+		{0.2, 0, 0, 0.2},
+		{0.2, 0, 1000, 0.2},
+		{0.2, 40, 0, 0.2},
+		{0.2, 40, 10, 0.15},
+		{0.2, 40, 40, 0},
+		{0.2, 40, 400, 0},
+	} {
+		o := Options{EntropyCoef: tc.coef, EntropyDecaySteps: tc.decay}
+		if got := o.EntropyCoefAt(tc.step); math.Abs(float64(got-tc.want)) > 1e-7 {
+			t.Errorf("coef %g decay %d at step %d: got %g, want %g", tc.coef, tc.decay, tc.step, got, tc.want)
+		}
+	}
+	o := Options{}.Defaults()
+	o.EntropyDecaySteps = -1
+	if err := o.Validate(); err == nil {
+		t.Error("entropy decay steps -1: got no error")
+	}
+	o = Options{}.Defaults()
+	o.LogprobsOver = "tokens"
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "logprobs_over") {
+		t.Errorf("logprobs_over tokens: got %v, want an error naming the key", err)
+	}
 }

@@ -116,6 +116,9 @@ type Trainer struct {
 
 	// ppo is Step's objective (Options.PPOLosses), sft SFTStep's.
 	ppo, sft *Objective
+	// ppoEntropy is the entropy coefficient ppo was built with
+	// (Options.EntropyDecaySteps).
+	ppoEntropy float32
 
 	step int // optimizer steps taken
 	pcg  *rand.PCG
@@ -143,15 +146,10 @@ func New(modelPath string, opts Options) (*Trainer, error) {
 	t.pcg = rand.NewPCG(opts.Seed, 0x747261696e) // "train"
 	t.rng = rand.New(t.pcg)
 	var err error
-	ppo := opts.PPOLosses()
-	if opts.Full {
-		// No frozen reference: drop the KL term, which Validate has
-		// checked is off.
-		ppo = slices.DeleteFunc(ppo, func(l Loss) bool { return l.Needs().Reference })
-	}
-	if t.ppo, err = NewObjective(ppo...); err != nil {
+	if t.ppo, err = ppoObjective(opts, opts.EntropyCoef); err != nil {
 		return nil, err
 	}
+	t.ppoEntropy = opts.EntropyCoef
 	if t.sft, err = NewObjective(CrossEntropy{}); err != nil {
 		return nil, err
 	}
@@ -1052,7 +1050,29 @@ func trainedTokens(s Sequence) int {
 // Sequences without RefLogprobs get them from a no-grad pass with the
 // adapter off at the start.
 func (t *Trainer) Step(ctx context.Context, seqs []Sequence) (Stats, error) {
+	if c := t.opts.EntropyCoefAt(t.step); c != t.ppoEntropy {
+		// A new objective, and with it new graphs: the coefficient is a
+		// constant of the graph. Once per call, not per optimizer step.
+		obj, err := ppoObjective(t.opts, c)
+		if err != nil {
+			return Stats{}, err
+		}
+		t.ppo, t.ppoEntropy = obj, c
+	}
 	return t.StepWith(ctx, t.ppo, seqs)
+}
+
+// ppoObjective is Step's objective, with the entropy bonus weighted by
+// entropy.
+func ppoObjective(o Options, entropy float32) (*Objective, error) {
+	o.EntropyCoef = entropy
+	ppo := o.PPOLosses()
+	if o.Full {
+		// No frozen reference: drop the KL term, which Validate has
+		// checked is off.
+		ppo = slices.DeleteFunc(ppo, func(l Loss) bool { return l.Needs().Reference })
+	}
+	return NewObjective(ppo...)
 }
 
 // StepWith is Step with another objective: the same epochs, minibatches,

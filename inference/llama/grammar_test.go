@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -322,5 +323,39 @@ func TestGrammarStacksBounded(t *testing.T) {
 	}
 	if got == nil || !strings.Contains(got.Error(), "ambiguous") {
 		t.Errorf("after 16 a's: got %v, want the too-ambiguous error", got)
+	}
+}
+
+// TestAllowedRecorded: a reply under a menu grammar records, at each
+// sampled position, the set the grammar allowed (holding the token), and
+// its log-mass; at temperature 1 without filters the behaviour logprob is
+// then exactly the raw one renormalised over the set.
+func TestAllowedRecorded(t *testing.T) {
+	b := newBackend(t, testOptions(t))
+	p := prompt(t, b, "Pick.")
+	req := inference.Request{Prompt: p, MaxTokens: 8, Grammar: `root ::= "ARM " [1-4]`,
+		Sampling: inference.Sampling{Temperature: 1, Seed: 3}}
+	r := gen(t, b, req)[0]
+	if len(r.Allowed) != len(r.Tokens) {
+		t.Fatalf("%d tokens, %d allowed sets", len(r.Tokens), len(r.Allowed))
+	}
+	branched := false
+	for k, a := range r.Allowed {
+		if a.IDs == nil {
+			continue // the end-of-generation step may allow more
+		}
+		if !slices.IsSorted(a.IDs) || !slices.Contains(a.IDs, r.Tokens[k]) {
+			t.Fatalf("token %d (%d): set %v unsorted or without it", k, r.Tokens[k], a.IDs)
+		}
+		if d := math.Abs(float64(r.RawLogprobs[k] - a.LogMass - r.Logprobs[k])); d > 1e-4 {
+			t.Errorf("token %d: raw %g − log mass %g = %g, behaviour logprob %g", k, r.RawLogprobs[k], a.LogMass, r.RawLogprobs[k]-a.LogMass, r.Logprobs[k])
+		}
+		branched = branched || len(a.IDs) > 1
+	}
+	if !branched {
+		t.Errorf("no set with more than one token in %q: %+v", r.Text, r.Allowed)
+	}
+	if r2 := gen(t, b, inference.Request{Prompt: p, MaxTokens: 4, Sampling: req.Sampling})[0]; r2.Allowed != nil {
+		t.Errorf("no grammar: got allowed sets %v", r2.Allowed)
 	}
 }

@@ -63,6 +63,7 @@ func TestLearns(t *testing.T) {
 			}
 			n := len(res.Points)
 			first, last := res.Points[0].Fraction, (res.Points[n-1].Fraction+res.Points[n-2].Fraction)/2
+			t.Logf("share of the optimum by iteration %v", curve)
 			if last < first+0.2 {
 				t.Errorf("share of the optimum by iteration %v: got last two %.2f against first %.2f, want a rise of at least 0.2", curve, last, first)
 			}
