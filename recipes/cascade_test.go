@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,18 +44,30 @@ func tinyOptions(t *testing.T, dir string, iterations int) loop.Options {
 	return o
 }
 
-// TestCascade runs a two-stage cascade on the tiny model, interrupted in
-// the second stage and resumed: the second stage starts from the first's
-// adapter, and every stage is evaluated on both environments.
+// TestCascade runs a cascade on the tiny model under each selection rule,
+// interrupted in its last stage and resumed: each stage starts from the
+// checkpoint the rule picks, and is evaluated on the environments the rule
+// names. Under encountered the cascade opens with an SFT stage.
 func TestCascade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the tiny model")
 	}
+	for _, rule := range []string{SelectGlobalBest, SelectEncountered} {
+		t.Run(rule, func(t *testing.T) { testCascade(t, rule) })
+	}
+}
+
+func testCascade(t *testing.T, rule string) {
 	dir := t.TempDir()
-	o := CascadeOptions{Run: tinyOptions(t, dir, 1), Episodes: 2, Opponents: []string{"scripted:random"}, EvalEvery: 1}
+	o := CascadeOptions{Run: tinyOptions(t, dir, 1), Episodes: 2, Opponents: []string{"scripted:random"}, EvalEvery: 1, Selection: rule}
 	o.Run.Rollout.MaxTokens, o.Run.Rollout.Context = 40, 2048
 	params := map[string]any{"structured_only": true, "rounds": 2}
 	o.Stages = []CascadeStage{{Env: "craigslist", Params: params, Iterations: 2}, {Env: "casino", Params: params, Iterations: 1}}
+	first := 0 // the stage of craigslist's PPO, from 0
+	if rule == SelectEncountered {
+		o.Stages = append([]CascadeStage{{Env: "craigslist", Params: params, Kind: StageSFT, Episodes: 2, Iterations: 1}}, o.Stages...)
+		first = 1
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	_, err := Cascade(ctx, o, filepath.Join(dir, "c"), func(r *loop.Run) {
 		if r.Game().ID() == "casino_v1" {
@@ -68,33 +81,52 @@ func TestCascade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Stage 1 is evaluated after its first iteration (inside the stage:
-	// eval_every 1) and at its end, stage 2 at its end.
-	if len(rs) != 3 || !rs[0].Partial || rs[0].Iteration != 1 || !rs[0].Best || rs[1].Partial || rs[2].Stage != 2 {
+	// Craigslist's PPO stage is evaluated after its first iteration
+	// (inside the stage: eval_every 1) and at its end, casino's at its end.
+	if len(rs) != first+3 {
+		t.Fatalf("results %+v", rs)
+	}
+	if rule == SelectEncountered && (rs[0].Kind != StageSFT || rs[0].From != "base" || !rs[0].Best || rs[0].SFTTrajectories == 0) {
+		t.Errorf("sft stage %+v", rs[0])
+	}
+	ppo := rs[first:]
+	if !ppo[0].Partial || ppo[0].Iteration != 1 || ppo[1].Partial || ppo[2].Stage != first+2 {
 		t.Fatalf("results %+v", rs)
 	}
 	for _, r := range rs {
-		if len(r.Reward) != 2 {
-			t.Errorf("evaluation %+v: want both environments", r)
+		want := 2 // global_best: every environment
+		if rule == SelectEncountered && r.Env == "craigslist" {
+			want = 1 // casino not met yet
+		}
+		if len(r.Reward) != want || r.Selection != rule {
+			t.Errorf("evaluation %+v: want %d environments under %s", r, want, rule)
 		}
 	}
-	want := rs[0].Adapter
-	if rs[1].Best {
-		want = rs[1].Adapter
+	// Casino's stage starts from craigslist's PPO stage's best evaluation
+	// (encountered), or from the best of all so far (global_best).
+	want := cascadeStart(rs, first+2, rule, filepath.Join(dir, "c"))
+	if rule == SelectEncountered {
+		wantAdapter := ppo[0].Adapter
+		if ppo[1].Best {
+			wantAdapter = ppo[1].Adapter
+		}
+		if want.adapter != wantAdapter || wantAdapter == "" {
+			t.Errorf("encountered: stage %d's start %q, want stage %d's best %q", first+2, want.adapter, first+1, wantAdapter)
+		}
 	}
-	c2, err := loop.ReadConfig(filepath.Join(dir, "c", "stage-2"))
+	c2, err := loop.ReadConfig(filepath.Join(dir, "c", "stage-"+strconv.Itoa(first+2)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c2.Rollout.Adapter != want || want == "" {
-		t.Errorf("stage 2 starts from %q, want the best so far %q", c2.Rollout.Adapter, want)
+	if c2.Rollout.Adapter != want.adapter || want.adapter == "" || ppo[2].From != want.label || ppo[2].FromAdapter != want.adapter {
+		t.Errorf("casino's stage starts from %q (from %q), want %q (%q)", c2.Rollout.Adapter, ppo[2].From, want.adapter, want.label)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "c", "stage-1", CascadeBestFile)); err != nil {
-		t.Errorf("the best adapter inside stage 1 was not kept: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, "c", "stage-"+strconv.Itoa(first+1), CascadeBestFile)); ppo[0].Best && err != nil {
+		t.Errorf("the best adapter inside craigslist's stage was not kept: %v", err)
 	}
 	var b strings.Builder
 	CascadeTable(&b, rs)
-	if !strings.Contains(b.String(), "| 1: craigslist, iteration 1 (best) |") || !strings.Contains(b.String(), "| 2: casino") {
+	if !strings.Contains(b.String(), ": craigslist, iteration 1") || !strings.Contains(b.String(), "| "+strconv.Itoa(first+2)+": casino") || !strings.Contains(b.String(), " | "+want.label+" | ") {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
