@@ -35,6 +35,11 @@ type SFTOptions struct {
 	// directory for a trainer checkpoint at the end; Resume one to start
 	// from.
 	Out, Checkpoint, Resume string
+	// Adapter, when set, is a LoRA adapter (of Train's rank and modules)
+	// the training starts from instead of a fresh one: a warm-up that
+	// continues an earlier one (a cascade's SFT stage after another
+	// stage). A Resume checkpoint replaces it.
+	Adapter string
 	// Epochs over the data; Batch trajectories per optimizer step.
 	Epochs, Batch int
 	// MinReward keeps only trajectories with at least this terminal
@@ -185,6 +190,11 @@ func SFT(ctx context.Context, o SFTOptions, hooks SFTHooks) (SFTResult, error) {
 		return res, fmt.Errorf("sft: the longest trajectory, %d tokens: %w", longest, err)
 	}
 	threads.Begin()
+	if o.Adapter != "" {
+		if err := tr.LoadAdapter(o.Adapter); err != nil {
+			return res, fmt.Errorf("sft: %w", err)
+		}
+	}
 	if o.Resume != "" {
 		if _, err := tr.LoadCheckpoint(o.Resume); err != nil {
 			return res, err

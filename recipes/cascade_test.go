@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,18 +44,33 @@ func tinyOptions(t *testing.T, dir string, iterations int) loop.Options {
 	return o
 }
 
-// TestCascade runs a two-stage cascade on the tiny model, interrupted in
-// the second stage and resumed: the second stage starts from the first's
-// adapter, and every stage is evaluated on both environments.
+// TestCascade runs a cascade on the tiny model under each selection rule,
+// interrupted in its last stage and resumed: each stage starts from the
+// checkpoint the rule picks, and is evaluated on the environments the rule
+// names. Under encountered each game's PPO stage comes after an SFT stage
+// of it (the second SFT stage starts from an adapter).
 func TestCascade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the tiny model")
 	}
+	for _, rule := range []string{SelectGlobalBest, SelectEncountered} {
+		t.Run(rule, func(t *testing.T) { testCascade(t, rule) })
+	}
+}
+
+func testCascade(t *testing.T, rule string) {
 	dir := t.TempDir()
-	o := CascadeOptions{Run: tinyOptions(t, dir, 1), Episodes: 2, Opponents: []string{"scripted:random"}, EvalEvery: 1}
+	o := CascadeOptions{Run: tinyOptions(t, dir, 1), Episodes: 2, Opponents: []string{"scripted:random"}, EvalEvery: 1, Selection: rule}
 	o.Run.Rollout.MaxTokens, o.Run.Rollout.Context = 40, 2048
 	params := map[string]any{"structured_only": true, "rounds": 2}
-	o.Stages = []CascadeStage{{Env: "craigslist", Params: params, Iterations: 2}, {Env: "casino", Params: params, Iterations: 1}}
+	craigslist, casino := CascadeStage{Env: "craigslist", Params: params, Iterations: 2}, CascadeStage{Env: "casino", Params: params, Iterations: 1}
+	o.Stages = []CascadeStage{craigslist, casino}
+	if rule == SelectEncountered {
+		sft := func(env string) CascadeStage {
+			return CascadeStage{Env: env, Params: params, Kind: StageSFT, Episodes: 2, Iterations: 1}
+		}
+		o.Stages = []CascadeStage{sft("craigslist"), craigslist, sft("casino"), casino}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	_, err := Cascade(ctx, o, filepath.Join(dir, "c"), func(r *loop.Run) {
 		if r.Game().ID() == "casino_v1" {
@@ -68,33 +84,74 @@ func TestCascade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Stage 1 is evaluated after its first iteration (inside the stage:
-	// eval_every 1) and at its end, stage 2 at its end.
-	if len(rs) != 3 || !rs[0].Partial || rs[0].Iteration != 1 || !rs[0].Best || rs[1].Partial || rs[2].Stage != 2 {
+	// Craigslist's PPO stage is evaluated after its first iteration
+	// (inside the stage: eval_every 1) and at its end, every other stage
+	// at its end.
+	if len(rs) != len(o.Stages)+1 {
+		t.Fatalf("results %+v", rs)
+	}
+	var ppo []CascadeStageResult // craigslist's two, casino's
+	for _, r := range rs {
+		if r.Kind == StageSFT {
+			if r.SFTTrajectories == 0 || !r.Best {
+				t.Errorf("sft stage %+v", r)
+			}
+			continue
+		}
+		ppo = append(ppo, r)
+	}
+	last := len(o.Stages)
+	if len(ppo) != 3 || !ppo[0].Partial || ppo[0].Iteration != 1 || ppo[1].Partial || ppo[2].Stage != last {
 		t.Fatalf("results %+v", rs)
 	}
 	for _, r := range rs {
-		if len(r.Reward) != 2 {
-			t.Errorf("evaluation %+v: want both environments", r)
+		want := 2 // global_best: every environment
+		if rule == SelectEncountered && r.Stage <= 2 {
+			want = 1 // casino not met yet
+		}
+		if len(r.Reward) != want || r.Selection != rule {
+			t.Errorf("evaluation %+v: want %d environments under %s", r, want, rule)
 		}
 	}
-	want := rs[0].Adapter
-	if rs[1].Best {
-		want = rs[1].Adapter
+	for k := 1; k <= last; k++ {
+		// Each stage starts from the checkpoint the rule picks from the
+		// evaluations before it: under encountered, from the stage
+		// before's best evaluation.
+		want := cascadeStart(rs, k, rule, filepath.Join(dir, "c"))
+		if rule == SelectEncountered && k > 1 {
+			var best CascadeStageResult
+			for _, r := range rs {
+				if r.Stage == k-1 && r.Best {
+					best = r
+				}
+			}
+			if want.adapter != best.Adapter || want.label != best.checkpointName() {
+				t.Errorf("stage %d's start %+v, want stage %d's best %+v", k, want, k-1, best)
+			}
+		}
+		for _, r := range rs {
+			if r.Stage == k && (r.From != want.label || r.FromAdapter != want.adapter) {
+				t.Errorf("evaluation %+v: want from %q (%s)", r, want.label, want.adapter)
+			}
+		}
+		if o.Stages[k-1].Kind == StageSFT {
+			continue
+		}
+		c, err := loop.ReadConfig(filepath.Join(dir, "c", "stage-"+strconv.Itoa(k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Rollout.Adapter != want.adapter || k > 1 && want.adapter == "" {
+			t.Errorf("stage %d's run starts from %q, want %q", k, c.Rollout.Adapter, want.adapter)
+		}
 	}
-	c2, err := loop.ReadConfig(filepath.Join(dir, "c", "stage-2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c2.Rollout.Adapter != want || want == "" {
-		t.Errorf("stage 2 starts from %q, want the best so far %q", c2.Rollout.Adapter, want)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "c", "stage-1", CascadeBestFile)); err != nil {
-		t.Errorf("the best adapter inside stage 1 was not kept: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, "c", "stage-"+strconv.Itoa(ppo[0].Stage), CascadeBestFile)); ppo[0].Best && err != nil {
+		t.Errorf("the best adapter inside craigslist's stage was not kept: %v", err)
 	}
 	var b strings.Builder
 	CascadeTable(&b, rs)
-	if !strings.Contains(b.String(), "| 1: craigslist, iteration 1 (best) |") || !strings.Contains(b.String(), "| 2: casino") {
+	if !strings.Contains(b.String(), ": craigslist, iteration 1") || !strings.Contains(b.String(), "| "+strconv.Itoa(last)+": casino") {
 		t.Errorf("table:\n%s", b.String())
 	}
+	t.Logf("table:\n%s", b.String())
 }

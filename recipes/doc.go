@@ -1,7 +1,9 @@
 // Package recipes runs the research recipes that are loops over training
 // runs: Cascade RL (one policy trained on one environment after another,
-// each stage from the best adapter so far, every environment evaluated
-// after each stage so forgetting shows) and multi-teacher on-policy
+// optionally with SFT stages of the strategic script (package bc); each
+// stage evaluated on the environments met so far and starting from the
+// stage before's best evaluation, the paper's rule, or on every
+// environment and from the best so far) and multi-teacher on-policy
 // distillation (one student learns every environment from its specialist,
 // on the reverse KL of the specialist's top-k logprobs, the environments
 // drawn by gap-closed sampling).
@@ -10,5 +12,5 @@
 // subdirectories of the recipe's, and resume as runs do; the recipe's own
 // config is recorded in its directory (Config) so that a resumed recipe
 // continues with the config it started with. recipes sits above loop and
-// loop never imports it.
+// bc, and neither imports it.
 package recipes

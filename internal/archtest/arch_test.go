@@ -47,10 +47,11 @@ var layers = map[string]int{
 	// The training run.
 	"loop": 7,
 	// What is built on the run's parts: behaviour cloning and the
-	// built-in model's build, the research recipes.
-	"bc": 8, "recipes": 8,
-	// What drives runs: the cluster, the web page.
-	"cluster": 9, "web": 9,
+	// built-in model's build.
+	"bc": 8,
+	// What drives runs: the research recipes (a cascade's SFT stages are
+	// bc's), the cluster, the web page.
+	"recipes": 9, "cluster": 9, "web": 9,
 	// Programs.
 	"cmd": 10, "examples": 10,
 }
