@@ -59,9 +59,10 @@ func newFakeUpstream(t *testing.T) *fakeUpstream {
 	return u
 }
 
-// forwardProxy is a proxy forwarding to upstream, with the tiny models'
-// tokenizer as the student's and no backend.
-func forwardProxy(t *testing.T, upstream string) (*Proxy, *httptest.Server, *scripted.Backend) {
+// forwardProxy is a proxy forwarding to upstream's /v1, asking for model
+// (empty: the request's), with the tiny models' tokenizer as the
+// student's and no backend.
+func forwardProxy(t *testing.T, upstream, model string) (*Proxy, *httptest.Server, *scripted.Backend) {
 	t.Helper()
 	tok, err := scripted.New(scripted.Options{Rule: func(inference.Request) string { return "" }})
 	if err != nil {
@@ -69,7 +70,7 @@ func forwardProxy(t *testing.T, upstream string) (*Proxy, *httptest.Server, *scr
 	}
 	o := Options{}.Defaults()
 	o.Vocab, o.Poll = 512, 0
-	o.Forward, o.ForwardKey, o.ForwardModel = upstream+"/v1", "teacher-key", "teacher"
+	o.Forward, o.ForwardKey, o.ForwardModel = upstream+"/v1", "teacher-key", model
 	p, err := New(nil, tok, nil, o)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func forwardProxy(t *testing.T, upstream string) (*Proxy, *httptest.Server, *scr
 // sampled by the policy.
 func TestForwardedSessionTrains(t *testing.T) {
 	up := newFakeUpstream(t)
-	p, srv, tok := forwardProxy(t, up.URL)
+	p, srv, tok := forwardProxy(t, up.URL, "teacher")
 	first := `{"model": "student", "messages": [{"role": "user", "content": "Weather in Paris?"}], "tools": [` + weatherTool + `]}`
 	resp, body := postChat(t, srv.URL, "f1", first)
 	var cc ChatCompletion
@@ -159,7 +160,7 @@ func TestForwardedSessionTrains(t *testing.T) {
 // unreachable upstream a 502, and what the forward cannot honour a 400.
 func TestForwardErrors(t *testing.T) {
 	up := newFakeUpstream(t)
-	_, srv, _ := forwardProxy(t, up.URL)
+	_, srv, _ := forwardProxy(t, up.URL, "teacher")
 	resp, body := postChat(t, srv.URL, "", `{"messages": [{"role": "user", "content": "please refuse"}]}`)
 	if resp.StatusCode != 400 || !strings.Contains(string(body), "the teacher refuses") {
 		t.Errorf("got %d %s, want the upstream's 400", resp.StatusCode, body)

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/ollama/ollama/api"
+	"github.com/ollama/ollama/types/model"
 )
 
 // turn is one generation call on its way through the server: the parts of
@@ -20,7 +22,7 @@ type turn struct {
 	options map[string]any
 	// chunk builds a wire object: a streamed piece (done false) or the
 	// final object (done true, with reason and metrics).
-	chunk func(content, thinking string, done bool, reason string, m api.Metrics) any
+	chunk func(content, thinking string, calls []api.ToolCall, done bool, reason string, m api.Metrics) any
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -31,6 +33,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.chats = append(s.chats, req)
 	s.mu.Unlock()
+	s.chatTurn(w, r, req, "/api/chat")
+}
+
+// chatTurn is the chat handler after decoding, shared by /api/chat and
+// /v1/chat/completions (whose middleware translates the request and
+// rewrites what this writes).
+func (s *Server) chatTurn(w http.ResponseWriter, r *http.Request, req api.ChatRequest, path string) {
 	if req.Model == "" {
 		writeError(w, http.StatusBadRequest, "model is required")
 		return
@@ -50,13 +59,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if len(req.Tools) > 0 && !m.Tools {
+		// The scheduler's capability check, naming the model in full.
+		writeError(w, http.StatusBadRequest, "%s does not support tools", model.ParseName(m.Name).String())
+		return
+	}
 	s.run(w, r, turn{
-		call:    Call{Path: "/api/chat", Model: m.Name, Messages: req.Messages, Format: req.Format, Think: think, KeepAlive: req.KeepAlive},
+		call:    Call{Path: path, Model: m.Name, Messages: req.Messages, Tools: req.Tools, Format: req.Format, Think: think, KeepAlive: req.KeepAlive},
 		stream:  req.Stream == nil || *req.Stream,
 		options: req.Options,
-		chunk: func(content, thinking string, done bool, reason string, mt api.Metrics) any {
+		chunk: func(content, thinking string, calls []api.ToolCall, done bool, reason string, mt api.Metrics) any {
 			return api.ChatResponse{Model: req.Model, CreatedAt: time.Now().UTC(),
-				Message: api.Message{Role: "assistant", Content: content, Thinking: thinking}, Done: done, DoneReason: reason, Metrics: mt}
+				Message: api.Message{Role: "assistant", Content: content, Thinking: thinking, ToolCalls: calls}, Done: done, DoneReason: reason, Metrics: mt}
 		},
 	})
 }
@@ -94,7 +108,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		call:    Call{Path: "/api/generate", Model: m.Name, Messages: msgs, Format: req.Format, Think: think, KeepAlive: req.KeepAlive},
 		stream:  req.Stream == nil || *req.Stream,
 		options: req.Options,
-		chunk: func(content, thinking string, done bool, reason string, mt api.Metrics) any {
+		chunk: func(content, thinking string, _ []api.ToolCall, done bool, reason string, mt api.Metrics) any {
 			return api.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Response: content, Thinking: thinking,
 				Done: done, DoneReason: reason, Metrics: mt}
 		},
@@ -193,6 +207,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, t turn) {
 			return
 		}
 	}
+	calls, err := toolCalls(t.call, reply.ToolCalls, reason)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
 	firstToken := time.Now()
 	metrics := func() api.Metrics {
 		return api.Metrics{TotalDuration: nonzero(time.Since(start)), LoadDuration: time.Microsecond,
@@ -200,15 +219,38 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, t turn) {
 			EvalCount: len(think) + len(content), EvalDuration: nonzero(time.Since(firstToken))}
 	}
 	if !t.stream {
-		writeJSON(w, http.StatusOK, t.chunk(strings.Join(content, ""), strings.Join(think, ""), true, reason, metrics()))
+		writeJSON(w, http.StatusOK, t.chunk(strings.Join(content, ""), strings.Join(think, ""), calls, true, reason, metrics()))
 		return
 	}
-	s.stream(w, r, t, think, content, fail, func() any { return t.chunk("", "", true, reason, metrics()) })
+	s.stream(w, r, t, think, content, calls, fail, func() any { return t.chunk("", "", nil, true, reason, metrics()) })
 }
 
-// stream writes one NDJSON chunk per token, thinking first, then the final
-// chunk; an injected failure interrupts it after fail.AfterTokens tokens.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, t turn, think, content []string, fail *Failure, final func() any) {
+// toolCalls checks a reply's calls against the request's tools, since the
+// real server's tool parser finds calls of the given tools only, and
+// numbers them as it does (an id call_… where the script gave none, the
+// index in order). A reply cut by num_predict never finished its calls.
+func toolCalls(c Call, calls []api.ToolCall, reason string) ([]api.ToolCall, error) {
+	if reason != "stop" || len(calls) == 0 {
+		return nil, nil
+	}
+	calls = slices.Clone(calls)
+	for i := range calls {
+		name := calls[i].Function.Name
+		if !slices.ContainsFunc(c.Tools, func(t api.Tool) bool { return t.Function.Name == name }) {
+			return nil, fmt.Errorf("ollamatest: the scripted reply calls %q, which the request's tools do not define (the real server would answer it as text)", name)
+		}
+		if calls[i].ID == "" {
+			calls[i].ID = fmt.Sprintf("call_%04d%04d", c.Seq%10000, i)
+		}
+		calls[i].Function.Index = i
+	}
+	return calls, nil
+}
+
+// stream writes one NDJSON chunk per token, thinking first, then one with
+// the tool calls (if any), then the final chunk; an injected failure
+// interrupts it after fail.AfterTokens tokens.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, t turn, think, content []string, calls []api.ToolCall, fail *Failure, final func() any) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
@@ -226,10 +268,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, t turn, think, c
 			return
 		}
 		if i < len(think) {
-			enc.Encode(t.chunk("", think[i], false, "", api.Metrics{}))
+			enc.Encode(t.chunk("", think[i], nil, false, "", api.Metrics{}))
 		} else {
-			enc.Encode(t.chunk(content[i-len(think)], "", false, "", api.Metrics{}))
+			enc.Encode(t.chunk(content[i-len(think)], "", nil, false, "", api.Metrics{}))
 		}
+		flush()
+	}
+	if len(calls) > 0 && fail == nil {
+		enc.Encode(t.chunk("", "", calls, false, "", api.Metrics{}))
 		flush()
 	}
 	if fail != nil {

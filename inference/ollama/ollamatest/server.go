@@ -33,14 +33,29 @@
 //     no model (chat: "model is required"), 404 `model 'x' not found` for a
 //     model that is not pulled (generate and show too), a 500 object before
 //     the first chunk, and after it an {"error": …} line in the 200 stream.
+//   - tools (chat): a model needs the tools capability (Model.Tools; else
+//     400 `registry.ollama.ai/library/m:latest does not support tools`);
+//     a Reply's ToolCalls, which must name the request's tools, come back
+//     in message.tool_calls with ids call_… (streamed: one chunk after
+//     the content).
 //   - GET /api/tags (api.ListResponse), GET /api/version, POST /api/show
 //     (api.ShowResponse with capabilities), GET / ("Ollama is running").
+//   - The OpenAI-compatible endpoint (docs/api/openai-compatibility.mdx):
+//     POST /v1/chat/completions is the chat handler behind the release's
+//     own translation (its openai package): chat.completion objects (id
+//     chatcmpl-N, system_fingerprint fp_ollama, finish_reason stop, length
+//     or tool_calls, usage), with stream true SSE chat.completion.chunk
+//     events ending with data: [DONE] (a usage chunk first when
+//     stream_options.include_usage), thinking in message.reasoning, and
+//     errors as {"error": {"message", "type", "param", "code"}} with the
+//     handler's status (404 `model 'x' not found`) or the middleware's 400
+//     (malformed JSON, no messages). GET /v1/models and /v1/models/{model}.
 //
 // Model names follow Ollama's model:tag convention (a name without a tag
 // means :latest). A token is the fake's own unit, at most four bytes of
 // text: Ollama counts the model's tokens, which no fake can know.
 //
-// Not followed: tools, images, logprobs, raw templates, context, embeddings,
+// Not followed: images, logprobs, raw templates, context, embeddings,
 // pulls and pushes, and the scheduler's queueing (every request runs at
 // once; MaxInFlight reports how many did).
 package ollamatest
@@ -57,6 +72,7 @@ import (
 	"time"
 
 	"github.com/ollama/ollama/api"
+	"github.com/ollama/ollama/openai"
 	"github.com/ollama/ollama/types/model"
 )
 
@@ -71,17 +87,22 @@ type Model struct {
 	// Thinking gives the model the thinking capability: it thinks unless a
 	// request says think false.
 	Thinking bool
+	// Tools gives the model the tools capability: without it a request
+	// with tools is a 400.
+	Tools bool
 }
 
 // Call is a generation request as a Reply function sees it.
 type Call struct {
-	// Path is "/api/chat" or "/api/generate".
+	// Path is "/api/chat", "/api/generate" or "/v1/chat/completions".
 	Path string
 	// Model is the model's full name (model:tag).
 	Model string
 	// Messages are the chat; for /api/generate the system prompt (if any)
 	// and the prompt as a user message.
 	Messages []api.Message
+	// Tools are the request's tools: the only functions a reply may call.
+	Tools []api.Tool
 	// Format is the request's format (nil: free text).
 	Format json.RawMessage
 	// Think says whether the model thinks for this request.
@@ -99,6 +120,9 @@ type Reply struct {
 	Content string
 	// Thinking is sent only when the call thinks.
 	Thinking string
+	// ToolCalls are calls of the request's tools, after the content (an
+	// empty ID is filled in as the server does).
+	ToolCalls []api.ToolCall
 }
 
 // Failure is an injected server error.
@@ -159,11 +183,14 @@ type Server struct {
 	mu          sync.Mutex
 	chats       []api.ChatRequest
 	generates   []api.GenerateRequest
+	openaiChats []openai.ChatCompletionRequest
 	seq         int
 	inFlight    int
 	maxInFlight int
 	canceled    int
 	loaded      map[string]time.Time
+	// created is the models' modification time.
+	created time.Time
 }
 
 // New starts a server, closed when tb ends.
@@ -187,7 +214,7 @@ func NewServer(o Options) *Server {
 	for i, m := range o.Models {
 		o.Models[i].Name = FullName(m.Name)
 	}
-	return &Server{opts: o, loaded: map[string]time.Time{}}
+	return &Server{opts: o, loaded: map[string]time.Time{}, created: time.Now().UTC().Truncate(time.Second)}
 }
 
 // FullName adds Ollama's default tag to a name without one.
@@ -213,6 +240,14 @@ func (s *Server) GenerateRequests() []api.GenerateRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.generates)
+}
+
+// OpenAIChatRequests returns the /v1/chat/completions requests received
+// (those that decoded), in order.
+func (s *Server) OpenAIChatRequests() []openai.ChatCompletionRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.openaiChats)
 }
 
 // MaxInFlight is the most generation calls the server ran at once.
@@ -256,6 +291,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.chat(w, r)
 	case r.URL.Path == "/api/generate" && r.Method == http.MethodPost:
 		s.generate(w, r)
+	case r.URL.Path == "/v1/chat/completions" && r.Method == http.MethodPost:
+		s.openaiChat(w, r)
+	case r.URL.Path == "/v1/models" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, openai.ToListCompletion(s.list()))
+	case strings.HasPrefix(r.URL.Path, "/v1/models/") && r.Method == http.MethodGet:
+		s.openaiModel(w, strings.TrimPrefix(r.URL.Path, "/v1/models/"))
 	default:
 		// gin's answer to an unknown route.
 		w.Header().Set("Content-Type", "text/plain")
@@ -278,13 +319,17 @@ func details() api.ModelDetails {
 	return api.ModelDetails{Format: "gguf", Family: "fake", Families: []string{"fake"}, ParameterSize: "1B", QuantizationLevel: "Q4_K_M"}
 }
 
-func (s *Server) tags(w http.ResponseWriter) {
+func (s *Server) list() api.ListResponse {
 	list := api.ListResponse{Models: []api.ListModelResponse{}}
 	for _, m := range s.opts.Models {
-		list.Models = append(list.Models, api.ListModelResponse{Name: m.Name, Model: m.Name, Size: 1 << 30,
+		list.Models = append(list.Models, api.ListModelResponse{Name: m.Name, Model: m.Name, ModifiedAt: s.created, Size: 1 << 30,
 			Digest: fmt.Sprintf("%064x", len(m.Name)), Details: details()})
 	}
-	writeJSON(w, http.StatusOK, list)
+	return list
+}
+
+func (s *Server) tags(w http.ResponseWriter) {
+	writeJSON(w, http.StatusOK, s.list())
 }
 
 func (s *Server) ps(w http.ResponseWriter) {
@@ -319,10 +364,13 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	caps := []model.Capability{model.CapabilityCompletion}
+	if m.Tools {
+		caps = append(caps, model.CapabilityTools)
+	}
 	if m.Thinking {
 		caps = append(caps, model.CapabilityThinking)
 	}
-	writeJSON(w, http.StatusOK, api.ShowResponse{Details: details(), Capabilities: caps,
+	writeJSON(w, http.StatusOK, api.ShowResponse{Details: details(), Capabilities: caps, ModifiedAt: s.created,
 		ModelInfo: map[string]any{"general.architecture": "fake", "fake.context_length": s.opts.NumCtx}})
 }
 
