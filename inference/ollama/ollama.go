@@ -136,6 +136,11 @@ func (b *Backend) Generate(ctx context.Context, reqs []inference.Request) ([]inf
 	errs := make([]error, len(reqs))
 	sem := make(chan struct{}, b.opts.Parallel)
 	var wg sync.WaitGroup
+	// cause is the first failure, recorded before it cancels the other
+	// calls: a call cut by that cancellation may fail with an error of its
+	// own (a stream that ended before done), not a context error.
+	var cause error
+	var causeOnce sync.Once
 	for i := range reqs {
 		wg.Add(1)
 		go func() {
@@ -150,11 +155,15 @@ func (b *Backend) Generate(ctx context.Context, reqs []inference.Request) ([]inf
 			out[i], errs[i] = b.chat(ctx, reqs[i])
 			if errs[i] != nil {
 				errs[i] = fmt.Errorf("ollama: request %d (%s): %w", i, reqs[i].Key, errs[i])
+				causeOnce.Do(func() { cause = errs[i] })
 				cancel()
 			}
 		}()
 	}
 	wg.Wait()
+	if cause != nil {
+		return nil, cause
+	}
 	// Report the first real failure rather than the cancellations it caused.
 	var first error
 	for _, err := range errs {
