@@ -19,16 +19,22 @@ func TestSegmentedMatchesOneGraph(t *testing.T) {
 		rows  int // Trainer.segRows: output-layer chunks of rows
 		group int // Trainer.groupRows: query rows per attention group
 		kl    float32
+		// grammar trains with LogprobsOver "grammar" and allowed sets.
+		grammar bool
 	}{
 		{name: "llama", arch: "llama"},
 		{name: "qwen3_blocks", arch: "qwen3", block: 16},
 		{name: "qwen3_attention_groups", arch: "qwen3", block: 16, group: 16},
 		{name: "qwen2_kl_chunks", arch: "qwen2", kl: 0.5, rows: 32},
+		{name: "llama_grammar_chunks", arch: "llama", kl: 0.5, rows: 32, grammar: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := testOptions()
 			o.ValueCoef, o.KLCoef, o.EntropyCoef = 0.5, tt.kl, 0.01
+			if tt.grammar {
+				o.LogprobsOver = LogprobsOverGrammar
+			}
 			tr := newTrainer(t, tt.arch, o)
 			tr.attnBlock, tr.segRows, tr.groupRows = tt.block, tt.rows, tt.group
 			if tt.group > 0 {
@@ -39,6 +45,9 @@ func TestSegmentedMatchesOneGraph(t *testing.T) {
 			randomize(tr, 5, 0.05)
 			ctx := context.Background()
 			seqs := randomSeqs(31, 3, 30, 70, tr.Vocab())
+			if tt.grammar {
+				addAllowed(seqs, tr.Vocab(), 41)
+			}
 
 			type result struct {
 				scores []Score
