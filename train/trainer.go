@@ -119,6 +119,9 @@ type Trainer struct {
 	// ppoEntropy is the entropy coefficient ppo was built with
 	// (Options.EntropyDecaySteps).
 	ppoEntropy float32
+	// allowBuf is the allow input's buffer, reused across passes: at a
+	// 150k vocabulary it is some hundred MB (allowMask).
+	allowBuf []float32
 
 	step int // optimizer steps taken
 	pcg  *rand.PCG
@@ -700,7 +703,12 @@ func (t *Trainer) setTargets(b *built, seqs []Sequence, p pass) {
 // token where it has none (padding rows included).
 func (t *Trainer) allowMask(b *built, seqs []Sequence, p pass) []float32 {
 	V := t.hp.nVocab
-	a := make([]float32, b.nSel*V)
+	if n := b.nSel * V; cap(t.allowBuf) < n {
+		t.allowBuf = make([]float32, n)
+	} else {
+		t.allowBuf = t.allowBuf[:n]
+	}
+	a := t.allowBuf
 	for k := range b.nSel {
 		row := a[k*V : (k+1)*V]
 		var set []int32
@@ -714,6 +722,7 @@ func (t *Trainer) allowMask(b *built, seqs []Sequence, p pass) []float32 {
 			}
 			continue
 		}
+		clear(row)
 		for _, id := range set {
 			row[id] = 1
 		}

@@ -102,10 +102,12 @@ func (o Options) Validate() error {
 		return fmt.Errorf("learning: entropy coef %v, kl coef %v: want finite numbers ≥ 0", o.EntropyCoef, o.KLCoef)
 	case !(o.Temperature > 0) || o.Temperature > 10:
 		return fmt.Errorf("learning: temperature %v: want (0, 10]", o.Temperature)
-	case o.EntropyDecaySteps < 0:
-		return fmt.Errorf("learning: entropy decay steps %d < 0", o.EntropyDecaySteps)
-	case o.LogprobsOver != "" && o.LogprobsOver != train.LogprobsOverVocabulary && o.LogprobsOver != train.LogprobsOverGrammar:
-		return fmt.Errorf("learning: logprobs over %q: want %s or %s", o.LogprobsOver, train.LogprobsOverVocabulary, train.LogprobsOverGrammar)
+	}
+	// The trainer's own checks of the settings passed through to it.
+	t := train.Options{}.Defaults()
+	t.LogprobsOver, t.EntropyDecaySteps = o.LogprobsOver, o.EntropyDecaySteps
+	if err := t.Validate(); err != nil {
+		return fmt.Errorf("learning: %w", err)
 	}
 	return nil
 }
