@@ -56,7 +56,9 @@ func loadOpIDs() error {
 // UseTransposedBackward rewrites, in a graph built with BuildBackward and
 // not yet allocated, every F32 node out_prod(x, y) for which contiguous
 // F32 tensors holding xᵀ and yᵀ can be found into mul_mat(xᵀ, yᵀ): the
-// same sums on the forward kernels. known maps tensors to contiguous
+// same sums on the forward kernels. A known transpose of x may also be a
+// 2-D matrix of a quantized type (quantizedRows): the product then
+// quantizes y as the forward pass quantizes activations. known maps tensors to contiguous
 // transposed copies of themselves (frozen matrices, activations the
 // forward pass transposed); other transposes are found by following
 // transpose, permute(1, 0, 2, 3), cont and same-shape reshape nodes. It
@@ -136,7 +138,7 @@ func isTranspose(x Tensor) bool {
 // mulMatFits checks that mul_mat(aT, bT) has out's shape and that ggml's
 // broadcasting of aT over bT's outer dimensions applies.
 func mulMatFits(aT, bT, out Tensor) bool {
-	if !rowsF32(aT) || !contiguousF32(bT) || aT.Ne[0] != bT.Ne[0] {
+	if !(rowsF32(aT) || quantizedRows(aT)) || !contiguousF32(bT) || aT.Ne[0] != bT.Ne[0] {
 		return false
 	}
 	if aT.Ne[1] != out.Ne[0] || bT.Ne[1] != out.Ne[1] || bT.Ne[2] != out.Ne[2] || bT.Ne[3] != out.Ne[3] {
@@ -162,6 +164,18 @@ func rowsF32(t Tensor) bool {
 		}
 	}
 	return true
+}
+
+// quantizedRows reports whether t is a contiguous 2-D tensor of a
+// quantized type whose rows fill its blocks (a transposed copy of a frozen
+// matrix made in Q8_0): mul_mat quantizes its other operand to the
+// matching type and runs the forward pass's kernels.
+func quantizedRows(t Tensor) bool {
+	if t.Type == TypeF32 || t.Type == TypeF16 || t.Type == TypeBF16 || t.Ne[2] != 1 || t.Ne[3] != 1 {
+		return false
+	}
+	rs, err := RowSize(t.Type, t.Ne[0])
+	return err == nil && t.Nb[1] == uintptr(rs)
 }
 
 // contiguousF32 reports whether t is an F32 tensor stored densely in ggml's

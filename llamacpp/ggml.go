@@ -24,6 +24,7 @@ const (
 	TypeF32  Type = 0
 	TypeF16  Type = 1
 	TypeBF16 Type = 30
+	TypeQ8_0 Type = 8
 	TypeI32  Type = 26
 )
 
@@ -108,6 +109,8 @@ var (
 	ggmlRopeExt             func(ctx, a, b, c uintptr, nDims, mode, nCtxOrig int32, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow float32) uintptr
 	ggmlSoftMax             func(ctx, a uintptr) uintptr
 	ggmlSoftMaxExt          func(ctx, a, mask uintptr, scale, maxBias float32) uintptr
+	ggmlSoftMaxExtBack      func(ctx, a, b uintptr, scale, maxBias float32) uintptr
+	ggmlAccInplace          func(ctx, a, b uintptr, nb1, nb2, nb3, offset uintptr) uintptr
 	ggmlScale               func(ctx, a uintptr, s float32) uintptr
 	ggmlScaleBias           func(ctx, a uintptr, s, b float32) uintptr
 	ggmlPermute             func(ctx, a uintptr, ax0, ax1, ax2, ax3 int32) uintptr
@@ -200,6 +203,8 @@ func init() {
 			{&ggmlView2D, "ggml_view_2d"},
 			{&ggmlView4D, "ggml_view_4d"},
 			{&ggmlAcc, "ggml_acc"},
+			{&ggmlAccInplace, "ggml_acc_inplace"},
+			{&ggmlSoftMaxExtBack, "ggml_soft_max_ext_back"},
 			{&ggmlSilu, "ggml_silu"},
 			{&ggmlSumRows, "ggml_sum_rows"},
 			{&ggmlSum, "ggml_sum"},
@@ -457,6 +462,13 @@ func (c Context) SoftMax(a Tensor) Tensor { return mk(ggmlSoftMax(uintptr(c), tp
 func (c Context) SoftMaxExt(a, mask Tensor, scale, maxBias float32) Tensor {
 	return mk(ggmlSoftMaxExt(uintptr(c), tp(a), tp(mask), scale, maxBias))
 }
+
+// SoftMaxExtBack is the gradient of SoftMaxExt(x, mask, scale, 0) with
+// respect to x, given dy, the gradient of its output y:
+// scale·y⊙(dy − Σ y⊙dy) row by row (y and dy contiguous, of one shape).
+func (c Context) SoftMaxExtBack(dy, y Tensor, scale float32) Tensor {
+	return mk(ggmlSoftMaxExtBack(uintptr(c), tp(dy), tp(y), scale, 0))
+}
 func (c Context) Scale(a Tensor, s float32) Tensor { return mk(ggmlScale(uintptr(c), tp(a), s)) }
 
 // ScaleBias is a*s + b.
@@ -501,6 +513,13 @@ func (c Context) View4D(a Tensor, ne [4]int64, nb [3]uintptr, offset uintptr) Te
 // Reshape between the two).
 func (c Context) Acc(a, b Tensor, nb [3]uintptr, offset uintptr) Tensor {
 	return mk(ggmlAcc(uintptr(c), tp(a), tp(b), nb[0], nb[1], nb[2], offset))
+}
+
+// AccInplace adds b into the view of a at offset with a's strides nb,
+// in a's memory, and returns a view of a: the node later nodes that read
+// the sum must take, so that they run after the addition.
+func (c Context) AccInplace(a, b Tensor, nb [3]uintptr, offset uintptr) Tensor {
+	return mk(ggmlAccInplace(uintptr(c), tp(a), tp(b), nb[0], nb[1], nb[2], offset))
 }
 
 func (c Context) Silu(a Tensor) Tensor    { return mk(ggmlSilu(uintptr(c), tp(a))) }

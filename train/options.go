@@ -110,6 +110,14 @@ type Options struct {
 	// weights' memory; the forward kernels run the product several times
 	// faster on the CPU.
 	OutProdBackward bool `yaml:"out_prod_backward"`
+	// BackwardType is the type of those transposed copies: BackwardAuto
+	// (the default, "" too) makes Q8_0 copies of the matrices the file
+	// stores quantized and F32 copies of F32, F16 and BF16 ones;
+	// BackwardF32 makes every copy F32, the exact transpose (4 bytes a
+	// parameter); BackwardQ8_0 makes every copy Q8_0 (about 1.06 bytes a
+	// parameter). A matrix whose columns do not fill Q8_0 blocks of 32
+	// gets an F32 copy whatever is set.
+	BackwardType string `yaml:"backward_type"`
 	// DequantizeBase holds the frozen matrices and embeddings in F32 even
 	// where the model file stores them quantized or in half precision
 	// (LoRA mode on the CPU; full mode and CUDA always hold F32). By
@@ -155,6 +163,13 @@ type Options struct {
 const (
 	LogprobsOverVocabulary = "vocabulary"
 	LogprobsOverGrammar    = "grammar"
+)
+
+// Values of Options.BackwardType.
+const (
+	BackwardAuto = "auto"
+	BackwardF32  = "f32"
+	BackwardQ8_0 = "q8_0"
 )
 
 // EntropyCoefAt is the entropy bonus's weight after step optimizer steps
@@ -252,6 +267,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("train: loss aggregation %q (want token or sequence)", o.LossAggregation)
 	case o.Device != "cpu" && o.Device != "cuda":
 		return fmt.Errorf("train: device %q (want cpu or cuda)", o.Device)
+	case o.BackwardType != "" && o.BackwardType != BackwardAuto && o.BackwardType != BackwardF32 && o.BackwardType != BackwardQ8_0:
+		return fmt.Errorf("train: backward_type %q (want %s, %s or %s)", o.BackwardType, BackwardAuto, BackwardF32, BackwardQ8_0)
 	case o.LogprobsOver != "" && o.LogprobsOver != LogprobsOverVocabulary && o.LogprobsOver != LogprobsOverGrammar:
 		return fmt.Errorf("train: logprobs_over %q (want %s or %s)", o.LogprobsOver, LogprobsOverVocabulary, LogprobsOverGrammar)
 	}

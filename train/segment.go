@@ -24,7 +24,8 @@ import (
 //     and yields g_l in the accumulator of its input. A layer takes three
 //     such graphs (layerBackward): the rest of the layer after its
 //     attention, the attention one group of query blocks at a time
-//     (attnGroups), and the queries, keys and values, with the tensors
+//     (attnGroups; by its closed form, attnGrad, not by ggml's automatic
+//     differentiation), and the queries, keys and values, with the tensors
 //     between them in attnState; so no graph holds more than one group's
 //     attention scores, and a pass's memory grows linearly with the sequence
 //     (but for the T²/2 block masks, small below 16k tokens).
@@ -539,7 +540,7 @@ func (t *Trainer) buildAttnPart(key segKey) (*built, error) {
 	if err != nil {
 		return nil, err
 	}
-	grads := key.kind == segQKVGrad || key.kind == segAttnGrad || key.kind == segOut
+	grads := key.kind == segQKVGrad || key.kind == segOut
 	size := t.layerGraphSize(key.t)
 	ctx, err := llamacpp.NewContext(2*size, 1, size, grads)
 	if err != nil {
@@ -548,7 +549,7 @@ func (t *Trainer) buildAttnPart(key segKey) (*built, error) {
 	B, T := key.b, key.t
 	b := &built{ctx: ctx, size: size, b: B, t: T, nRows: B * T, grads: grads}
 	b.g = ctx.NewGraph(size, grads)
-	if grads && t.wT != nil && key.kind != segAttnGrad {
+	if grads && t.wT != nil {
 		b.known = maps.Clone(t.wT)
 	}
 	p := &attnPart{t: t, key: key, a: a, ctx: ctx, b: b, extra: map[llamacpp.Tensor]llamacpp.Tensor{}}
@@ -563,7 +564,8 @@ func (t *Trainer) buildAttnPart(key segKey) (*built, error) {
 		p.attnForward()
 		return b, nil
 	case segAttnGrad:
-		p.attnLoss()
+		p.attnGrad()
+		return b, nil
 	case segOut:
 		p.outLoss()
 	}
@@ -660,33 +662,67 @@ func (p *attnPart) attnForward() {
 	b.g.BuildForward(out)
 }
 
-// attnLoss (segAttnGrad) differentiates the attention of one group of
-// query blocks (the group key.layer), block by block.
-func (p *attnPart) attnLoss() {
+// attnGrad (segAttnGrad) differentiates the attention of one group of
+// query blocks (the group key.layer), block by block, by its closed form
+// rather than ggml's automatic differentiation: for block j's queries q
+// [D, n] against keys k and values v [D, to] with the output's gradient g
+// [D, n] (attnState.dkqv),
+//
+//	s  = softmax(scale·kᵀq + mask)             [to, n]
+//	ds = soft_max_back(vᵀg, s)                 [to, n]
+//	dq = k·ds,  dk = q·dsᵀ,  dv = g·sᵀ
+//
+// each a mul_mat on contiguous operands: five products a block, where the
+// differentiated graph took six (the output, unused, and dv as an
+// out_prod over the block's 64 query rows: 11% of a 1,024-token step's
+// CPU time on two cores; docs/results/2026-12-07-backward-speed.md).
+// dq is copied into its rows of attnState.dq (each query row belongs to one
+// block); dk and dv are added into the first to rows of attnState.dk and
+// .dv in place, each addition reading the previous one's result so that
+// they run in order.
+func (p *attnPart) attnGrad() {
 	t, ctx, b, a := p.t, p.ctx, p.b, p.a
 	B, T := p.key.b, p.key.t
-	gr := t.attnGroups(B, T)[p.key.layer]
-	b.blockFirst = gr.first
-	for _, x := range []llamacpp.Tensor{a.q, a.k, a.v} {
-		llamacpp.SetParam(x)
-	}
-	p.extra[a.q], p.extra[a.k], p.extra[a.v] = a.dq, a.dk, a.dv
 	blocks := t.attnBlocks(T)
-	if blocks == nil {
-		kqv := b.attention(ctx, a.q, a.k, a.v, nil, nil, b.kqMask, t.hp.kqScale)
-		p.addLoss(ctx.Sum(ctx.Mul(kqv, a.dkqv)))
-		return
+	gr := attnGroup{0, T, 0, 1}
+	if blocks != nil {
+		gr = t.attnGroups(B, T)[p.key.layer]
 	}
+	b.blockFirst = gr.first
+	// Views of attnState where mul_mat reads its first operand (rows may
+	// have gaps between them); contiguous copies where it reads its
+	// second (tinyBLAS runs only on a contiguous one). kᵀ is copied once
+	// for the group and each block reads its first keys.
+	view := func(x llamacpp.Tensor, ne0, from, to int) llamacpp.Tensor {
+		return ctx.View4D(x, [4]int64{int64(ne0), int64(to - from), x.Ne[2], x.Ne[3]}, [3]uintptr{x.Nb[1], x.Nb[2], x.Nb[3]}, uintptr(from)*x.Nb[1])
+	}
+	tr := func(x llamacpp.Tensor) llamacpp.Tensor { return ctx.Cont(ctx.Transpose(x)) }
+	D := int(a.k.Ne[0])
+	kT := ctx.Cont(ctx.Permute(a.k, 1, 0, 2, 3)) // [T, D, H, B]
+	dk, dv := a.dk, a.dv
+	var outs []llamacpp.Tensor
 	from := gr.from
 	for j := gr.first; j < gr.last; j++ {
-		to := blocks[j]
-		mask := ctx.NewTensor(llamacpp.TypeF32, int64(to), int64(to-from))
-		llamacpp.SetInput(llamacpp.SetName(mask, fmt.Sprintf("block_mask_%d", j)))
-		b.blockMask = append(b.blockMask, mask)
-		kqv := b.attention(ctx, p.rows(a.q, from, to), p.rows(a.k, 0, to), p.rows(a.v, 0, to), nil, nil, mask, t.hp.kqScale)
-		dkqv := ctx.View4D(a.dkqv, [4]int64{a.dkqv.Ne[0], int64(to - from), a.dkqv.Ne[2], a.dkqv.Ne[3]}, [3]uintptr{a.dkqv.Nb[1], a.dkqv.Nb[2], a.dkqv.Nb[3]}, uintptr(from)*a.dkqv.Nb[1])
-		p.addLoss(ctx.Sum(ctx.Mul(kqv, dkqv)))
+		to, mask := T, b.kqMask
+		if blocks != nil {
+			to = blocks[j]
+			mask = p.ctx.NewTensor(llamacpp.TypeF32, int64(to), int64(to-from))
+			llamacpp.SetInput(llamacpp.SetName(mask, fmt.Sprintf("block_mask_%d", j)))
+			b.blockMask = append(b.blockMask, mask)
+		}
+		q, g := p.rows(a.q, from, to), p.rows(a.dkqv, from, to) // [D, n, H, B]
+		k, v := view(a.k, D, 0, to), view(a.v, D, 0, to)        // [D, to, H, B]
+		s := ctx.SoftMaxExt(ctx.MulMat(k, q), mask, t.hp.kqScale, 0)
+		ds := ctx.SoftMaxExtBack(ctx.MulMat(v, g), s, t.hp.kqScale)
+		dq := ctx.MulMat(view(kT, to, 0, D), ds)
+		outs = append(outs, ctx.Cpy(dq, view(a.dq, D, from, to)))
+		dk = ctx.AccInplace(dk, ctx.MulMat(tr(q), tr(ds)), [3]uintptr{a.dk.Nb[1], a.dk.Nb[2], a.dk.Nb[3]}, 0)
+		dv = ctx.AccInplace(dv, ctx.MulMat(tr(g), tr(s)), [3]uintptr{a.dv.Nb[1], a.dv.Nb[2], a.dv.Nb[3]}, 0)
 		from = to
+	}
+	for _, x := range append(outs, dk, dv) {
+		llamacpp.SetOutput(x)
+		b.g.BuildForward(x)
 	}
 }
 

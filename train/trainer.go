@@ -269,7 +269,16 @@ func (t *Trainer) fillBase(f *gguf.File, fl fill) error {
 		llamacpp.SetF32(fl.t, data)
 	}
 	if wT != nil {
-		llamacpp.SetF32(wT, transpose(data, int(fl.t.Ne[0]), int(fl.t.Ne[1])))
+		tr := transpose(data, int(fl.t.Ne[0]), int(fl.t.Ne[1]))
+		if wT.Type == llamacpp.TypeF32 {
+			llamacpp.SetF32(wT, tr)
+			return nil
+		}
+		q, err := llamacpp.Quantize(wT.Type, tr, int(wT.Ne[0]))
+		if err != nil {
+			return fmt.Errorf("train: transposed copy of %s: %w", fl.info.Name, err)
+		}
+		llamacpp.SetBytes(wT, q)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 // the matrices change every step and are parameters: nothing is copied.
 // On CUDA out_prod is a cuBLAS product as fast as mul_mat, so the copies
 // would only double the weights' memory: they are made on the CPU only.
+// Their type is transposedType's.
 func (t *Trainer) declareTransposes() {
 	if t.opts.Full || t.opts.OutProdBackward || t.opts.Device == "cuda" {
 		return
@@ -23,7 +24,7 @@ func (t *Trainer) declareTransposes() {
 		if w == nil || t.wT[w] != nil {
 			return
 		}
-		wT := t.wctx.NewTensor(llamacpp.TypeF32, w.Ne[1], w.Ne[0])
+		wT := t.wctx.NewTensor(transposedType(w, t.opts.BackwardType), w.Ne[1], w.Ne[0])
 		t.wT[w] = llamacpp.SetName(wT, fmt.Sprintf("%.56s.T", llamacpp.GetName(w)))
 	}
 	for _, l := range t.w.layers {
@@ -32,6 +33,33 @@ func (t *Trainer) declareTransposes() {
 		}
 	}
 	add(t.w.output)
+}
+
+// transposedType is the type of w's transposed copy under
+// Options.BackwardType. By default a matrix the file stores quantized gets
+// a Q8_0 copy (a quarter of F32's memory: 0.63 instead of 2.4 GB for
+// Qwen3-0.6B, 4.3 instead of 16 GB for a 4B model); the backward's
+// products with it quantize the gradient to 8 bits a value, as the
+// forward pass quantizes the activations, and the LoRA gradients stay
+// within a few parts in a thousand of the F32 copy's
+// (TestQ8TransposedGradients; docs/results/2026-12-07-backward-speed.md).
+// F32, F16 and BF16 matrices get F32 copies, the exact transposes, as do
+// matrices whose columns do not fill Q8_0 blocks of 32.
+func transposedType(w llamacpp.Tensor, backward string) llamacpp.Type {
+	quantized := w.Type != llamacpp.TypeF32 && w.Type != llamacpp.TypeF16 && w.Type != llamacpp.TypeBF16
+	if w.Ne[1]%32 != 0 {
+		return llamacpp.TypeF32
+	}
+	switch backward {
+	case BackwardQ8_0:
+		return llamacpp.TypeQ8_0
+	case BackwardF32:
+		return llamacpp.TypeF32
+	}
+	if quantized {
+		return llamacpp.TypeQ8_0
+	}
+	return llamacpp.TypeF32
 }
 
 // transpose returns the [cols, rows] transpose of a row-major matrix of
