@@ -127,7 +127,7 @@ func New() *Game {
 func newEpisode(s Scenario, q negotiation.Params) *negotiation.Episode[float64] {
 	seats := negotiation.TwoSeats(names, roles)
 	ep := &negotiation.Episode[float64]{
-		SeatList: seats, Dealt: s, Rules: negotiation.PriceRules{Seats: seats}, Options: q.Options(),
+		SeatList: seats, Dealt: s, Rules: negotiation.PriceRules{Seats: seats, Scale: s.Asking}, Options: q.Options(),
 	}
 	ep.Briefing[0] = negotiation.Briefing{Text: briefing(s, 0, q), Data: Private{Seat: 0, Asking: s.Asking, Reservation: s.BuyerMax}}
 	ep.Briefing[1] = negotiation.Briefing{Text: briefing(s, 1, q), Data: Private{Seat: 1, Asking: s.Asking, Reservation: s.SellerMin}}

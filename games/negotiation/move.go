@@ -285,3 +285,13 @@ func Grammar(terms, extra string, canAccept, structuredOnly bool) string {
 
 // PriceGrammar is the GBNF terms expression of "price=<amount>".
 const PriceGrammar = `"price=" [1-9] [0-9]{0,8} ("." [0-9] [0-9]?)?`
+
+// PriceGrammarDigits is PriceGrammar with at most digits whole digits
+// (1..9).
+func PriceGrammarDigits(digits int) string {
+	digits = min(max(digits, 1), 9)
+	if digits == 1 {
+		return `"price=" [1-9] ("." [0-9] [0-9]?)?`
+	}
+	return fmt.Sprintf(`"price=" [1-9] [0-9]{0,%d} ("." [0-9] [0-9]?)?`, digits-1)
+}

@@ -218,6 +218,24 @@ func TestGrammar(t *testing.T) {
 	}
 }
 
+func TestPriceGrammarScale(t *testing.T) {
+	for _, tc := range []struct {
+		scale float64
+		want  string
+	}{
+		{0, PriceGrammar},
+		{0.5, PriceGrammar},
+		{7, `"price=" [1-9] ("." [0-9] [0-9]?)?`},
+		{305, `"price=" [1-9] [0-9]{0,2} ("." [0-9] [0-9]?)?`},
+		{4999.5, `"price=" [1-9] [0-9]{0,3} ("." [0-9] [0-9]?)?`},
+		{5e12, PriceGrammar},
+	} {
+		if got, _ := (PriceRules{Scale: tc.scale}).TermsGrammar(0); got != tc.want {
+			t.Errorf("scale %v: grammar %s, want %s", tc.scale, got, tc.want)
+		}
+	}
+}
+
 func TestDisclosure(t *testing.T) {
 	if !MentionsNumber([]string{"My budget is $1,200 max"}, 1200) {
 		t.Errorf("$1,200 not found")

@@ -3,6 +3,7 @@ package negotiation
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
@@ -12,6 +13,16 @@ import (
 // "price=<amount>" (a bare amount is read too).
 type PriceRules struct {
 	Seats []engine.Seat
+	// Scale bounds the whole digits a sampled price may have: as many as
+	// Scale's (0: PriceGrammar's nine). A price is spelt a digit per
+	// token by small vocabularies, and an open-ended number lets a policy
+	// trained with an entropy bonus over the grammar's choices drift to
+	// ever longer ones (ten digits against one way to stop): in
+	// Marketplace, 16–25% of the offers above three times the asking
+	// price after training at two seeds of three
+	// (docs/results/2026-12-07-price-digits.md). Parsing still reads any
+	// price: the bound is the sampler's, not the rules'.
+	Scale float64
 }
 
 // ParseTerms implements Rules.
@@ -39,7 +50,12 @@ func (r PriceRules) Describe(proposer int, p float64) string {
 func (r PriceRules) TermsHelp(int) string { return "PROPOSE: price=<amount>" }
 
 // TermsGrammar implements Rules.
-func (r PriceRules) TermsGrammar(int) (string, string) { return PriceGrammar, "" }
+func (r PriceRules) TermsGrammar(int) (string, string) {
+	if r.Scale < 1 {
+		return PriceGrammar, ""
+	}
+	return PriceGrammarDigits(len(strconv.Itoa(int(r.Scale)))), ""
+}
 
 // PriceTerms are the recorded terms (Outcome.Terms) of a single-price
 // deal.

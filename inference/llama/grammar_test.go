@@ -258,6 +258,50 @@ func TestGameGrammarsRefuseControlText(t *testing.T) {
 	}
 }
 
+// TestPriceGrammarDigits: a price game's grammar bounded to the scale of
+// its item (PriceRules.Scale) lets a price have as many whole digits as
+// the scale and no more, and still its cents.
+func TestPriceGrammarDigits(t *testing.T) {
+	b := newBackend(t, testOptions(t))
+	v := b.vocab
+	n := v.NTokens()
+	terms, _ := negotiation.PriceRules{Scale: 305}.TermsGrammar(0)
+	grammar := negotiation.Grammar(terms, "", true, true)
+	for _, tc := range []struct {
+		prefix    string
+		digitNext bool
+	}{
+		{"PROPOSE: price=9", true},
+		{"PROPOSE: price=99", true},
+		{"PROPOSE: price=999", false},
+		{"PROPOSE: price=999.", true},
+	} {
+		g, err := llamacpp.NewGrammarSampler(v, grammar, "root")
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks, err := v.Tokenize(tc.prefix, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tok := range toks {
+			g.Accept(tok)
+		}
+		mask := make([]uint64, (n+63)/64)
+		llamacpp.NewCandidates(n).GrammarMask(g, n, mask)
+		g.Close()
+		digit := false
+		for tok := range int32(n) {
+			if p := v.Piece(tok, true); len(p) > 0 && p[0] >= '0' && p[0] <= '9' && allowed(mask, tok) {
+				digit = true
+			}
+		}
+		if digit != tc.digitNext {
+			t.Errorf("after %q a digit allowed: %v, want %v", tc.prefix, digit, tc.digitNext)
+		}
+	}
+}
+
 // TestOmarGrammarsWithinLimits: every grammar omar writes passes gbnf's
 // default limits, and llama.cpp parses it into gbnf's very rules (so its
 // masks can be cached by state).
@@ -265,6 +309,8 @@ func TestOmarGrammarsWithinLimits(t *testing.T) {
 	b := newBackend(t, testOptions(t))
 	grammars := map[string]string{
 		"negotiation":    negotiation.Grammar(negotiation.PriceGrammar, "", true, false),
+		"price digits":   negotiation.Grammar(negotiation.PriceGrammarDigits(3), "", true, true),
+		"price 1 digit":  negotiation.Grammar(negotiation.PriceGrammarDigits(1), "", true, true),
 		"sotopia move":   sotopia.MoveGrammar(sotopia.Params{}.Defaults().MaxChars),
 		"sotopia score":  sotopia.ScoreGrammar(sotopia.EvalDimensions, 300),
 		"sotopia extra":  sotopia.ScoreGrammar(sotopia.ExtraDimensions, 300),
