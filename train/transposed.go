@@ -46,7 +46,6 @@ func (t *Trainer) declareTransposes() {
 // F32, F16 and BF16 matrices get F32 copies, the exact transposes, as do
 // matrices whose columns do not fill Q8_0 blocks of 32.
 func transposedType(w llamacpp.Tensor, backward string) llamacpp.Type {
-	quantized := w.Type != llamacpp.TypeF32 && w.Type != llamacpp.TypeF16 && w.Type != llamacpp.TypeBF16
 	if w.Ne[1]%32 != 0 {
 		return llamacpp.TypeF32
 	}
@@ -56,10 +55,10 @@ func transposedType(w llamacpp.Tensor, backward string) llamacpp.Type {
 	case BackwardF32:
 		return llamacpp.TypeF32
 	}
-	if quantized {
-		return llamacpp.TypeQ8_0
+	if w.Type == llamacpp.TypeF32 || w.Type == llamacpp.TypeF16 || w.Type == llamacpp.TypeBF16 {
+		return llamacpp.TypeF32
 	}
-	return llamacpp.TypeF32
+	return llamacpp.TypeQ8_0
 }
 
 // transpose returns the [cols, rows] transpose of a row-major matrix of

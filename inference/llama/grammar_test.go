@@ -227,20 +227,7 @@ func TestGameGrammarsRefuseControlText(t *testing.T) {
 		{"sotopia speak", sotopia.MoveGrammar(200), "speak: Hi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := llamacpp.NewGrammarSampler(v, tc.grammar, "root")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Close()
-			toks, err := v.Tokenize(tc.prefix, false, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, tok := range toks {
-				g.Accept(tok)
-			}
-			mask := make([]uint64, (n+63)/64)
-			llamacpp.NewCandidates(n).GrammarMask(g, n, mask)
+			mask := maskAfter(t, v, tc.grammar, tc.prefix)
 			lt := -1
 			for tok := range int32(n) {
 				p := v.Piece(tok, true)
@@ -256,6 +243,27 @@ func TestGameGrammarsRefuseControlText(t *testing.T) {
 			}
 		})
 	}
+}
+
+// maskAfter is the mask of the tokens grammar allows after prefix.
+func maskAfter(t *testing.T, v *llamacpp.Vocab, grammar, prefix string) []uint64 {
+	t.Helper()
+	g, err := llamacpp.NewGrammarSampler(v, grammar, "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	toks, err := v.Tokenize(prefix, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range toks {
+		g.Accept(tok)
+	}
+	n := v.NTokens()
+	mask := make([]uint64, (n+63)/64)
+	llamacpp.NewCandidates(n).GrammarMask(g, n, mask)
+	return mask
 }
 
 // TestPriceGrammarDigits: a price game's grammar bounded to the scale of
@@ -276,20 +284,7 @@ func TestPriceGrammarDigits(t *testing.T) {
 		{"PROPOSE: price=999", false},
 		{"PROPOSE: price=999.", true},
 	} {
-		g, err := llamacpp.NewGrammarSampler(v, grammar, "root")
-		if err != nil {
-			t.Fatal(err)
-		}
-		toks, err := v.Tokenize(tc.prefix, false, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tok := range toks {
-			g.Accept(tok)
-		}
-		mask := make([]uint64, (n+63)/64)
-		llamacpp.NewCandidates(n).GrammarMask(g, n, mask)
-		g.Close()
+		mask := maskAfter(t, v, grammar, tc.prefix)
 		digit := false
 		for tok := range int32(n) {
 			if p := v.Piece(tok, true); len(p) > 0 && p[0] >= '0' && p[0] <= '9' && allowed(mask, tok) {
