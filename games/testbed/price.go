@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/omar-selfplay/omar/engine"
 )
@@ -14,10 +15,20 @@ import (
 // Offers; the seller's reservation price is drawn uniformly from
 // Reservations and it sells iff the offer is at least the reservation.
 // A sale pays the buyer (Value − offer) / Value, no sale 0.
+//
+// With Shifts each deal first draws a shift s uniformly from it and
+// the reservations become Reservations + s, told in the brief: the best
+// offer then depends on the deal, as a price game's does on its numbers.
+//
+// Numeric replaces the menu by a number: any whole offer 0..Value,
+// written in digits under a grammar (no Offers list), as the price
+// games' offers are.
 type PriceParams struct {
 	Value        int   `json:"value"`
-	Offers       []int `json:"offers"`
+	Offers       []int `json:"offers,omitempty"`
 	Reservations []int `json:"reservations"`
+	Shifts       []int `json:"shifts,omitempty"`
+	Numeric      bool  `json:"numeric,omitempty"`
 }
 
 // DefaultPriceParams: value 10, offers 3..7, reservation uniform on
@@ -33,7 +44,9 @@ func (p PriceParams) Validate() error {
 	switch {
 	case p.Value < 1 || p.Value > 1000:
 		return fmt.Errorf("testbed: price value %d: want 1..1000", p.Value)
-	case len(p.Offers) < 2 || len(p.Offers) > 9:
+	case p.Numeric && len(p.Offers) > 0:
+		return fmt.Errorf("testbed: a numeric price takes any offer 0..value: want no offers list (got %v)", p.Offers)
+	case !p.Numeric && (len(p.Offers) < 2 || len(p.Offers) > 9):
 		return fmt.Errorf("testbed: price has %d offers: want 2..9", len(p.Offers))
 	case len(p.Reservations) < 1 || len(p.Reservations) > 100:
 		return fmt.Errorf("testbed: price has %d reservations: want 1..100", len(p.Reservations))
@@ -46,21 +59,76 @@ func (p PriceParams) Validate() error {
 	if s := slices.Clone(p.Offers); len(slices.Compact(slices.Sorted(slices.Values(s)))) != len(p.Offers) {
 		return fmt.Errorf("testbed: offers %v repeat a price", p.Offers)
 	}
-	for _, r := range p.Reservations {
-		if r < 0 || r > p.Value {
-			return fmt.Errorf("testbed: reservation %d: want 0..value (%d)", r, p.Value)
+	if len(p.Shifts) > 100 {
+		return fmt.Errorf("testbed: price has %d shifts: want at most 100", len(p.Shifts))
+	}
+	for _, s := range append([]int{0}, p.Shifts...) {
+		for _, r := range p.Reservations {
+			if r+s < 0 || r+s > p.Value {
+				return fmt.Errorf("testbed: reservation %d shifted by %d: want 0..value (%d)", r, s, p.Value)
+			}
 		}
 	}
 	return nil
 }
 
-// Moves are the replies, "OFFER n" for each offer.
+// Shifted is the deal whose reservations are shifted by s (no Shifts).
+func (p PriceParams) Shifted(s int) PriceParams {
+	q := p
+	q.Shifts = nil
+	q.Reservations = make([]int, len(p.Reservations))
+	for i, r := range p.Reservations {
+		q.Reservations[i] = r + s
+	}
+	return q
+}
+
+// Candidates are the offers a buyer may make: Offers, or every whole
+// number 0..Value when Numeric (so a numeric offer is its own index).
+func (p PriceParams) Candidates() []int {
+	if !p.Numeric {
+		return p.Offers
+	}
+	c := make([]int, p.Value+1)
+	for i := range c {
+		c[i] = i
+	}
+	return c
+}
+
+// Moves are the replies, "OFFER n" for each candidate offer.
 func (p PriceParams) Moves() []string {
-	m := make([]string, len(p.Offers))
-	for i, o := range p.Offers {
+	c := p.Candidates()
+	m := make([]string, len(c))
+	for i, o := range c {
 		m[i] = "OFFER " + strconv.Itoa(o)
 	}
 	return m
+}
+
+// question asks for the offer: a menu of the moves, or for a numeric
+// price a number of at most Value's digits under a grammar.
+func (p PriceParams) question() engine.Question {
+	if !p.Numeric {
+		return menu(0, "Your offer?", p.Moves(), p)
+	}
+	digits := len(strconv.Itoa(p.Value))
+	num := `"0" | [1-9]`
+	if digits > 1 {
+		num = fmt.Sprintf(`"0" | [1-9] [0-9]{0,%d}`, digits-1)
+	}
+	return engine.Question{
+		Seat: 0, Text: fmt.Sprintf("Your offer? Reply OFFER n, n a whole number from 0 to %d.", p.Value), Data: p,
+		Grammar: `root ::= "OFFER " (` + num + `)`,
+		Default: "OFFER 0",
+		Parse: func(text string) (any, error) {
+			n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(text)), "OFFER")))
+			if err != nil || n < 0 || n > p.Value {
+				return 0, fmt.Errorf("reply OFFER n with n a whole number from 0 to %d", p.Value)
+			}
+			return n, nil
+		},
+	}
 }
 
 // Reward is the buyer's reward for offer against reservation.
@@ -74,8 +142,9 @@ func (p PriceParams) Reward(offer, reservation int) float64 {
 // Expected is each offer's expected reward over the reservation
 // distribution: P(reservation ≤ offer) · (Value − offer) / Value.
 func (p PriceParams) Expected() []float64 {
-	e := make([]float64, len(p.Offers))
-	for i, o := range p.Offers {
+	c := p.Candidates()
+	e := make([]float64, len(c))
+	for i, o := range c {
 		for _, r := range p.Reservations {
 			e[i] += p.Reward(o, r)
 		}
@@ -110,7 +179,11 @@ func (Price) Description() string {
 
 // Seats implements engine.Game.
 func (Price) Seats(ep engine.Params) ([]engine.SeatSpec, error) {
-	if _, err := decodePrice(ep); err != nil {
+	return priceSeats(DefaultPriceParams(), ep)
+}
+
+func priceSeats(def PriceParams, ep engine.Params) ([]engine.SeatSpec, error) {
+	if _, err := decodePrice(def, ep); err != nil {
 		return nil, err
 	}
 	return []engine.SeatSpec{{Name: "buyer", Role: "buyer"}}, nil
@@ -119,28 +192,47 @@ func (Price) Seats(ep engine.Params) ([]engine.SeatSpec, error) {
 // RewardRange implements engine.Game.
 func (Price) RewardRange() (float64, float64) { return 0, 1 }
 
-func decodePrice(ep engine.Params) (PriceParams, error) {
-	p := DefaultPriceParams()
+// decodePrice decodes ep over a variant's defaults.
+func decodePrice(def PriceParams, ep engine.Params) (PriceParams, error) {
+	p := def
 	if err := engine.DecodeParams(ep, &p); err != nil {
 		return p, err
 	}
 	return p, p.Validate()
 }
 
-// PriceScenario is what the seed dealt: the seller's reservation price.
+// PriceScenario is what the seed dealt: the deal (Params, its
+// reservations already shifted) and the seller's reservation price.
 type PriceScenario struct {
 	Params      PriceParams `json:"params"`
+	Shift       int         `json:"shift,omitempty"`
 	Reservation int         `json:"reservation"`
 }
 
 // NewEpisode implements engine.Game.
 func (Price) NewEpisode(seed uint64, ep engine.Params) (engine.Episode, error) {
-	p, err := decodePrice(ep)
+	return newPriceEpisode(DefaultPriceParams(), seed, ep)
+}
+
+func newPriceEpisode(def PriceParams, seed uint64, ep engine.Params) (engine.Episode, error) {
+	p, err := decodePrice(def, ep)
 	if err != nil {
 		return nil, err
 	}
+	return &priceEpisode{sc: dealPrice(seed, p)}, nil
+}
+
+// dealPrice draws a deal's shift (when p has Shifts) and then the
+// reservation; without Shifts the draws are those of a fixed deal.
+func dealPrice(seed uint64, p PriceParams) PriceScenario {
 	rng := rand.New(rand.NewPCG(seed, 0x9a1ce))
-	return &priceEpisode{sc: PriceScenario{Params: p, Reservation: p.Reservations[rng.IntN(len(p.Reservations))]}}, nil
+	sc := PriceScenario{}
+	if len(p.Shifts) > 0 {
+		sc.Shift = p.Shifts[rng.IntN(len(p.Shifts))]
+	}
+	sc.Params = p.Shifted(sc.Shift)
+	sc.Reservation = sc.Params.Reservations[rng.IntN(len(sc.Params.Reservations))]
+	return sc
 }
 
 // Policies implements engine.Game: "optimal" makes the offer of highest
@@ -155,7 +247,17 @@ func (Price) Policies() []engine.Policy {
 			i, _ := p.Optimum()
 			return p.Moves()[i], nil
 		}),
-		randomPolicy(),
+		{Name: "random", Description: "makes a uniformly random offer", New: func(s engine.Seat, seed uint64) engine.Agent {
+			rng := rand.New(rand.NewPCG(seed, 0x7e57))
+			return engine.AgentFunc(func(ctx context.Context, t engine.Turn) (engine.Action, error) {
+				var p PriceParams
+				if err := engine.DecodeData(t.Notification.Data, &p); err != nil {
+					return engine.Action{}, err
+				}
+				m := p.Moves()
+				return engine.Action{NotificationID: t.Notification.ID, Text: m[rng.IntN(len(m))]}, nil
+			})
+		}},
 	}
 }
 
@@ -174,7 +276,7 @@ func (e *priceEpisode) Run(ctx context.Context, rt *engine.Runtime) error {
 	p := e.sc.Params
 	rt.Brief(0, fmt.Sprintf("You are the buyer; the item is worth %d to you. Make one offer. The seller sells iff your offer is at least its secret reservation price, drawn uniformly from %v. "+
 		"A sale scores (%d - offer) / %d, no sale 0.", p.Value, p.Reservations, p.Value, p.Value), nil)
-	a, err := rt.Ask(ctx, menu(0, "Your offer?", p.Moves(), p))
+	a, err := rt.Ask(ctx, p.question())
 	if err != nil {
 		return err
 	}
@@ -184,16 +286,104 @@ func (e *priceEpisode) Run(ctx context.Context, rt *engine.Runtime) error {
 
 func (e *priceEpisode) Outcome() engine.Outcome {
 	p := e.sc.Params
-	offer := p.Offers[e.offer]
+	offer := p.Candidates()[e.offer]
 	r := p.Reward(offer, e.sc.Reservation)
 	result := "no_deal"
 	if offer >= e.sc.Reservation {
 		result = "deal"
 	}
-	best, _ := p.Optimum()
+	best, optimum := p.Optimum()
 	return engine.Outcome{
 		Rewards: []float64{r}, Result: result,
-		Terms:   map[string]int{"offer": offer, "reservation": e.sc.Reservation},
-		Metrics: map[string]float64{"optimal": b2f(e.offer == best), "expected": p.Expected()[e.offer]},
+		Terms: map[string]int{"offer": offer, "reservation": e.sc.Reservation},
+		// "optimum" is this deal's: with Shifts it varies by deal.
+		Metrics: map[string]float64{"optimal": b2f(e.offer == best), "expected": p.Expected()[e.offer], "optimum": optimum},
 	}
+}
+
+// PriceDeals is testbed_deals_v1: the price test bed with the seller's
+// reservation range shifted per deal and told in the brief, so the best
+// offer is a function of the deal's numbers — what the price games ask
+// of a policy, with the optimum of every deal computed exactly.
+type PriceDeals struct{ Price }
+
+// DefaultPriceDealsParams: value 10, offers 1..9, reservations uniform on
+// {4, 5, 6} shifted by −2, −1, 0 or +1: the best offer is the top of the
+// deal's range (4, 5, 6 or 7, worth 0.6, 0.5, 0.4 and 0.3), the
+// runner-up earns 69–83% of it.
+func DefaultPriceDealsParams() PriceParams {
+	return PriceParams{Value: 10, Offers: []int{1, 2, 3, 4, 5, 6, 7, 8, 9}, Reservations: []int{4, 5, 6}, Shifts: []int{-2, -1, 0, 1}}
+}
+
+// DefaultParams implements engine.ParamDefaulter.
+func (PriceDeals) DefaultParams() engine.Params { return engine.ParamsOf(DefaultPriceDealsParams()) }
+
+// ID implements engine.Game.
+func (PriceDeals) ID() string { return "testbed_deals_v1" }
+
+// Description implements engine.Game.
+func (PriceDeals) Description() string {
+	return "test bed (known optimum): the price test bed with the reservation range shifted per deal and told in the brief; the best offer depends on the deal"
+}
+
+// Seats implements engine.Game.
+func (PriceDeals) Seats(ep engine.Params) ([]engine.SeatSpec, error) {
+	return priceSeats(DefaultPriceDealsParams(), ep)
+}
+
+// NewEpisode implements engine.Game.
+func (PriceDeals) NewEpisode(seed uint64, ep engine.Params) (engine.Episode, error) {
+	return newPriceEpisode(DefaultPriceDealsParams(), seed, ep)
+}
+
+// PriceNumber is testbed_number_v1: the price test bed with the offer
+// written as a number, digit by digit under a grammar, instead of chosen
+// from a menu — the price games' number tokenisation in isolation.
+type PriceNumber struct{ Price }
+
+// DefaultPriceNumberParams: value 100, any whole offer 0..100, the
+// reservation uniform on 40..60. The best offer is 60, worth 0.4; 58–62
+// earn at least 95% of it, a round 50 earns 65%.
+func DefaultPriceNumberParams() PriceParams {
+	r := make([]int, 21)
+	for i := range r {
+		r[i] = 40 + i
+	}
+	return PriceParams{Value: 100, Reservations: r, Numeric: true}
+}
+
+// DefaultParams implements engine.ParamDefaulter.
+func (PriceNumber) DefaultParams() engine.Params { return engine.ParamsOf(DefaultPriceNumberParams()) }
+
+// ID implements engine.Game.
+func (PriceNumber) ID() string { return "testbed_number_v1" }
+
+// Description implements engine.Game.
+func (PriceNumber) Description() string {
+	return "test bed (known optimum): the price test bed with the offer written as a number 0..100 under a grammar instead of picked from a menu"
+}
+
+// Seats implements engine.Game.
+func (PriceNumber) Seats(ep engine.Params) ([]engine.SeatSpec, error) {
+	return priceSeats(DefaultPriceNumberParams(), ep)
+}
+
+// NewEpisode implements engine.Game.
+func (PriceNumber) NewEpisode(seed uint64, ep engine.Params) (engine.Episode, error) {
+	return newPriceEpisode(DefaultPriceNumberParams(), seed, ep)
+}
+
+// MeanOptimum is the mean over the shifts of each deal's optimal expected
+// reward: what a policy that plays every deal's best offer earns.
+func (p PriceParams) MeanOptimum() float64 {
+	if len(p.Shifts) == 0 {
+		_, r := p.Optimum()
+		return r
+	}
+	sum := 0.0
+	for _, s := range p.Shifts {
+		_, r := p.Shifted(s).Optimum()
+		sum += r
+	}
+	return sum / float64(len(p.Shifts))
 }

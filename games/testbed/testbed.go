@@ -24,7 +24,9 @@ import (
 )
 
 // Games returns the test beds, in catalogue order.
-func Games() []engine.Game { return []engine.Game{Bandit{}, Credit{}, Price{}, RPS{}} }
+func Games() []engine.Game {
+	return []engine.Game{Bandit{}, Credit{}, Price{}, PriceDeals{}, PriceNumber{}, RPS{}}
+}
 
 // menu is a question whose legal replies are exactly moves.
 func menu(seat int, text string, moves []string, data any) engine.Question {

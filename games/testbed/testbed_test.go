@@ -2,7 +2,9 @@ package testbed
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
@@ -31,6 +33,12 @@ func TestOptimum(t *testing.T) {
 		{"credit", cDoor, cReward, 1, 1},
 		{"price", pOffer, pReward, 3, 0.4}, // offer 6: sells against 4, 5, 6; (10−6)/10
 		{"price ties take the first", argmax([]float64{0.5, 0.5}), 0, 0, 0},
+		// Shifted deals: the top of each range, (10 − top)/10.
+		{"deals shifted −2", idx(DefaultPriceDealsParams().Shifted(-2).Optimum()), rew(DefaultPriceDealsParams().Shifted(-2).Optimum()), 3, 0.6},
+		{"deals shifted +1", idx(DefaultPriceDealsParams().Shifted(1).Optimum()), rew(DefaultPriceDealsParams().Shifted(1).Optimum()), 6, 0.3},
+		{"deals' mean", 0, DefaultPriceDealsParams().MeanOptimum(), 0, 0.45},
+		// A numeric offer is its own index: 60, the top of 40..60.
+		{"number", idx(DefaultPriceNumberParams().Optimum()), rew(DefaultPriceNumberParams().Optimum()), 60, 0.4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.index != tc.wantIndex || math.Abs(tc.reward-tc.wantReward) > 1e-12 {
@@ -45,6 +53,9 @@ func TestOptimum(t *testing.T) {
 		}
 	}
 }
+
+func idx(i int, _ float64) int     { return i }
+func rew(_ int, r float64) float64 { return r }
 
 // TestOptimalPolicyEarnsOptimum plays each game's "optimal" script over
 // many seeds: its mean reward must match the computed optimum (exactly
@@ -62,6 +73,10 @@ func TestOptimalPolicyEarnsOptimum(t *testing.T) {
 		// The reward is 0.4 with probability 1 (every reservation sells):
 		// no sampling error either.
 		{Price{}, 0.4, 1e-12},
+		// Each deal's best offer always sells; the shift's draw leaves
+		// sampling error around the mean of 0.6, 0.5, 0.4 and 0.3.
+		{PriceDeals{}, DefaultPriceDealsParams().MeanOptimum(), 0.02},
+		{PriceNumber{}, 0.4, 1e-12},
 	} {
 		t.Run(tc.g.ID(), func(t *testing.T) {
 			opt, rnd := meanReward(t, tc.g, "optimal", n), meanReward(t, tc.g, "random", n)
@@ -90,6 +105,87 @@ func TestPriceReservationIsUniform(t *testing.T) {
 	for _, r := range DefaultPriceParams().Reservations {
 		if got := float64(count[r]) / n; math.Abs(got-1.0/3) > 0.04 {
 			t.Errorf("reservation %d: got share %.3f, want 1/3", r, got)
+		}
+	}
+}
+
+// TestDealsShiftTheRange: every shift is dealt about equally often, the
+// reservation falls in the shifted range, the brief names that range, and
+// the outcome reports the deal's own optimum.
+func TestDealsShiftTheRange(t *testing.T) {
+	const n = 2000
+	p := DefaultPriceDealsParams()
+	count := map[int]int{}
+	for seed := range uint64(n) {
+		ep, err := PriceDeals{}.NewEpisode(seed, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := ep.Scenario().(PriceScenario)
+		count[sc.Shift]++
+		if r := sc.Reservation - sc.Shift; r < 4 || r > 6 {
+			t.Fatalf("seed %d: reservation %d outside {4,5,6} shifted by %d", seed, sc.Reservation, sc.Shift)
+		}
+	}
+	for _, s := range p.Shifts {
+		if got := float64(count[s]) / n; math.Abs(got-0.25) > 0.04 {
+			t.Errorf("shift %d: got share %.3f, want 1/4", s, got)
+		}
+	}
+	cast, err := engine.ScriptedCast(PriceDeals{}, []string{"optimal"}, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := engine.Play(context.Background(), PriceDeals{}, 7, nil, cast, engine.DefaultOptions(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := rec.Scenario.(PriceScenario)
+	deal := p.Shifted(sc.Shift)
+	best, optimum := deal.Optimum()
+	if rec.Outcome.Metrics["optimum"] != optimum || rec.Outcome.Metrics["optimal"] != 1 || rec.Outcome.Terms.(map[string]int)["offer"] != deal.Offers[best] {
+		t.Errorf("shift %d: outcome %+v, want the deal's optimum %v (offer %d) reported and played", sc.Shift, rec.Outcome, optimum, deal.Offers[best])
+	}
+	want := fmt.Sprint(deal.Reservations)
+	for _, e := range rec.Events {
+		if e.Kind == engine.KindBriefing && !strings.Contains(e.Text, want) {
+			t.Errorf("brief %q does not name the deal's range %s", e.Text, want)
+		}
+	}
+}
+
+// TestNumberReplies: a numeric offer parses from "OFFER n" for n in
+// 0..value only, its grammar allows as many digits as the value has, and
+// the expected reward of an offer is P(reservation ≤ n)·(100 − n)/100.
+func TestNumberReplies(t *testing.T) {
+	p := DefaultPriceNumberParams()
+	q := p.question()
+	for _, tc := range []struct {
+		text string
+		want int
+		ok   bool
+	}{
+		{"OFFER 60", 60, true}, {" offer 7\n", 7, true}, {"OFFER 100", 100, true}, {"OFFER 0", 0, true},
+		{"OFFER 101", 0, false}, {"OFFER -1", 0, false}, {"OFFER", 0, false}, {"OFFER 6O", 0, false}, {"BID 60", 0, false},
+	} {
+		got, err := q.Parse(tc.text)
+		if (err == nil) != tc.ok || tc.ok && got.(int) != tc.want {
+			t.Errorf("Parse(%q) = %v, %v: want %d, ok %v", tc.text, got, err, tc.want, tc.ok)
+		}
+	}
+	if want := `root ::= "OFFER " ("0" | [1-9] [0-9]{0,2})`; q.Grammar != want {
+		t.Errorf("grammar %s, want %s", q.Grammar, want)
+	}
+	if _, err := q.Parse(q.Default); err != nil {
+		t.Errorf("default %q does not parse: %v", q.Default, err)
+	}
+	e := p.Expected()
+	for _, tc := range []struct {
+		offer int
+		want  float64
+	}{{39, 0}, {40, 1.0 / 21 * 0.6}, {50, 11.0 / 21 * 0.5}, {58, 19.0 / 21 * 0.42}, {60, 0.4}, {80, 0.2}} {
+		if math.Abs(e[tc.offer]-tc.want) > 1e-12 {
+			t.Errorf("expected reward of offer %d: got %v, want %v", tc.offer, e[tc.offer], tc.want)
 		}
 	}
 }
@@ -154,6 +250,10 @@ func TestBadParams(t *testing.T) {
 		{Price{}, engine.Params{"offers": []int{3, 3}}},
 		{Price{}, engine.Params{"offers": []int{3, 11}}},
 		{Price{}, engine.Params{"reservations": []int{}}},
+		{PriceDeals{}, engine.Params{"shifts": []int{-5}}}, // 4 − 5 < 0
+		{PriceNumber{}, engine.Params{"offers": []int{3, 4}}},
+		{PriceNumber{}, engine.Params{"value": 50}}, // reservations up to 60
+		{PriceDeals{}, engine.Params{"shifts": []int{5}}},  // 6 + 5 > value 10
 		{RPS{}, engine.Params{"rounds": 2}},
 	} {
 		if _, err := tc.g.NewEpisode(1, tc.p); err == nil {

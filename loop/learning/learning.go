@@ -28,7 +28,7 @@ import (
 
 // Envs are the test beds' ids without version, in the order of the
 // results' tables.
-var Envs = []string{"testbed_bandit", "testbed_credit", "testbed_price", "testbed_rps"}
+var Envs = []string{"testbed_bandit", "testbed_credit", "testbed_price", "testbed_deals", "testbed_number", "testbed_rps"}
 
 // Options are one benchmark run.
 type Options struct {
@@ -161,7 +161,9 @@ type Point struct {
 	// optimum (not for rock–paper–scissors). The expected reward is the
 	// outcome's "expected" metric where the game reports one (the price
 	// game: the chosen offer's expectation over the reservation, free of
-	// the draw's noise), else the reward itself.
+	// the draw's noise), else the reward itself; the optimum is the
+	// outcome's "optimum" metric where it reports one (each deal's, for
+	// testbed_deals), else the test bed's.
 	Fraction float64 `json:"fraction,omitempty"`
 	// Optimal is the share of episodes whose decisive move was optimal.
 	Optimal float64 `json:"optimal,omitempty"`
@@ -185,7 +187,8 @@ type Point struct {
 type Result struct {
 	Options Options `json:"options"`
 	// Optimum is the test bed's optimal expected reward (0 for
-	// rock–paper–scissors, its equilibrium value).
+	// rock–paper–scissors, its equilibrium value; testbed_deals: the mean
+	// of its deals' optima).
 	Optimum float64 `json:"optimum"`
 	Points  []Point `json:"points"`
 }
@@ -245,6 +248,11 @@ func Optimum(env string) (float64, error) {
 		return r, nil
 	case "testbed_price":
 		_, r := testbed.DefaultPriceParams().Optimum()
+		return r, nil
+	case "testbed_deals":
+		return testbed.DefaultPriceDealsParams().MeanOptimum(), nil
+	case "testbed_number":
+		_, r := testbed.DefaultPriceNumberParams().Optimum()
 		return r, nil
 	case "testbed_rps":
 		return 0, nil
@@ -337,7 +345,7 @@ func Measure(recs []*engine.Record, episodes int, optimum float64) ([]Point, err
 
 func measure(it int, recs []*engine.Record, optimum float64) Point {
 	p := Point{Iteration: it}
-	var rewards, optimal, actions, invalid, expected float64
+	var rewards, optimal, actions, invalid, expected, optima float64
 	var moves [3]float64
 	rps := false
 	for _, rec := range recs {
@@ -350,6 +358,11 @@ func measure(it int, recs []*engine.Record, optimum float64) Point {
 			expected += v
 		} else if len(rec.Outcome.Rewards) > 0 {
 			expected += rec.Outcome.Rewards[0]
+		}
+		if v, ok := rec.Outcome.Metrics["optimum"]; ok {
+			optima += v
+		} else {
+			optima += optimum
 		}
 		for i, name := range []string{"rock", "paper", "scissors"} {
 			if v, ok := rec.Outcome.Metrics[name]; ok {
@@ -381,8 +394,8 @@ func measure(it int, recs []*engine.Record, optimum float64) Point {
 		return p
 	}
 	p.Optimal = optimal / float64(len(recs))
-	if optimum > 0 {
-		p.Fraction = expected / float64(len(recs)) / optimum
+	if optima > 0 {
+		p.Fraction = expected / optima
 	}
 	return p
 }

@@ -109,6 +109,23 @@ func TestMeasure(t *testing.T) {
 	}
 }
 
+// TestMeasureDeals: where each outcome reports its deal's optimum, the
+// fraction is the expected reward earned over the optima of the deals
+// played, not over the test bed's mean.
+func TestMeasureDeals(t *testing.T) {
+	recs := []*engine.Record{
+		record([]float64{0.6}, map[string]float64{"optimal": 1, "expected": 0.6, "optimum": 0.6}, 0),
+		record([]float64{0}, map[string]float64{"optimal": 0, "expected": 0.1, "optimum": 0.3}, 0),
+	}
+	pts, err := Measure(recs, 2, 0.45)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pts[0].Fraction, 0.7/0.9; !near(got, want) {
+		t.Errorf("got fraction %v, want %v", got, want)
+	}
+}
+
 func TestMeasureRPS(t *testing.T) {
 	// Both seats played ROCK in one episode, ROCK and PAPER in the other:
 	// moves 3/4 rock, 1/4 paper; PAPER earns 3/4 − 0 against them.
