@@ -20,6 +20,10 @@ import (
 // the reservations become Reservations + s, told in the brief: the best
 // offer then depends on the deal, as a price game's does on its numbers.
 //
+// With Scales a deal also draws a scale k uniformly from it and the
+// value, offers and reservations are multiplied by k: the same deal in
+// other units, its best offer k times as large, written in other digits.
+//
 // Numeric replaces the menu by a number: any whole offer 0..Value,
 // written in digits under a grammar (no Offers list), as the price
 // games' offers are.
@@ -28,6 +32,7 @@ type PriceParams struct {
 	Offers       []int `json:"offers,omitempty"`
 	Reservations []int `json:"reservations"`
 	Shifts       []int `json:"shifts,omitempty"`
+	Scales       []int `json:"scales,omitempty"`
 	Numeric      bool  `json:"numeric,omitempty"`
 }
 
@@ -59,8 +64,13 @@ func (p PriceParams) Validate() error {
 	if s := slices.Clone(p.Offers); len(slices.Compact(slices.Sorted(slices.Values(s)))) != len(p.Offers) {
 		return fmt.Errorf("testbed: offers %v repeat a price", p.Offers)
 	}
-	if len(p.Shifts) > 100 {
-		return fmt.Errorf("testbed: price has %d shifts: want at most 100", len(p.Shifts))
+	if len(p.Shifts) > 100 || len(p.Scales) > 100 {
+		return fmt.Errorf("testbed: price has %d shifts and %d scales: want at most 100 each", len(p.Shifts), len(p.Scales))
+	}
+	for _, k := range p.Scales {
+		if k < 1 || p.Value*k > 100000 {
+			return fmt.Errorf("testbed: scale %d: want 1.. with value × scale ≤ 100000 (value %d)", k, p.Value)
+		}
 	}
 	for _, s := range append([]int{0}, p.Shifts...) {
 		for _, r := range p.Reservations {
@@ -72,13 +82,21 @@ func (p PriceParams) Validate() error {
 	return nil
 }
 
-// Shifted is the deal whose reservations are shifted by s (no Shifts).
-func (p PriceParams) Shifted(s int) PriceParams {
+// Dealt is the deal whose reservations are shifted by s and then all
+// of whose prices are multiplied by k (no Shifts, no Scales).
+func (p PriceParams) Dealt(s, k int) PriceParams {
 	q := p
-	q.Shifts = nil
+	q.Shifts, q.Scales = nil, nil
+	q.Value = p.Value * k
 	q.Reservations = make([]int, len(p.Reservations))
 	for i, r := range p.Reservations {
-		q.Reservations[i] = r + s
+		q.Reservations[i] = (r + s) * k
+	}
+	if p.Offers != nil {
+		q.Offers = make([]int, len(p.Offers))
+		for i, o := range p.Offers {
+			q.Offers[i] = o * k
+		}
 	}
 	return q
 }
@@ -206,6 +224,7 @@ func decodePrice(def PriceParams, ep engine.Params) (PriceParams, error) {
 type PriceScenario struct {
 	Params      PriceParams `json:"params"`
 	Shift       int         `json:"shift,omitempty"`
+	Scale       int         `json:"scale,omitempty"`
 	Reservation int         `json:"reservation"`
 }
 
@@ -222,15 +241,21 @@ func newPriceEpisode(def PriceParams, seed uint64, ep engine.Params) (engine.Epi
 	return &priceEpisode{sc: dealPrice(seed, p)}, nil
 }
 
-// dealPrice draws a deal's shift (when p has Shifts) and then the
-// reservation; without Shifts the draws are those of a fixed deal.
+// dealPrice draws a deal's shift and scale (when p has Shifts, Scales)
+// and then the reservation; without them the draws are those of a fixed
+// deal.
 func dealPrice(seed uint64, p PriceParams) PriceScenario {
 	rng := rand.New(rand.NewPCG(seed, 0x9a1ce))
 	sc := PriceScenario{}
 	if len(p.Shifts) > 0 {
 		sc.Shift = p.Shifts[rng.IntN(len(p.Shifts))]
 	}
-	sc.Params = p.Shifted(sc.Shift)
+	k := 1
+	if len(p.Scales) > 0 {
+		k = p.Scales[rng.IntN(len(p.Scales))]
+		sc.Scale = k
+	}
+	sc.Params = p.Dealt(sc.Shift, k)
 	sc.Reservation = sc.Params.Reservations[rng.IntN(len(sc.Params.Reservations))]
 	return sc
 }
@@ -373,17 +398,23 @@ func (PriceNumber) NewEpisode(seed uint64, ep engine.Params) (engine.Episode, er
 	return newPriceEpisode(DefaultPriceNumberParams(), seed, ep)
 }
 
-// MeanOptimum is the mean over the shifts of each deal's optimal expected
-// reward: what a policy that plays every deal's best offer earns.
+// MeanOptimum is the mean over the shifts and scales of each deal's
+// optimal expected reward: what a policy that plays every deal's best
+// offer earns.
 func (p PriceParams) MeanOptimum() float64 {
-	if len(p.Shifts) == 0 {
-		_, r := p.Optimum()
-		return r
+	shifts, scales := p.Shifts, p.Scales
+	if len(shifts) == 0 {
+		shifts = []int{0}
+	}
+	if len(scales) == 0 {
+		scales = []int{1}
 	}
 	sum := 0.0
-	for _, s := range p.Shifts {
-		_, r := p.Shifted(s).Optimum()
-		sum += r
+	for _, s := range shifts {
+		for _, k := range scales {
+			_, r := p.Dealt(s, k).Optimum()
+			sum += r
+		}
 	}
-	return sum / float64(len(p.Shifts))
+	return sum / float64(len(shifts)*len(scales))
 }

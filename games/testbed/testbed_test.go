@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,8 +35,8 @@ func TestOptimum(t *testing.T) {
 		{"price", pOffer, pReward, 3, 0.4}, // offer 6: sells against 4, 5, 6; (10−6)/10
 		{"price ties take the first", argmax([]float64{0.5, 0.5}), 0, 0, 0},
 		// Shifted deals: the top of each range, (10 − top)/10.
-		{"deals shifted −2", idx(DefaultPriceDealsParams().Shifted(-2).Optimum()), rew(DefaultPriceDealsParams().Shifted(-2).Optimum()), 3, 0.6},
-		{"deals shifted +1", idx(DefaultPriceDealsParams().Shifted(1).Optimum()), rew(DefaultPriceDealsParams().Shifted(1).Optimum()), 6, 0.3},
+		{"deals shifted −2", idx(DefaultPriceDealsParams().Dealt(-2, 1).Optimum()), rew(DefaultPriceDealsParams().Dealt(-2, 1).Optimum()), 3, 0.6},
+		{"deals shifted +1", idx(DefaultPriceDealsParams().Dealt(1, 1).Optimum()), rew(DefaultPriceDealsParams().Dealt(1, 1).Optimum()), 6, 0.3},
 		{"deals' mean", 0, DefaultPriceDealsParams().MeanOptimum(), 0, 0.45},
 		// A numeric offer is its own index: 60, the top of 40..60.
 		{"number", idx(DefaultPriceNumberParams().Optimum()), rew(DefaultPriceNumberParams().Optimum()), 60, 0.4},
@@ -141,7 +142,7 @@ func TestDealsShiftTheRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := rec.Scenario.(PriceScenario)
-	deal := p.Shifted(sc.Shift)
+	deal := p.Dealt(sc.Shift, 1)
 	best, optimum := deal.Optimum()
 	if rec.Outcome.Metrics["optimum"] != optimum || rec.Outcome.Metrics["optimal"] != 1 || rec.Outcome.Terms.(map[string]int)["offer"] != deal.Offers[best] {
 		t.Errorf("shift %d: outcome %+v, want the deal's optimum %v (offer %d) reported and played", sc.Shift, rec.Outcome, optimum, deal.Offers[best])
@@ -187,6 +188,35 @@ func TestNumberReplies(t *testing.T) {
 		if math.Abs(e[tc.offer]-tc.want) > 1e-12 {
 			t.Errorf("expected reward of offer %d: got %v, want %v", tc.offer, e[tc.offer], tc.want)
 		}
+	}
+}
+
+// TestScales: a scaled deal is the same deal in other units — every
+// price k times, the same expected rewards — and a numeric deal's best
+// offer moves to k times the unscaled one.
+func TestScales(t *testing.T) {
+	p := DefaultPriceParams()
+	q := p.Dealt(1, 7)
+	if q.Value != 70 || !slices.Equal(q.Reservations, []int{35, 42, 49}) || !slices.Equal(q.Offers, []int{21, 28, 35, 42, 49}) {
+		t.Fatalf("Dealt(1, 7) = %+v", q)
+	}
+	if !slices.Equal(p.Dealt(0, 7).Expected(), p.Expected()) {
+		t.Errorf("scale 7 changed the expected rewards: %v, want %v", p.Dealt(0, 7).Expected(), p.Expected())
+	}
+	n := DefaultPriceNumberParams()
+	n.Scales = []int{1, 3, 7}
+	for seed := range uint64(60) {
+		ep, err := PriceNumber{}.NewEpisode(seed, engine.ParamsOf(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := ep.Scenario().(PriceScenario)
+		if best, r := sc.Params.Optimum(); best != 60*sc.Scale || math.Abs(r-0.4) > 1e-12 {
+			t.Fatalf("scale %d: best offer %d worth %v, want %d worth 0.4", sc.Scale, best, r, 60*sc.Scale)
+		}
+	}
+	if _, err := (PriceNumber{}).NewEpisode(1, engine.Params{"scales": []int{2000}}); err == nil {
+		t.Errorf("scale 2000 of value 100: accepted")
 	}
 }
 
@@ -252,8 +282,8 @@ func TestBadParams(t *testing.T) {
 		{Price{}, engine.Params{"reservations": []int{}}},
 		{PriceDeals{}, engine.Params{"shifts": []int{-5}}}, // 4 − 5 < 0
 		{PriceNumber{}, engine.Params{"offers": []int{3, 4}}},
-		{PriceNumber{}, engine.Params{"value": 50}}, // reservations up to 60
-		{PriceDeals{}, engine.Params{"shifts": []int{5}}},  // 6 + 5 > value 10
+		{PriceNumber{}, engine.Params{"value": 50}},       // reservations up to 60
+		{PriceDeals{}, engine.Params{"shifts": []int{5}}}, // 6 + 5 > value 10
 		{RPS{}, engine.Params{"rounds": 2}},
 	} {
 		if _, err := tc.g.NewEpisode(1, tc.p); err == nil {

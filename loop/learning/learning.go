@@ -57,6 +57,10 @@ type Options struct {
 	// EntropyDecaySteps its train.Options.EntropyDecaySteps.
 	LogprobsOver      string
 	EntropyDecaySteps int
+	// Params are the test bed's parameters over its defaults (nil: the
+	// defaults). Each outcome reports its deal's optimum, so the share
+	// of the optimum stays exact under any parameters.
+	Params engine.Params `json:",omitempty"`
 	// LlamaLib is the directory of the llama.cpp libraries.
 	LlamaLib string
 }
@@ -131,7 +135,7 @@ func (o Options) LoopOptions() loop.Options {
 	l.Iterations = o.Iterations
 	l.ModelPreset = o.Model
 	l.Rollout.Env = o.Env
-	l.Rollout.Params = nil
+	l.Rollout.Params = o.Params
 	l.Rollout.Episodes, l.Rollout.Parallel = o.Episodes, min(8, o.Episodes)
 	l.Rollout.GroupSize = o.groupSize()
 	l.Rollout.Seed = o.Seed
@@ -236,28 +240,37 @@ func (r *Result) WriteRow(w io.Writer) {
 }
 
 // Optimum returns the optimal expected reward of the test bed env under
-// its default parameters.
-func Optimum(env string) (float64, error) {
+// params (over its defaults; nil: the defaults). Where deals vary (the
+// price beds' shifts and scales) it is the mean of the deals' optima.
+func Optimum(env string, params engine.Params) (float64, error) {
 	name, _ := engine.SplitID(env)
+	var p interface{ Validate() error }
+	var opt func() float64
 	switch name {
 	case "testbed_bandit":
-		_, r := testbed.DefaultBanditParams().Optimum()
-		return r, nil
+		b := testbed.DefaultBanditParams()
+		p, opt = &b, func() float64 { _, r := b.Optimum(); return r }
 	case "testbed_credit":
-		_, r := testbed.DefaultCreditParams().Optimum()
-		return r, nil
-	case "testbed_price":
-		_, r := testbed.DefaultPriceParams().Optimum()
-		return r, nil
-	case "testbed_deals":
-		return testbed.DefaultPriceDealsParams().MeanOptimum(), nil
-	case "testbed_number":
-		_, r := testbed.DefaultPriceNumberParams().Optimum()
-		return r, nil
+		c := testbed.DefaultCreditParams()
+		p, opt = &c, func() float64 { _, r := c.Optimum(); return r }
+	case "testbed_price", "testbed_deals", "testbed_number":
+		pp := map[string]testbed.PriceParams{
+			"testbed_price": testbed.DefaultPriceParams(), "testbed_deals": testbed.DefaultPriceDealsParams(),
+			"testbed_number": testbed.DefaultPriceNumberParams(),
+		}[name]
+		p, opt = &pp, func() float64 { return pp.MeanOptimum() }
 	case "testbed_rps":
 		return 0, nil
+	default:
+		return 0, fmt.Errorf("learning: %q is not a test bed (want one of %v)", env, Envs)
 	}
-	return 0, fmt.Errorf("learning: %q is not a test bed (want one of %v)", env, Envs)
+	if err := engine.DecodeParams(params, p); err != nil {
+		return 0, fmt.Errorf("learning: %s params: %w", name, err)
+	}
+	if err := p.Validate(); err != nil {
+		return 0, fmt.Errorf("learning: %s params: %w", name, err)
+	}
+	return opt(), nil
 }
 
 // Run trains in dir (which it overwrites) and measures every iteration.
@@ -265,7 +278,7 @@ func Run(ctx context.Context, dir string, o Options) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	opt, err := Optimum(o.Env)
+	opt, err := Optimum(o.Env, o.Params)
 	if err != nil {
 		return nil, err
 	}

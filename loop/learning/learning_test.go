@@ -126,6 +126,32 @@ func TestMeasureDeals(t *testing.T) {
 	}
 }
 
+func TestOptimumUnderParams(t *testing.T) {
+	for _, tc := range []struct {
+		env    string
+		params engine.Params
+		want   float64
+	}{
+		{"testbed_bandit", nil, 1},
+		{"testbed_bandit", engine.Params{"arms": []float64{0.2, 0.7}}, 0.7},
+		{"testbed_price_v1", nil, 0.4},
+		{"testbed_deals", nil, 0.45},
+		{"testbed_deals", engine.Params{"shifts": []int{-2}}, 0.6},
+		{"testbed_number", engine.Params{"scales": []int{1, 3, 7}}, 0.4},
+		{"testbed_rps", nil, 0},
+	} {
+		got, err := Optimum(tc.env, tc.params)
+		if err != nil || !near(got, tc.want) {
+			t.Errorf("Optimum(%s, %v) = %v, %v: want %v", tc.env, tc.params, got, err, tc.want)
+		}
+	}
+	for _, bad := range []engine.Params{{"shifts": []int{9}}, {"value": "ten"}} {
+		if _, err := Optimum("testbed_deals", bad); err == nil {
+			t.Errorf("Optimum(testbed_deals, %v): got no error", bad)
+		}
+	}
+}
+
 func TestMeasureRPS(t *testing.T) {
 	// Both seats played ROCK in one episode, ROCK and PAPER in the other:
 	// moves 3/4 rock, 1/4 paper; PAPER earns 3/4 − 0 against them.
