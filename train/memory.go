@@ -20,8 +20,13 @@ var availableMemory = sysmem.Available
 // at most the activation budget).
 // Activations and the LoRA parameters are left out, so the sum errs on
 // the low side: a refusal is certain to be right.
+//
+// transposesQ8 is what the copies would take as Q8_0 blocks (the copies
+// Q8_0 can hold: rows a multiple of 32), for a refusal to name
+// backward_type: q8_0 where F32 copies are what does not fit.
 type memoryNeed struct {
 	weights, transposes, optimizer, logits int64
+	transposesQ8                           int64
 }
 
 func (m memoryNeed) total() int64 { return m.weights + m.transposes + m.optimizer + m.logits }
@@ -34,7 +39,12 @@ func (t *Trainer) memoryNeed(fills []fill) memoryNeed {
 		m.weights += int64(llamacpp.Nbytes(fl.t))
 	}
 	for _, wT := range t.wT {
-		m.transposes += int64(llamacpp.Nbytes(wT))
+		n := int64(llamacpp.Nbytes(wT))
+		m.transposes += n
+		if wT.Type == llamacpp.TypeF32 && wT.Ne[0]%32 == 0 {
+			n = n / 4 / 32 * 34 // Q8_0: 32 values in 34 bytes
+		}
+		m.transposesQ8 += n
 	}
 	if t.opts.Full {
 		m.optimizer = 3 * m.weights // F32 in full mode
@@ -68,6 +78,9 @@ func checkMemory(need memoryNeed, available func() (int64, string, error)) error
 	parts = append(parts, fmt.Sprintf("one pass's logits and their gradient (%s)", sysmem.ByteSize(need.logits)))
 	var fix string
 	switch {
+	case need.transposesQ8 < need.transposes && need.total()-need.transposes+need.transposesQ8 <= avail:
+		fix = fmt.Sprintf("set backward_type: q8_0 in the train section (Q8_0 copies, %s; gradients within a few percent of the F32 copies'), or out_prod_backward: true to train without the copies (a slower backward on the CPU), or free memory",
+			sysmem.ByteSize(need.transposesQ8))
 	case need.transposes > 0 && need.total()-need.transposes <= avail:
 		fix = "set out_prod_backward: true in the train section to train without the copies (a slower backward on the CPU), or free memory"
 	case need.total()-need.logits+need.logits/8 <= avail:

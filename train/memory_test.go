@@ -12,7 +12,8 @@ func TestCheckMemory(t *testing.T) {
 	avail := func(n int64) func() (int64, string, error) {
 		return func() (int64, string, error) { return n, "MemAvailable in /proc/meminfo", nil }
 	}
-	lora := memoryNeed{weights: 8 * gib, transposes: 7 * gib, logits: gib / 2}
+	lora := memoryNeed{weights: 8 * gib, transposes: 7 * gib, transposesQ8: 7 * gib, logits: gib / 2} // Q8_0 copies already
+	f32 := memoryNeed{weights: 8 * gib, transposes: 8 * gib, transposesQ8: 2 * gib, logits: gib / 2}
 	full := memoryNeed{weights: 8 * gib, optimizer: 24 * gib, logits: gib / 2}
 	for _, tc := range []struct {
 		name  string
@@ -25,6 +26,9 @@ func TestCheckMemory(t *testing.T) {
 		{"zero reported", lora, avail(0), nil},
 		{"without the copies it fits", lora, avail(10 * gib),
 			[]string{"the model's weights (8.0 GiB)", "transposed copies for the backward pass (7.0 GiB)", "about 15.5 GiB", "10.0 GiB available (MemAvailable in /proc/meminfo)", "out_prod_backward: true"}},
+		{"Q8_0 copies fit", f32, avail(12 * gib),
+			[]string{"transposed copies for the backward pass (8.0 GiB)", "backward_type: q8_0", "(Q8_0 copies, 2.0 GiB", "out_prod_backward: true"}},
+		{"only without the copies", f32, avail(9 * gib), []string{"set out_prod_backward: true"}},
 		{"smaller passes fit", memoryNeed{weights: 8 * gib, logits: 4 * gib}, avail(9 * gib),
 			[]string{"logits and their gradient (4.0 GiB)", "lower batch_tokens"}},
 		{"full training", full, avail(20 * gib),
@@ -79,6 +83,17 @@ func TestNewRefusesWhatDoesNotFit(t *testing.T) {
 		t.Fatalf("without the transposed copies: %v", err)
 	}
 	tr.Close()
+	// The tiny model's copies are F32 (its weights are): the refusal names
+	// Q8_0 copies first where they fit, and they do.
+	if need.transposesQ8 < need.transposes {
+		q := testOptions()
+		q.BackwardType = BackwardQ8_0
+		tr, err := New(path, q)
+		if err != nil {
+			t.Fatalf("with Q8_0 copies: %v", err)
+		}
+		tr.Close()
+	}
 }
 
 // TestPassRefusedBeforeAllocating reports less memory than a long pass
