@@ -2,6 +2,7 @@ package casino
 
 import (
 	"flag"
+	"strings"
 	"testing"
 
 	"github.com/omar-selfplay/omar/engine"
@@ -127,3 +128,9 @@ func TestStrategicBeatsNaive(t *testing.T) { negotiationtest.CheckStrategicBeats
 func TestStrategicAboveFloor(t *testing.T) { negotiationtest.CheckStrategicAboveFloor(t, New(), 20) }
 
 func TestRecordRescore(t *testing.T) { negotiationtest.CheckRecordRescore(t, New(), Rescore) }
+
+func TestAnchorPriceRefused(t *testing.T) {
+	if _, err := New().NewEpisode(1, engine.Params{"anchor_price": 100}); err == nil || !strings.Contains(err.Error(), "no prices") {
+		t.Errorf("anchor_price on a game without prices: got %v, want an error naming it", err)
+	}
+}

@@ -121,7 +121,14 @@ func New() *Game {
 		Validate:  Scenario.Validate,
 		Episode:   newEpisode,
 		Valuation: valuation,
+		Restate:   restate,
 	}}
+}
+
+// restate is s in units where the listing price is anchor.
+func restate(s Scenario, anchor float64, round func(float64) float64) Scenario {
+	s.Target, s.Listing = round(s.Target*anchor/s.Listing), anchor
+	return s
 }
 
 func newEpisode(s Scenario, q negotiation.Params) *negotiation.Episode[float64] {

@@ -182,3 +182,7 @@ func TestHintsRemind(t *testing.T) {
 		t.Errorf("%d turn lines, want 4", turns)
 	}
 }
+
+func TestAnchorPrice(t *testing.T) {
+	negotiationtest.CheckAnchor(t, New(), func(s Scenario) []float64 { return []float64{s.Listing, s.Target} })
+}

@@ -121,7 +121,15 @@ func New() *Game {
 		Validate:  Scenario.Validate,
 		Episode:   newEpisode,
 		Valuation: valuation,
+		Restate:   restate,
 	}}
+}
+
+// restate is s in units where the asking price is anchor.
+func restate(s Scenario, anchor float64, round func(float64) float64) Scenario {
+	f := anchor / s.Asking
+	s.Asking, s.BuyerMax, s.SellerMin = anchor, round(s.BuyerMax*f), round(s.SellerMin*f)
+	return s
 }
 
 func newEpisode(s Scenario, q negotiation.Params) *negotiation.Episode[float64] {

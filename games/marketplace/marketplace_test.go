@@ -117,3 +117,7 @@ func TestStrategicBeatsNaive(t *testing.T) { negotiationtest.CheckStrategicBeats
 func TestStrategicAboveFloor(t *testing.T) { negotiationtest.CheckStrategicAboveFloor(t, New(), 20) }
 
 func TestRecordRescore(t *testing.T) { negotiationtest.CheckRecordRescore(t, New(), Rescore) }
+
+func TestAnchorPrice(t *testing.T) {
+	negotiationtest.CheckAnchor(t, New(), func(s Scenario) []float64 { return []float64{s.Asking, s.BuyerMax, s.SellerMin} })
+}

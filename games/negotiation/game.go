@@ -2,6 +2,7 @@ package negotiation
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/omar-selfplay/omar/engine"
@@ -28,6 +29,10 @@ type Game[S, T any] struct {
 	Episode func(S, Params) *Episode[T]
 	// Valuation drives the scripted policies.
 	Valuation ValuationFunc[T]
+	// Restate, for a price game, returns s with every price multiplied
+	// by anchor / s's public price and rounded by round (Params.AnchorPrice);
+	// nil for a game without prices.
+	Restate func(s S, anchor float64, round func(float64) float64) S
 }
 
 // ID implements engine.Game.
@@ -63,6 +68,11 @@ func (g Game[S, T]) NewEpisode(seed uint64, p engine.Params) (engine.Episode, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", g.GameID, err)
 	}
+	if q.AnchorPrice > 0 {
+		if s, err = g.restate(s, q.AnchorPrice); err != nil {
+			return nil, fmt.Errorf("%s: %w", g.GameID, err)
+		}
+	}
 	ep := g.Episode(s, q)
 	if ep.values, err = valuations(g.Valuation, ep.SeatList, ep.Briefing); err != nil {
 		return nil, fmt.Errorf("%s: %w", g.GameID, err)
@@ -71,6 +81,24 @@ func (g Game[S, T]) NewEpisode(seed uint64, p engine.Params) (engine.Episode, er
 		ep.appraise = appraisers(ep.values)
 	}
 	return ep, nil
+}
+
+// restate states s in units of anchor (Params.AnchorPrice): whole units,
+// or cents where whole units would break the deal's order (a corridor
+// narrower than a unit).
+func (g Game[S, T]) restate(s S, anchor float64) (S, error) {
+	if g.Restate == nil {
+		return s, fmt.Errorf("anchor_price: this game has no prices to restate")
+	}
+	r := g.Restate(s, anchor, math.Round)
+	if g.Validate(r) == nil {
+		return r, nil
+	}
+	r = g.Restate(s, anchor, func(x float64) float64 { return math.Round(x*100) / 100 })
+	if err := g.Validate(r); err != nil {
+		return s, fmt.Errorf("anchor_price %v: the restated deal is invalid: %w", anchor, err)
+	}
+	return r, nil
 }
 
 // DefaultParams implements engine.ParamDefaulter: the suite's Params.

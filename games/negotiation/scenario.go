@@ -38,6 +38,16 @@ type Params struct {
 	// Scenario picks a curated scenario by index; -1 (default) takes
 	// index seed mod len(set), so seeds 0..n-1 visit every scenario once.
 	Scenario int `json:"scenario"`
+	// AnchorPrice, when > 0, states a price game's deal in units where
+	// its public price (the asking or listing price) is AnchorPrice:
+	// every price of the scenario is multiplied by AnchorPrice / public
+	// price and rounded to whole units (to cents where whole units would
+	// break the deal's order). Deals of every size then read alike; the
+	// rewards, shares of the deal's own range, are unchanged up to the
+	// rounding. A policy that spells prices in digits learns on deals of
+	// one size and not across sizes
+	// (docs/results/2026-12-08-price-beds.md).
+	AnchorPrice float64 `json:"anchor_price,omitempty"`
 }
 
 // DefaultParams are the suite's defaults.
@@ -60,6 +70,9 @@ func (p Params) Validate() error {
 	}
 	if p.Scenario < -1 {
 		return fmt.Errorf("scenario %d: want -1 (by seed) or an index", p.Scenario)
+	}
+	if !(p.AnchorPrice == 0 || p.AnchorPrice >= 1 && p.AnchorPrice <= 1e6) {
+		return fmt.Errorf("anchor_price %v: want 0 (prices as dealt) or 1..1000000", p.AnchorPrice)
 	}
 	return nil
 }

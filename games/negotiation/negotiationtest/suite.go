@@ -211,3 +211,47 @@ func CheckAbsent(t *testing.T, out engine.Outcome, keys ...string) {
 		}
 	}
 }
+
+// CheckAnchor plays the game with anchor_price 100 (Params.AnchorPrice):
+// every deal, sampled and curated, must state its public price as 100 and
+// its other prices in proportion (within the rounding to whole units),
+// pass the conformance suite, and pay the strategic and naive scripts
+// about what the deal in dollars pays them (mean over 60 deals within
+// 0.05 per seat: only the rounding of the restated prices and of the
+// scripts' own offers differs). prices lists a scenario's public price
+// first, then its other prices.
+func CheckAnchor[S any](t *testing.T, g engine.Game, prices func(S) []float64) {
+	t.Helper()
+	anchored := engine.Params{"anchor_price": 100}
+	enginetest.Conformance(t, g, enginetest.Options{Seeds: 10, Params: anchored})
+	for _, set := range []string{"sampled", "curated"} {
+		var diff [2]float64
+		const n = 60
+		for seed := range uint64(n) {
+			p := engine.Params{"scenario_set": set}
+			q := engine.Params{"scenario_set": set, "anchor_price": 100}
+			dollars := enginetest.PlayScripted(t, g, seed, p, "strategic", "naive")
+			units := enginetest.PlayScripted(t, g, seed, q, "strategic", "naive")
+			d, u := prices(dollars.Scenario.(S)), prices(units.Scenario.(S))
+			if u[0] != 100 {
+				t.Fatalf("%s seed %d: public price %v, want 100", set, seed, u[0])
+			}
+			for i := 1; i < len(d); i++ {
+				if want := d[i] * 100 / d[0]; math.Abs(u[i]-want) > 0.5+1e-9 {
+					t.Errorf("%s seed %d: price %d restated as %v, want %v ± 0.5", set, seed, i, u[i], want)
+				}
+			}
+			for s := range 2 {
+				diff[s] += (units.Outcome.Rewards[s] - dollars.Outcome.Rewards[s]) / n
+			}
+		}
+		for s, d := range diff {
+			if math.Abs(d) > 0.05 {
+				t.Errorf("%s: seat %d's mean reward moves by %+.3f with the deal restated, want within 0.05", set, s, d)
+			}
+		}
+	}
+	if _, err := g.NewEpisode(1, engine.Params{"anchor_price": -1}); err == nil {
+		t.Errorf("anchor_price -1: accepted")
+	}
+}
