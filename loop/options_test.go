@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -144,6 +145,33 @@ func TestLeagueScriptsExample(t *testing.T) {
 	}
 	if len(met) != 2 || met["scripted:strategic"] <= met["scripted:naive"] || seats[0] == 0 || seats[1] == 0 {
 		t.Errorf("draws %v on seats %v: want both scripts, the harder one more often, on both seats", met, seats)
+	}
+}
+
+// TestLeaguePricesExample: the price games' league config decodes
+// strictly, validates, and its parameters deal Marketplace and Craigslist
+// episodes stated in units of their public price.
+func TestLeaguePricesExample(t *testing.T) {
+	o := Options{}.Defaults()
+	if err := strictyaml.DecodeFile("../examples/league-prices.yaml", &o); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"marketplace", "craigslist"} {
+		g, err := envs.Find(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep, err := g.NewEpisode(3, engine.Params(o.Rollout.Params))
+		if err != nil {
+			t.Fatalf("%s: %v", g.ID(), err)
+		}
+		b, _ := json.Marshal(ep.Scenario())
+		if !strings.Contains(string(b), `":100,`) {
+			t.Errorf("%s: scenario %s does not state its public price as 100", g.ID(), b)
+		}
 	}
 }
 
