@@ -36,14 +36,9 @@ func runBenchLearning(ctx context.Context, env *cliEnv, args []string) error {
 	lib := fs.String("llama-lib", llamaLibEnv(), "llama.cpp library directory (default: OMAR_LLAMA_LIB, else lib/llama/cpu)")
 	dir := fs.String("dir", "", "directory for the runs (default: a temporary one, removed after)")
 	jsonOut := fs.String("json", "", "also append every run's result as a JSON line to this file")
-	params := fs.String("params", "", `game parameters as JSON, given to every test bed, e.g. '{"scales":[1,3,7]}'`)
+	fs.Func("params", `game parameters as JSON, given to every test bed, e.g. '{"scales":[1,3,7]}'`, cliflag.JSON(&d.Params))
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	if *params != "" {
-		if err := json.Unmarshal([]byte(*params), &d.Params); err != nil {
-			return cliflag.Usagef("--params: %v", err)
-		}
 	}
 	seeds, err := cliflag.Uints(*seedsFlag)
 	if err != nil {

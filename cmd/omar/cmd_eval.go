@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/omar-selfplay/omar/arena"
@@ -62,7 +62,8 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	bindEval(of)
 	cliflag.Alias(fs, "ctx", "context", env.stderr)
 	cliflag.Alias(fs, "records", "write-records", env.stderr)
-	params := fs.String("params", "", "game parameters as JSON, given to every environment, e.g. '{\"structured_only\":true}'")
+	var params engine.Params
+	fs.Func("params", "game parameters as JSON, given to every environment, e.g. '{\"structured_only\":true}'", cliflag.JSON(&params))
 	scenarios := fs.String("scenarios", "", "curated (a game's curated set where it has one; the default) or seeds")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -84,12 +85,8 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		return cliflag.Usage(err)
 	}
 	for i := range cfg.Envs {
-		if *params != "" {
-			var p engine.Params
-			if err := json.Unmarshal([]byte(*params), &p); err != nil {
-				return cliflag.Usagef("--params: %v", err)
-			}
-			cfg.Envs[i].Params = p
+		if params != nil {
+			cfg.Envs[i].Params = maps.Clone(params)
 		}
 		if *scenarios != "" {
 			cfg.Envs[i].Scenarios = *scenarios

@@ -83,7 +83,7 @@ func TestEvalUsage(t *testing.T) {
 	}{
 		{[]string{"--players", "lora:x"}, "unknown kind"},
 		{[]string{"--players", "adapter:", "--opponents", "scripted:naive"}, "needs a path"},
-		{[]string{"--players", "scripted:naive", "--params", "{"}, "--params"},
+		{[]string{"--players", "scripted:naive", "--params", "{"}, "flag -params: want JSON"},
 		{[]string{"--players", "scripted:naive", "--env", "chess"}, "unknown environment"},
 		{[]string{"--players", "scripted:naive", "--episodes", "0"}, "episodes 0"},
 		{[]string{"--players", "scripted:naive", "--judge-model", "j.gguf"}, "only sotopia"},

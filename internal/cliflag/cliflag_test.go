@@ -266,3 +266,17 @@ func TestInts(t *testing.T) {
 		}
 	}
 }
+
+func TestJSON(t *testing.T) {
+	var p map[string]any
+	set := JSON(&p)
+	if err := set(`{"rounds":2}`); err != nil || p["rounds"] != 2.0 {
+		t.Fatalf("got %v, %v; want rounds 2", p, err)
+	}
+	if err := set(""); err != nil || p["rounds"] != 2.0 {
+		t.Errorf("an empty value: got %v, %v; want the map kept", p, err)
+	}
+	if err := set("{"); err == nil || !strings.Contains(err.Error(), "want JSON") {
+		t.Errorf("bad JSON: got %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package cliflag
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -175,6 +176,20 @@ func Uints(s string) ([]uint64, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// JSON is a flag.Func setter decoding the flag's value as JSON into *p
+// (game parameters, say); an empty value leaves *p as it is.
+func JSON[T any](p *T) func(string) error {
+	return func(s string) error {
+		if s == "" {
+			return nil
+		}
+		if err := json.Unmarshal([]byte(s), p); err != nil {
+			return fmt.Errorf("want JSON: %v", err)
+		}
+		return nil
+	}
 }
 
 // Float32 is a flag.Func setter of *p: a float32 flag for the flag
