@@ -179,29 +179,44 @@ func (p PriceParams) Optimum() (offer int, reward float64) {
 	return i, e[i]
 }
 
-// Price is testbed_price_v1: one buyer makes one offer to a seller whose
+// Price is a price test bed: one buyer makes one offer to a seller whose
 // acceptance rule and reservation distribution are known; the price
 // games' problem in miniature, with its optimum computed analytically.
-type Price struct{}
+// The zero value is testbed_price_v1; PriceDeals and PriceNumber are its
+// variants, the same game over other default parameters.
+type Price struct{ variant int }
+
+// The price test beds' variants: testbed_deals_v1 (the reservation range
+// shifted per deal and told in the brief, so the best offer is a function
+// of the deal's numbers) and testbed_number_v1 (the offer written as a
+// number, digit by digit under a grammar: the price games' number
+// tokenisation in isolation).
+var (
+	PriceDeals  = Price{variant: 1}
+	PriceNumber = Price{variant: 2}
+)
+
+var priceBeds = [...]struct {
+	id, description string
+	defaults        func() PriceParams
+}{
+	{"testbed_price_v1", "test bed (known optimum): one offer to a seller who sells iff it reaches a uniformly drawn reservation price", DefaultPriceParams},
+	{"testbed_deals_v1", "test bed (known optimum): the price test bed with the reservation range shifted per deal and told in the brief; the best offer depends on the deal", DefaultPriceDealsParams},
+	{"testbed_number_v1", "test bed (known optimum): the price test bed with the offer written as a number 0..100 under a grammar instead of picked from a menu", DefaultPriceNumberParams},
+}
 
 // DefaultParams implements engine.ParamDefaulter.
-func (Price) DefaultParams() engine.Params { return engine.ParamsOf(DefaultPriceParams()) }
+func (g Price) DefaultParams() engine.Params { return engine.ParamsOf(priceBeds[g.variant].defaults()) }
 
 // ID implements engine.Game.
-func (Price) ID() string { return "testbed_price_v1" }
+func (g Price) ID() string { return priceBeds[g.variant].id }
 
 // Description implements engine.Game.
-func (Price) Description() string {
-	return "test bed (known optimum): one offer to a seller who sells iff it reaches a uniformly drawn reservation price"
-}
+func (g Price) Description() string { return priceBeds[g.variant].description }
 
 // Seats implements engine.Game.
-func (Price) Seats(ep engine.Params) ([]engine.SeatSpec, error) {
-	return priceSeats(DefaultPriceParams(), ep)
-}
-
-func priceSeats(def PriceParams, ep engine.Params) ([]engine.SeatSpec, error) {
-	if _, err := decodePrice(def, ep); err != nil {
+func (g Price) Seats(ep engine.Params) ([]engine.SeatSpec, error) {
+	if _, err := g.decode(ep); err != nil {
 		return nil, err
 	}
 	return []engine.SeatSpec{{Name: "buyer", Role: "buyer"}}, nil
@@ -210,9 +225,9 @@ func priceSeats(def PriceParams, ep engine.Params) ([]engine.SeatSpec, error) {
 // RewardRange implements engine.Game.
 func (Price) RewardRange() (float64, float64) { return 0, 1 }
 
-// decodePrice decodes ep over a variant's defaults.
-func decodePrice(def PriceParams, ep engine.Params) (PriceParams, error) {
-	p := def
+// decode decodes ep over the variant's defaults.
+func (g Price) decode(ep engine.Params) (PriceParams, error) {
+	p := priceBeds[g.variant].defaults()
 	if err := engine.DecodeParams(ep, &p); err != nil {
 		return p, err
 	}
@@ -229,12 +244,8 @@ type PriceScenario struct {
 }
 
 // NewEpisode implements engine.Game.
-func (Price) NewEpisode(seed uint64, ep engine.Params) (engine.Episode, error) {
-	return newPriceEpisode(DefaultPriceParams(), seed, ep)
-}
-
-func newPriceEpisode(def PriceParams, seed uint64, ep engine.Params) (engine.Episode, error) {
-	p, err := decodePrice(def, ep)
+func (g Price) NewEpisode(seed uint64, ep engine.Params) (engine.Episode, error) {
+	p, err := g.decode(ep)
 	if err != nil {
 		return nil, err
 	}
@@ -317,20 +328,15 @@ func (e *priceEpisode) Outcome() engine.Outcome {
 	if offer >= e.sc.Reservation {
 		result = "deal"
 	}
-	best, optimum := p.Optimum()
+	exp := p.Expected()
+	best := argmax(exp)
 	return engine.Outcome{
 		Rewards: []float64{r}, Result: result,
 		Terms: map[string]int{"offer": offer, "reservation": e.sc.Reservation},
 		// "optimum" is this deal's: with Shifts it varies by deal.
-		Metrics: map[string]float64{"optimal": b2f(e.offer == best), "expected": p.Expected()[e.offer], "optimum": optimum},
+		Metrics: map[string]float64{"optimal": b2f(e.offer == best), "expected": exp[e.offer], "optimum": exp[best]},
 	}
 }
-
-// PriceDeals is testbed_deals_v1: the price test bed with the seller's
-// reservation range shifted per deal and told in the brief, so the best
-// offer is a function of the deal's numbers — what the price games ask
-// of a policy, with the optimum of every deal computed exactly.
-type PriceDeals struct{ Price }
 
 // DefaultPriceDealsParams: value 10, offers 1..9, reservations uniform on
 // {4, 5, 6} shifted by −2, −1, 0 or +1: the best offer is the top of the
@@ -339,32 +345,6 @@ type PriceDeals struct{ Price }
 func DefaultPriceDealsParams() PriceParams {
 	return PriceParams{Value: 10, Offers: []int{1, 2, 3, 4, 5, 6, 7, 8, 9}, Reservations: []int{4, 5, 6}, Shifts: []int{-2, -1, 0, 1}}
 }
-
-// DefaultParams implements engine.ParamDefaulter.
-func (PriceDeals) DefaultParams() engine.Params { return engine.ParamsOf(DefaultPriceDealsParams()) }
-
-// ID implements engine.Game.
-func (PriceDeals) ID() string { return "testbed_deals_v1" }
-
-// Description implements engine.Game.
-func (PriceDeals) Description() string {
-	return "test bed (known optimum): the price test bed with the reservation range shifted per deal and told in the brief; the best offer depends on the deal"
-}
-
-// Seats implements engine.Game.
-func (PriceDeals) Seats(ep engine.Params) ([]engine.SeatSpec, error) {
-	return priceSeats(DefaultPriceDealsParams(), ep)
-}
-
-// NewEpisode implements engine.Game.
-func (PriceDeals) NewEpisode(seed uint64, ep engine.Params) (engine.Episode, error) {
-	return newPriceEpisode(DefaultPriceDealsParams(), seed, ep)
-}
-
-// PriceNumber is testbed_number_v1: the price test bed with the offer
-// written as a number, digit by digit under a grammar, instead of chosen
-// from a menu — the price games' number tokenisation in isolation.
-type PriceNumber struct{ Price }
 
 // DefaultPriceNumberParams: value 100, any whole offer 0..100, the
 // reservation uniform on 40..60. The best offer is 60, worth 0.4; 58–62
@@ -375,27 +355,6 @@ func DefaultPriceNumberParams() PriceParams {
 		r[i] = 40 + i
 	}
 	return PriceParams{Value: 100, Reservations: r, Numeric: true}
-}
-
-// DefaultParams implements engine.ParamDefaulter.
-func (PriceNumber) DefaultParams() engine.Params { return engine.ParamsOf(DefaultPriceNumberParams()) }
-
-// ID implements engine.Game.
-func (PriceNumber) ID() string { return "testbed_number_v1" }
-
-// Description implements engine.Game.
-func (PriceNumber) Description() string {
-	return "test bed (known optimum): the price test bed with the offer written as a number 0..100 under a grammar instead of picked from a menu"
-}
-
-// Seats implements engine.Game.
-func (PriceNumber) Seats(ep engine.Params) ([]engine.SeatSpec, error) {
-	return priceSeats(DefaultPriceNumberParams(), ep)
-}
-
-// NewEpisode implements engine.Game.
-func (PriceNumber) NewEpisode(seed uint64, ep engine.Params) (engine.Episode, error) {
-	return newPriceEpisode(DefaultPriceNumberParams(), seed, ep)
 }
 
 // MeanOptimum is the mean over the shifts and scales of each deal's

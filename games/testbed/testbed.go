@@ -25,7 +25,7 @@ import (
 
 // Games returns the test beds, in catalogue order.
 func Games() []engine.Game {
-	return []engine.Game{Bandit{}, Credit{}, Price{}, PriceDeals{}, PriceNumber{}, RPS{}}
+	return []engine.Game{Bandit{}, Credit{}, Price{}, PriceDeals, PriceNumber, RPS{}}
 }
 
 // menu is a question whose legal replies are exactly moves.

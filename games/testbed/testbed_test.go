@@ -76,8 +76,8 @@ func TestOptimalPolicyEarnsOptimum(t *testing.T) {
 		{Price{}, 0.4, 1e-12},
 		// Each deal's best offer always sells; the shift's draw leaves
 		// sampling error around the mean of 0.6, 0.5, 0.4 and 0.3.
-		{PriceDeals{}, DefaultPriceDealsParams().MeanOptimum(), 0.02},
-		{PriceNumber{}, 0.4, 1e-12},
+		{PriceDeals, DefaultPriceDealsParams().MeanOptimum(), 0.02},
+		{PriceNumber, 0.4, 1e-12},
 	} {
 		t.Run(tc.g.ID(), func(t *testing.T) {
 			opt, rnd := meanReward(t, tc.g, "optimal", n), meanReward(t, tc.g, "random", n)
@@ -118,7 +118,7 @@ func TestDealsShiftTheRange(t *testing.T) {
 	p := DefaultPriceDealsParams()
 	count := map[int]int{}
 	for seed := range uint64(n) {
-		ep, err := PriceDeals{}.NewEpisode(seed, nil)
+		ep, err := PriceDeals.NewEpisode(seed, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,11 +133,11 @@ func TestDealsShiftTheRange(t *testing.T) {
 			t.Errorf("shift %d: got share %.3f, want 1/4", s, got)
 		}
 	}
-	cast, err := engine.ScriptedCast(PriceDeals{}, []string{"optimal"}, 7)
+	cast, err := engine.ScriptedCast(PriceDeals, []string{"optimal"}, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := engine.Play(context.Background(), PriceDeals{}, 7, nil, cast, engine.DefaultOptions(), nil)
+	rec, err := engine.Play(context.Background(), PriceDeals, 7, nil, cast, engine.DefaultOptions(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestScales(t *testing.T) {
 	n := DefaultPriceNumberParams()
 	n.Scales = []int{1, 3, 7}
 	for seed := range uint64(60) {
-		ep, err := PriceNumber{}.NewEpisode(seed, engine.ParamsOf(n))
+		ep, err := PriceNumber.NewEpisode(seed, engine.ParamsOf(n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +215,7 @@ func TestScales(t *testing.T) {
 			t.Fatalf("scale %d: best offer %d worth %v, want %d worth 0.4", sc.Scale, best, r, 60*sc.Scale)
 		}
 	}
-	if _, err := (PriceNumber{}).NewEpisode(1, engine.Params{"scales": []int{2000}}); err == nil {
+	if _, err := PriceNumber.NewEpisode(1, engine.Params{"scales": []int{2000}}); err == nil {
 		t.Errorf("scale 2000 of value 100: accepted")
 	}
 }
@@ -280,10 +280,10 @@ func TestBadParams(t *testing.T) {
 		{Price{}, engine.Params{"offers": []int{3, 3}}},
 		{Price{}, engine.Params{"offers": []int{3, 11}}},
 		{Price{}, engine.Params{"reservations": []int{}}},
-		{PriceDeals{}, engine.Params{"shifts": []int{-5}}}, // 4 − 5 < 0
-		{PriceNumber{}, engine.Params{"offers": []int{3, 4}}},
-		{PriceNumber{}, engine.Params{"value": 50}},       // reservations up to 60
-		{PriceDeals{}, engine.Params{"shifts": []int{5}}}, // 6 + 5 > value 10
+		{PriceDeals, engine.Params{"shifts": []int{-5}}}, // 4 − 5 < 0
+		{PriceNumber, engine.Params{"offers": []int{3, 4}}},
+		{PriceNumber, engine.Params{"value": 50}},       // reservations up to 60
+		{PriceDeals, engine.Params{"shifts": []int{5}}}, // 6 + 5 > value 10
 		{RPS{}, engine.Params{"rounds": 2}},
 	} {
 		if _, err := tc.g.NewEpisode(1, tc.p); err == nil {
